@@ -1,0 +1,42 @@
+# Tests (see tests/README.md for the layout and tests/run-tests for the runner).
+#
+#   tests/unit/*.c    C unit tests, linked with the engine's objects (src/) and the simulated
+#                     driver; run with LD_LIBRARY_PATH=$(BUILD)/sim.
+#   tests/unit/*.cu   CUDA C unit tests (nvcc, shared runtime), run on the simulator.
+#   tests/progs/*.cu  CUDA C test programs that the preload tests run with and without the library.
+#   tests/kernels/*.cu device code built into cubins and fatbins for driver-API and parser tests.
+
+AG_SRC_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/*.c))
+UNIT_C   := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/*.c))
+UNIT_CU  := $(patsubst tests/unit/%.cu,$(BUILD)/tests/unit/%,$(wildcard tests/unit/*.cu))
+PROGS    := $(patsubst tests/progs/%.cu,$(BUILD)/tests/progs/%,$(wildcard tests/progs/*.cu))
+KSRC     := $(wildcard tests/kernels/*.cu)
+CUBINS   := $(patsubst tests/kernels/%.cu,$(BUILD)/tests/kernels/%.cubin,$(KSRC))
+FATBINS  := $(patsubst tests/kernels/%.cu,$(BUILD)/tests/kernels/%.fatbin,$(KSRC)) \
+            $(patsubst tests/kernels/%.cu,$(BUILD)/tests/kernels/%.z.fatbin,$(KSRC))
+AG_TEST_ALL += $(UNIT_C) $(UNIT_CU) $(PROGS) $(CUBINS) $(FATBINS)
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(AG_SRC_OBJS) $(BUILD)/sim/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -fvisibility=hidden,$(AG_CFLAGS)) -Itests -Itests/sim $(CFLAGS) -rdynamic \
+	    -o $@ $< $(AG_SRC_OBJS) -L$(BUILD)/sim -l:libcuda.so.1 $(AG_LIBS) -lm
+
+$(BUILD)/tests/unit/%: tests/unit/%.cu $(wildcard tests/*.h tests/sim/*.h)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(AG_NVCCFLAGS) $(NVCCFLAGS) -o $@ $< $(AG_NVLIBS) -lpthread
+
+$(BUILD)/tests/progs/%: tests/progs/%.cu $(wildcard tests/*.h tests/sim/*.h)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(AG_NVCCFLAGS) $(NVCCFLAGS) -o $@ $< $(AG_NVLIBS) -lpthread
+
+$(BUILD)/tests/kernels/%.cubin: tests/kernels/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -cubin -arch=sm_80 -o $@ $<
+
+$(BUILD)/tests/kernels/%.fatbin: tests/kernels/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -fatbin -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ $<
+
+$(BUILD)/tests/kernels/%.z.fatbin: tests/kernels/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -fatbin -Xfatbin -compress-all -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ $<

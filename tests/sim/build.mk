@@ -1,0 +1,36 @@
+# The CPU simulator of the CUDA driver, runtime and cuDNN (see tests/sim/README.md).
+#
+# Three libraries with the real sonames and version nodes, each from its own folder plus the
+# shared helpers in tests/sim/common. Exports are chosen by each library's version script; the
+# code is built with default visibility because the CUDA headers declare the API without any.
+# The runtime and cuDNN do not link the driver: they dlopen libcuda.so.1 as the real ones do.
+
+SIM_CFLAGS := $(filter-out -fvisibility=hidden,$(AG_CFLAGS)) -Itests/sim
+SIM_COMMON := $(patsubst %.c,$(BUILD)/sim/obj/%.o,$(wildcard tests/sim/common/*.c))
+SIM_DRV    := $(patsubst %.c,$(BUILD)/sim/obj/%.o,$(wildcard tests/sim/driver/*.c))
+SIM_RT     := $(patsubst %.c,$(BUILD)/sim/obj/%.o,$(wildcard tests/sim/runtime/*.c))
+SIM_DNN    := $(patsubst %.c,$(BUILD)/sim/obj/%.o,$(wildcard tests/sim/cudnn/*.c))
+# The driver parses cubins and fatbins with the library's own parser (src/elf.c).
+SIM_ELF    := $(BUILD)/sim/obj/src/elf.o
+
+SIM_LIBS := $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libcudart.so.13 $(BUILD)/sim/libcudnn.so.9
+AG_ALL   += $(SIM_LIBS)
+
+$(BUILD)/sim/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SIM_CFLAGS) $(CFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/sim/libcuda.so.1: $(SIM_DRV) $(SIM_COMMON) $(SIM_ELF) tests/sim/driver/libcuda.map
+	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,--version-script=tests/sim/driver/libcuda.map \
+	    -o $@ $(SIM_DRV) $(SIM_COMMON) $(SIM_ELF) $(LDFLAGS) -lelf -lzstd -ldl -lpthread
+	ln -sf libcuda.so.1 $(BUILD)/sim/libcuda.so
+
+$(BUILD)/sim/libcudart.so.13: $(SIM_RT) $(SIM_COMMON) tests/sim/runtime/libcudart.map
+	$(CC) -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/sim/runtime/libcudart.map \
+	    -o $@ $(SIM_RT) $(SIM_COMMON) $(LDFLAGS) -ldl -lpthread
+	ln -sf libcudart.so.13 $(BUILD)/sim/libcudart.so
+
+$(BUILD)/sim/libcudnn.so.9: $(SIM_DNN) $(SIM_COMMON) tests/sim/cudnn/libcudnn.map
+	$(CC) -shared -Wl,-soname,libcudnn.so.9 -Wl,--version-script=tests/sim/cudnn/libcudnn.map \
+	    -o $@ $(SIM_DNN) $(SIM_COMMON) $(LDFLAGS) -ldl -lpthread -lm
+	ln -sf libcudnn.so.9 $(BUILD)/sim/libcudnn.so
