@@ -30,6 +30,24 @@ $(BUILD)/sim/libcudart.so.13: $(SIM_RT) $(SIM_COMMON) tests/sim/runtime/libcudar
 	    -o $@ $(SIM_RT) $(SIM_COMMON) $(LDFLAGS) -ldl -lpthread
 	ln -sf libcudart.so.13 $(BUILD)/sim/libcudart.so
 
+# cuDNN's device code: tests/sim/cudnn/kernels.cu → a fatbin (sm_80 cubin + PTX, every entry
+# zstd-compressed as in NVIDIA's own libraries) embedded by fatbin.S; the CPU twins are in
+# twins.c. -fmad=false and -ffp-contract=off keep every product and sum separately rounded, so
+# the twins' bits are those of the documented arithmetic (tests/sim/cudnn/README.md).
+SIM_DNN_FATBIN := $(BUILD)/sim/cudnn/cudnnsim_kernels.fatbin
+SIM_DNN += $(BUILD)/sim/obj/tests/sim/cudnn/fatbin.o
+$(SIM_DNN): SIM_CFLAGS += -ffp-contract=off
+-include $(patsubst %.o,%.d,$(filter %.o,$(SIM_DNN)))
+
+$(SIM_DNN_FATBIN): tests/sim/cudnn/kernels.cu tests/sim/cudnn/cudnnsim.h
+	@mkdir -p $(dir $@)
+	$(NVCC) -fatbin -Xfatbin -compress-all -fmad=false \
+	    -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ $<
+
+$(BUILD)/sim/obj/tests/sim/cudnn/fatbin.o: tests/sim/cudnn/fatbin.S $(SIM_DNN_FATBIN)
+	@mkdir -p $(dir $@)
+	$(CC) -c -Wa,-I$(BUILD)/sim/cudnn -o $@ $<
+
 $(BUILD)/sim/libcudnn.so.9: $(SIM_DNN) $(SIM_COMMON) tests/sim/cudnn/libcudnn.map
 	$(CC) -shared -Wl,-soname,libcudnn.so.9 -Wl,--version-script=tests/sim/cudnn/libcudnn.map \
 	    -o $@ $(SIM_DNN) $(SIM_COMMON) $(LDFLAGS) -ldl -lpthread -lm

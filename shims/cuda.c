@@ -1,0 +1,324 @@
+/* cuda.c — the driver API: the getter (cuGetProcAddress), its per-entry wrappers, and the
+ * driver functions programs call directly.
+ *
+ * Every (name, ABI version, per-thread) entry of the driver API that cudaTypedefs.h describes is
+ * one line of the generated table ag_cu_table.h (tools/gen-cuda-table, classified by
+ * shims/cuda-class.def). Launch and ordering entries get a wrapper; harmless ones get none.
+ *
+ * The getter wrapper calls the real getter first and only where it returned a function swaps in
+ * the wrapper of the entry with the same name and per-thread flag and the highest version not
+ * above the requested one — the ABI the real getter chose. Each entry has its own slot for the
+ * real pointer, filled by the first request; a later request that maps to the same entry but got
+ * a different function (a driver whose versions this table does not know) is handed the real
+ * function untouched rather than a wrapper of the wrong ABI. Requests the table cannot place
+ * (names from other headers: GL, EGL, VDPAU interop) are also handed back untouched.
+ *
+ * One version of each wrapped function is also exported under the name programs link against
+ * (cuMemcpyHtoD → cuMemcpyHtoD_v2), so programs linked against libcuda are seen too, and the
+ * same wrapper answers dlsym of that name on a driver handle (cuBLASLt's ~32 lookups).
+ */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "shim.h"
+#include "stats.h"
+
+static const char *const cu_sonames[] = {"libcuda.so.1", "libcuda.so", NULL};
+
+/* ---- the table ------------------------------------------------------------------------- */
+
+enum {
+#define AG_CU(id, ...) CU_##id,
+#include "ag_cu_table.h"
+#undef AG_CU
+  CU_COUNT_
+};
+
+#define AG_FAM_NONE AG_FAM_UNCLASSIFIED
+static ag_call_t cu_calls[CU_COUNT_] = {
+#define AG_CU(id, name, ver, pt, cls, fam, exp, sfx, label, ...) {label, AG_FAM_##fam, 0},
+#include "ag_cu_table.h"
+#undef AG_CU
+};
+
+static void *cu_real[CU_COUNT_];
+
+/* The exported (ELF) name of an entry, for entries that have one. */
+#define AG_ELF_0(elf) NULL
+#define AG_ELF_1(elf) #elf
+
+enum { CLS_HARMLESS, CLS_ORDER, CLS_LAUNCH };
+#define CLS_OF_HARMLESS CLS_HARMLESS
+#define CLS_OF_ORDER CLS_ORDER
+#define CLS_OF_LAUNCH CLS_LAUNCH
+
+static const struct cu_entry {
+  const char *name;
+  const char *elf; /* exported name, or NULL */
+  int version, per_thread, cls;
+} cu_entries[CU_COUNT_] = {
+#define AG_CU(id, name, ver, pt, cls, fam, exp, elf, ...) \
+  {#name, AG_ELF_##exp(elf), ver, pt, CLS_OF_##cls},
+#include "ag_cu_table.h"
+#undef AG_CU
+};
+
+/* Real functions. Each wrapped entry has two wrappers: w_<id> for pointers handed out by the
+ * getter (real pointer in cu_real, set by the getter) and, for the exported version, x_<id>
+ * for the exported name and for dlsym of that name (real pointer in cu_real_x: what dlsym
+ * returned, else the next definition of the name). The driver may implement the getter's
+ * entry and its exported symbol as different functions, so the two never share a slot. */
+static void *cu_real_x[CU_COUNT_];
+
+static void *cu_real_of(int i) { return __atomic_load_n(&cu_real[i], __ATOMIC_ACQUIRE); }
+
+static void *cu_real_x_of(int i) {
+  void *p = __atomic_load_n(&cu_real_x[i], __ATOMIC_ACQUIRE);
+  if (AG_LIKELY(p) || !cu_entries[i].elf) return p;
+  p = ag__real_lookup(cu_sonames, cu_entries[i].elf);
+  if (p) {
+    void *expected = NULL;
+    if (!__atomic_compare_exchange_n(&cu_real_x[i], &expected, p, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+      p = expected;
+  }
+  return p;
+}
+
+/* ---- launches ---------------------------------------------------------------------------- */
+
+typedef struct cu_kl {
+  PFN_cuLaunchKernel_v4000 real;
+  CUfunction f;
+  unsigned g[3], b[3], shmem;
+  CUstream s;
+  void **params, **extra;
+} cu_kl_t;
+
+static int submit_kernel(const ag_launch_t *l) {
+  const cu_kl_t *c = l->ctx;
+  return c->real(c->f, c->g[0], c->g[1], c->g[2], c->b[0], c->b[1], c->b[2], c->shmem, c->s,
+                 c->params, c->extra);
+}
+
+static int submit_coop(const ag_launch_t *l) {
+  const cu_kl_t *c = l->ctx;
+  return ((PFN_cuLaunchCooperativeKernel_v9000)(void *)c->real)(
+      c->f, c->g[0], c->g[1], c->g[2], c->b[0], c->b[1], c->b[2], c->shmem, c->s, c->params);
+}
+
+static CUresult launch_kernel(int i, void *real, int coop, CUfunction f, unsigned gx, unsigned gy,
+                              unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                              CUstream s, void **params, void **extra) {
+  cu_kl_t c = {(PFN_cuLaunchKernel_v4000)real, f, {gx, gy, gz}, {bx, by, bz},
+               shmem, s, params, extra};
+  ag_launch_t l = {&cu_calls[i], AG_PATH_DRIVER, f, {gx, gy, gz}, {bx, by, bz}, shmem, s,
+                   params, NULL, coop ? submit_coop : submit_kernel, &c};
+  if (!c.real) return CUDA_ERROR_NOT_FOUND;
+  if (!ag__active()) return (CUresult)l.submit(&l);
+  return (CUresult)ag__launch(&l);
+}
+
+static CUresult launch_cuLaunchKernel(int i, void *real, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                      unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                      CUstream s, void **params, void **extra) {
+  return launch_kernel(i, real, 0, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+}
+
+static CUresult launch_cuLaunchCooperativeKernel(int i, void *real, CUfunction f, unsigned gx, unsigned gy,
+                                                 unsigned gz, unsigned bx, unsigned by,
+                                                 unsigned bz, unsigned shmem, CUstream s,
+                                                 void **params) {
+  return launch_kernel(i, real, 1, f, gx, gy, gz, bx, by, bz, shmem, s, params, NULL);
+}
+
+typedef struct cu_klex {
+  PFN_cuLaunchKernelEx_v11060 real;
+  const CUlaunchConfig *config;
+  CUfunction f;
+  void **params, **extra;
+} cu_klex_t;
+
+static int submit_ex(const ag_launch_t *l) {
+  const cu_klex_t *c = l->ctx;
+  return c->real(c->config, c->f, c->params, c->extra);
+}
+
+static CUresult launch_cuLaunchKernelEx(int i, void *real, const CUlaunchConfig *config, CUfunction f,
+                                        void **params, void **extra) {
+  cu_klex_t c = {(PFN_cuLaunchKernelEx_v11060)real, config, f, params, extra};
+  ag_launch_t l = {.call = &cu_calls[i], .path = AG_PATH_DRIVER, .func = f, .args = params,
+                   .config = config, .submit = submit_ex, .ctx = &c};
+  if (!c.real) return CUDA_ERROR_NOT_FOUND;
+  if (!config) return c.real(config, f, params, extra); /* the driver reports the error */
+  l.grid[0] = config->gridDimX, l.grid[1] = config->gridDimY, l.grid[2] = config->gridDimZ;
+  l.block[0] = config->blockDimX, l.block[1] = config->blockDimY, l.block[2] = config->blockDimZ;
+  l.shmem = config->sharedMemBytes;
+  l.stream = config->hStream;
+  if (!ag__active()) return (CUresult)l.submit(&l);
+  return (CUresult)ag__launch(&l);
+}
+
+/* ---- wrappers ---------------------------------------------------------------------------- */
+
+#define AG_CU(id, name, ver, pt, cls, fam, exp, elf, label, params, args, stream) \
+  AG_CU_WRAP_##cls(w_##id, cu_real_of, id, name, params, args, stream)           \
+  AG_CU_X_##exp(cls, id, name, params, args, stream)
+#define AG_CU_X_0(cls, id, name, params, args, stream)
+#define AG_CU_X_1(cls, id, name, params, args, stream) \
+  AG_CU_WRAP_##cls(x_##id, cu_real_x_of, id, name, params, args, stream)
+#define AG_CU_WRAP_HARMLESS(fn, real_of, id, name, params, args, stream)
+#define AG_CU_WRAP_LAUNCH(fn, real_of, id, name, params, args, stream) \
+  static CUresult fn params { return launch_##name(CU_##id, real_of(CU_##id), AG_ARGS args); }
+#define AG_CU_WRAP_ORDER(fn, real_of, id, name, params, args, stream)  \
+  static CUresult fn params {                                          \
+    PFN_##id real = (PFN_##id)real_of(CU_##id);                        \
+    CUresult r;                                                        \
+    if (!real) return CUDA_ERROR_NOT_FOUND;                            \
+    if (!ag__active()) return real args;                               \
+    ag__order_enter(&cu_calls[CU_##id], (void *)(stream));             \
+    r = real args;                                                     \
+    ag__order_leave();                                                 \
+    return r;                                                          \
+  }
+#include "ag_cu_table.h"
+#undef AG_CU
+
+static void *const cu_x_wrappers[CU_COUNT_] = {
+#define AG_CU(id, name, ver, pt, cls, fam, exp, ...) AG_CU_XPTR_##exp(id)
+#define AG_CU_XPTR_0(id) NULL,
+#define AG_CU_XPTR_1(id) (void *)x_##id,
+#include "ag_cu_table.h"
+#undef AG_CU
+};
+
+static void *const cu_wrappers[CU_COUNT_] = {
+#define AG_CU(id, name, ver, pt, cls, ...) AG_CU_PTR_##cls(id)
+#define AG_CU_PTR_HARMLESS(id) NULL,
+#define AG_CU_PTR_LAUNCH(id) (void *)w_##id,
+#define AG_CU_PTR_ORDER(id) (void *)w_##id,
+#include "ag_cu_table.h"
+#undef AG_CU
+};
+
+/* Exports: one version of each wrapped function under the name programs link against (see
+ * tools/gen-cuda-table); cuda.h's prototype checks the choice. */
+#define AG_CU(id, name, ver, pt, cls, fam, exp, elf, ...) AG_CU_EXPORT_##exp(id, elf)
+#define AG_CU_EXPORT_0(id, elf)
+#define AG_CU_EXPORT_1(id, elf) \
+  extern __typeof(x_##id) elf __attribute__((alias("x_" #id), visibility("default")));
+#include "ag_cu_table.h"
+#undef AG_CU
+
+/* ---- the getter -------------------------------------------------------------------------- */
+
+static PFN_cuGetProcAddress_v11030 real_getter_v1;
+static PFN_cuGetProcAddress_v12000 real_getter_v2;
+
+static void *swap(const char *sym, int version, cuuint64_t flags, void *p);
+
+static CUresult getter_v1(const char *symbol, void **pfn, int version, cuuint64_t flags) {
+  PFN_cuGetProcAddress_v11030 real = __atomic_load_n(&real_getter_v1, __ATOMIC_ACQUIRE);
+  CUresult r;
+  if (!real) real = (PFN_cuGetProcAddress_v11030)ag__real_lookup(cu_sonames, "cuGetProcAddress");
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  r = real(symbol, pfn, version, flags);
+  if (r == CUDA_SUCCESS && symbol && pfn && *pfn && ag__active())
+    *pfn = swap(symbol, version, flags, *pfn);
+  return r;
+}
+
+static CUresult getter_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                          CUdriverProcAddressQueryResult *status) {
+  PFN_cuGetProcAddress_v12000 real = __atomic_load_n(&real_getter_v2, __ATOMIC_ACQUIRE);
+  CUresult r;
+  if (!real)
+    real = (PFN_cuGetProcAddress_v12000)ag__real_lookup(cu_sonames, "cuGetProcAddress_v2");
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  r = real(symbol, pfn, version, flags, status);
+  if (r == CUDA_SUCCESS && symbol && pfn && *pfn && ag__active())
+    *pfn = swap(symbol, version, flags, *pfn);
+  return r;
+}
+
+AG_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+                                       cuuint64_t flags, CUdriverProcAddressQueryResult *status) {
+  return getter_v2(symbol, pfn, version, flags, status);
+}
+
+/* cuda.h renames cuGetProcAddress to cuGetProcAddress_v2; the 11030 ABI keeps the plain name. */
+extern __typeof(getter_v1) ag_cuGetProcAddress_v1 __asm__("cuGetProcAddress")
+    __attribute__((alias("getter_v1"), visibility("default")));
+
+static void store_real(void **slot, void *p) {
+  void *expected = NULL;
+  if (!ag__is_ours(p))
+    __atomic_compare_exchange_n(slot, &expected, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+static void *swap(const char *sym, int version, cuuint64_t flags, void *p) {
+  int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, best = -1;
+
+  if (!strcmp(sym, "cuGetProcAddress")) {
+    /* The runtime asks for the getter itself (11030 and 12000 ABIs): answer with ours. */
+    if (version >= 12000) {
+      store_real((void **)&real_getter_v2, p);
+      return (void *)getter_v2;
+    }
+    store_real((void **)&real_getter_v1, p);
+    return (void *)getter_v1;
+  }
+  if (ag__is_ours(p)) return p; /* a driver that hands out our own exports */
+  for (int tries = 0; tries < 2 && best < 0; tries++, pt = 0) {
+    for (int i = 0; i < CU_COUNT_; i++) {
+      const struct cu_entry *e = &cu_entries[i];
+      if (e->per_thread != pt || e->version > version || strcmp(e->name, sym)) continue;
+      if (best < 0 || e->version > cu_entries[best].version) best = i;
+    }
+  }
+  if (best < 0) {
+    ag__log(AG_LOG_DEBUG, "getter: %s (version %d, flags %llu) is not in the table; not watched",
+            sym, version, (unsigned long long)flags);
+    return p;
+  }
+  if (cu_entries[best].cls == CLS_HARMLESS) return p;
+  void *expected = NULL;
+  if (!__atomic_compare_exchange_n(&cu_real[best], &expected, p, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE) &&
+      expected != p) {
+    ag__log(AG_LOG_DEBUG, "getter: %s (version %d) differs from the known ABI; not watched", sym,
+            version);
+    return p;
+  }
+  return cu_wrappers[best];
+}
+
+void *ag__cu_dlsym_swap(const char *name, void *p) {
+  if (!strcmp(name, "cuGetProcAddress")) {
+    store_real((void **)&real_getter_v1, p);
+    return (void *)getter_v1;
+  }
+  if (!strcmp(name, "cuGetProcAddress_v2")) {
+    store_real((void **)&real_getter_v2, p);
+    return (void *)getter_v2;
+  }
+  if (ag__is_ours(p)) return p;
+  for (int i = 0; i < CU_COUNT_; i++) {
+    if (!cu_entries[i].elf || strcmp(cu_entries[i].elf, name)) continue;
+    void *expected = NULL;
+    if (!__atomic_compare_exchange_n(&cu_real_x[i], &expected, p, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE) &&
+        expected != p)
+      return p;
+    return cu_x_wrappers[i];
+  }
+  return p;
+}
+
+__attribute__((constructor)) static void cu_register(void) {
+  ag__stats_register(cu_calls, CU_COUNT_);
+}

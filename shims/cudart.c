@@ -1,0 +1,215 @@
+/* cudart.c — the runtime API entry points (libcudart.so.13's exported names).
+ *
+ * Every function of shims/cudart.def is exported here under its own name and, where the real
+ * runtime has them, its _ptds/_ptsz forms; the preload's definition comes before libcudart's in
+ * the global scope, so the program's calls land here. Ordering calls are bracketed with
+ * ag__order_enter/leave; the four launch forms are described to the engine (ag__launch) and
+ * submitted through the real function; the registration calls feed the registry (stub →
+ * device name, fatbin) before returning what the runtime returned.
+ *
+ * Real functions are looked up lazily, one entry at a time, without a lock: a lookup is
+ * idempotent, and a lock (or pthread_once) held across dlsym could deadlock against the
+ * loader lock held by a thread whose library constructor is calling into CUDA. Each entry is
+ * found once and cached; an entry not found yet (libcudart opened RTLD_LOCAL and not loaded at
+ * the first call) is retried at its next call, and the call returns cudaErrorNotSupported.
+ */
+#define _GNU_SOURCE
+#include <cuda_runtime_api.h>
+
+/* The table intercepts deprecated functions too (cudaMemcpyToArray …): programs still call
+ * them, and taking their address is not a use worth a warning. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+#include "registry.h"
+#include "shim.h"
+#include "stats.h"
+
+static const char *const rt_sonames[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
+                                         NULL};
+
+/* Expands F once per exported form of a .def line. */
+#define AG_RT_VAR_NONE(F, ret, name, ...) F(ret, name, name, __VA_ARGS__)
+#define AG_RT_VAR_PTDS(F, ret, name, ...) \
+  F(ret, name, name, __VA_ARGS__) F(ret, name##_ptds, name, __VA_ARGS__)
+#define AG_RT_VAR_PTSZ(F, ret, name, ...) \
+  F(ret, name, name, __VA_ARGS__) F(ret, name##_ptsz, name, __VA_ARGS__)
+#define AG_RT(ret, name, cls, fam, var, ...) AG_RT_VAR_##var(AG_RT_F, ret, name, cls, fam, __VA_ARGS__)
+
+/* Registration entry points (hand-written below) share the counters. */
+#define AG_RT_REGISTRATION(F)                     \
+  F(__cudaRegisterFatBinary)                      \
+  F(__cudaRegisterFatBinaryEnd)                   \
+  F(__cudaRegisterFunction)                       \
+  F(__cudaUnregisterFatBinary)
+
+enum {
+#define AG_RT_F(ret, sym, ...) RT_##sym,
+#include "cudart.def"
+#undef AG_RT_F
+#define AG_RT_REG_ENUM(sym) RT_##sym,
+  AG_RT_REGISTRATION(AG_RT_REG_ENUM)
+  RT_COUNT_
+};
+
+static ag_call_t rt_calls[RT_COUNT_] = {
+#define AG_RT_F(ret, sym, base, cls, fam, ...) {#sym, AG_FAM_##fam, 0},
+#include "cudart.def"
+#undef AG_RT_F
+#define AG_RT_REG_CALL(sym) {#sym, AG_FAM_REGISTER, 0},
+    AG_RT_REGISTRATION(AG_RT_REG_CALL)
+};
+
+static const char *const rt_names[RT_COUNT_] = {
+#define AG_RT_F(ret, sym, ...) #sym,
+#include "cudart.def"
+#undef AG_RT_F
+#define AG_RT_REG_NAME(sym) #sym,
+    AG_RT_REGISTRATION(AG_RT_REG_NAME)
+};
+
+static void *rt_real[RT_COUNT_];
+
+static void *rt_real_of(int i) {
+  void *p = __atomic_load_n(&rt_real[i], __ATOMIC_ACQUIRE);
+  if (AG_LIKELY(p)) return p;
+  p = ag__real_lookup(rt_sonames, rt_names[i]);
+  if (p) __atomic_store_n(&rt_real[i], p, __ATOMIC_RELEASE);
+  return p;
+}
+
+/* ---- launches ---------------------------------------------------------------------------- */
+
+typedef cudaError_t (*rt_launch_fn)(const void *, dim3, dim3, void **, size_t, cudaStream_t);
+typedef cudaError_t (*rt_launch_ex_fn)(const cudaLaunchConfig_t *, const void *, void **);
+
+typedef struct rt_kl {
+  void *real;
+  const void *func;
+  dim3 grid, block;
+  void **args;
+  size_t shmem;
+  cudaStream_t stream;
+  const cudaLaunchConfig_t *config;
+} rt_kl_t;
+
+static int submit_kernel(const ag_launch_t *l) {
+  const rt_kl_t *c = l->ctx;
+  return ((rt_launch_fn)c->real)(c->func, c->grid, c->block, c->args, c->shmem, c->stream);
+}
+
+static int submit_ex(const ag_launch_t *l) {
+  const rt_kl_t *c = l->ctx;
+  return ((rt_launch_ex_fn)c->real)(c->config, c->func, c->args);
+}
+
+static cudaError_t launch(int i, const void *func, dim3 grid, dim3 block, void **args,
+                          size_t shmem, cudaStream_t stream) {
+  rt_kl_t c = {rt_real_of(i), func, grid, block, args, shmem, stream, NULL};
+  ag_launch_t l = {&rt_calls[i], AG_PATH_RUNTIME, func, {grid.x, grid.y, grid.z},
+                   {block.x, block.y, block.z}, (unsigned)shmem, stream, args, NULL,
+                   submit_kernel, &c};
+  if (!c.real) return cudaErrorNotSupported;
+  if (!ag__active()) return (cudaError_t)submit_kernel(&l);
+  return (cudaError_t)ag__launch(&l);
+}
+
+static cudaError_t launch_cudaLaunchKernel(int i, const void *func, dim3 grid, dim3 block,
+                                           void **args, size_t shmem, cudaStream_t stream) {
+  return launch(i, func, grid, block, args, shmem, stream);
+}
+
+static cudaError_t launch_cudaLaunchCooperativeKernel(int i, const void *func, dim3 grid,
+                                                      dim3 block, void **args, size_t shmem,
+                                                      cudaStream_t stream) {
+  return launch(i, func, grid, block, args, shmem, stream);
+}
+
+static cudaError_t launch___cudaLaunchKernel(int i, cudaKernel_t kernel, dim3 grid, dim3 block,
+                                             void **args, size_t shmem, cudaStream_t stream) {
+  return launch(i, (const void *)kernel, grid, block, args, shmem, stream);
+}
+
+static cudaError_t launch_cudaLaunchKernelExC(int i, const cudaLaunchConfig_t *config,
+                                              const void *func, void **args) {
+  rt_kl_t c = {.real = rt_real_of(i), .func = func, .args = args, .config = config};
+  ag_launch_t l = {.call = &rt_calls[i], .path = AG_PATH_RUNTIME, .func = func, .args = args,
+                   .config = config, .submit = submit_ex, .ctx = &c};
+  if (!c.real) return cudaErrorNotSupported;
+  if (!config || !ag__active()) return (cudaError_t)submit_ex(&l);
+  l.grid[0] = config->gridDim.x, l.grid[1] = config->gridDim.y, l.grid[2] = config->gridDim.z;
+  l.block[0] = config->blockDim.x, l.block[1] = config->blockDim.y, l.block[2] = config->blockDim.z;
+  l.shmem = (unsigned)config->dynamicSmemBytes;
+  l.stream = config->stream;
+  return (cudaError_t)ag__launch(&l);
+}
+
+/* ---- generated wrappers ------------------------------------------------------------------ */
+
+#define AG_RT_F(ret, sym, base, cls, fam, params, args, stream) AG_RT_BODY_##cls(ret, sym, base, params, args, stream)
+#define AG_RT_BODY_LAUNCH(ret, sym, base, params, args, stream) \
+  AG_EXPORT ret sym params { return launch_##base(RT_##sym, AG_ARGS args); }
+#define AG_RT_BODY_ORDER(ret, sym, base, params, args, stream) \
+  AG_EXPORT ret sym params {                                   \
+    __typeof(&sym) real = (__typeof(&sym))rt_real_of(RT_##sym); \
+    ret r;                                                     \
+    if (!real) return cudaErrorNotSupported;                   \
+    if (!ag__active()) return real args;                       \
+    ag__order_enter(&rt_calls[RT_##sym], (void *)(stream));    \
+    r = real args;                                             \
+    ag__order_leave();                                         \
+    return r;                                                  \
+  }
+#include "cudart.def"
+#undef AG_RT_F
+
+/* ---- registration ------------------------------------------------------------------------ */
+
+/* Observed and forwarded: the registry keeps stub → device name and fatbin for the engine. */
+AG_EXPORT void **__cudaRegisterFatBinary(void *fatCubin) {
+  void **(*real)(void *) = (void **(*)(void *))rt_real_of(RT___cudaRegisterFatBinary);
+  void **h;
+  if (!real) return NULL;
+  if (!ag__active()) return real(fatCubin);
+  ag__note(&rt_calls[RT___cudaRegisterFatBinary]);
+  ag__tls.quiet++;
+  h = real(fatCubin);
+  ag__tls.quiet--;
+  if (h) (void)ag__registry_fatbin(h, fatCubin); /* best effort: the program runs regardless */
+  return h;
+}
+
+AG_EXPORT void __cudaRegisterFatBinaryEnd(void **handle) {
+  void (*real)(void **) = (void (*)(void **))rt_real_of(RT___cudaRegisterFatBinaryEnd);
+  if (!real) return;
+  if (ag__active()) ag__note(&rt_calls[RT___cudaRegisterFatBinaryEnd]);
+  real(handle);
+}
+
+typedef void (*rt_register_fn)(void **, const char *, char *, const char *, int, uint3 *, uint3 *,
+                               dim3 *, dim3 *, int *);
+
+AG_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun,
+                                      char *deviceFun, const char *deviceName, int thread_limit,
+                                      uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim,
+                                      int *wSize) {
+  rt_register_fn real = (rt_register_fn)rt_real_of(RT___cudaRegisterFunction);
+  if (!real) return;
+  if (ag__active()) {
+    ag__note(&rt_calls[RT___cudaRegisterFunction]);
+    (void)ag__registry_function(fatCubinHandle, hostFun, deviceName ? deviceName : deviceFun);
+  }
+  real(fatCubinHandle, hostFun, deviceFun, deviceName, thread_limit, tid, bid, bDim, gDim, wSize);
+}
+
+AG_EXPORT void __cudaUnregisterFatBinary(void **handle) {
+  void (*real)(void **) = (void (*)(void **))rt_real_of(RT___cudaUnregisterFatBinary);
+  if (ag__active()) {
+    ag__note(&rt_calls[RT___cudaUnregisterFatBinary]);
+    ag__registry_unregister(handle);
+  }
+  if (real) real(handle);
+}
+
+__attribute__((constructor)) static void rt_register(void) {
+  (void)ag__stats_register(rt_calls, RT_COUNT_);
+}

@@ -1,0 +1,102 @@
+/* engine.h — the boundary between the entry points (shims/) and the engine (src/).
+ *
+ * Every exported wrapper does one of four things, all through this header:
+ *   - launch:   fills an ag_launch_t and returns ag__launch(&l), the CUDA status of the launch.
+ *               The engine decides whether to submit it now (l->submit) or, in a later stage,
+ *               to hold it and replay it as part of a graph; today it always submits.
+ *   - ordering: ag__order_enter(call, stream) before forwarding, ag__order_leave() after. The
+ *               engine flushes what it holds (nothing yet) and counts the call.
+ *   - library:  ag__lib_enter(call) / ag__lib_leave() around a call into a library that
+ *               launches kernels itself (cuDNN); its launches are labelled with that path.
+ *   - harmless: forwarded untouched (not wrapped at all where possible).
+ * Nesting is tracked per thread: a call that arrives while another wrapped call is in progress
+ * on the same thread (the runtime's own driver launch, a flush issued by the engine) passes
+ * straight through and is counted at the outermost level only. Launches made inside a library
+ * call are still launches (labelled with the library); other calls inside it are not counted.
+ * When the library is disabled or still initialising, ag__active() is false and wrappers
+ * forward without calling into the engine at all.
+ */
+#ifndef AG_ENGINE_H
+#define AG_ENGINE_H
+
+#include <stdint.h>
+
+#include "ag.h"
+
+/* Where a launch entered the library. */
+enum ag_path { AG_PATH_RUNTIME, AG_PATH_DRIVER, AG_PATH_CUDNN, AG_PATH_COUNT_ };
+
+/* Families of intercepted calls (stats keys, in this order). */
+#define AG_FAMILY_MAP(XX)                                                                  \
+  XX(LAUNCH, "launch") XX(COPY, "copy") XX(MEMSET, "memset") XX(EVENT, "event")             \
+  XX(STREAM, "stream") XX(SYNC, "sync") XX(ALLOC, "alloc") XX(FREE, "free")                 \
+  XX(HOST_FUNC, "host_func") XX(GRAPH, "graph") XX(CAPTURE, "capture") XX(DEVICE, "device") \
+  XX(CUDNN, "cudnn") XX(REGISTER, "register") XX(UNCLASSIFIED, "unclassified")
+
+enum ag_family {
+#define AG_FAMILY_ENUM_(id, name) AG_FAM_##id,
+  AG_FAMILY_MAP(AG_FAMILY_ENUM_)
+#undef AG_FAMILY_ENUM_
+  AG_FAM_COUNT_
+};
+
+/* One intercepted API function as the stats see it; `count` is its per-name counter. Entry
+ * points own these (static tables) and register them with ag__stats_register(). */
+typedef struct ag_call {
+  const char *name;
+  int family;
+  uint64_t count; /* updated atomically */
+} ag_call_t;
+
+/* One kernel launch, normalised. Which API it came from matters only to `submit`, which
+ * performs it as an ordinary launch and returns the API's status (cudaError_t, CUresult). */
+typedef struct ag_launch ag_launch_t;
+struct ag_launch {
+  ag_call_t *call;       /* the entry point (for per-name counts) */
+  int path;              /* enum ag_path of the entry point */
+  const void *func;      /* host stub, cudaKernel_t, CUfunction or CUkernel */
+  unsigned grid[3], block[3];
+  unsigned shmem;
+  void *stream;
+  void **args;           /* one pointer per parameter, or NULL (driver `extra` form) */
+  const void *config;    /* launch config with attributes (Ex forms), else NULL */
+  int (*submit)(const ag_launch_t *l);
+  void *ctx;             /* the entry point's own data for submit */
+};
+
+/* Per-thread nesting state; see the contract above. */
+typedef struct ag_tls {
+  int quiet; /* wrapped runtime/driver calls in progress: nested calls pass through */
+  int lib;   /* library calls (cuDNN) in progress: their launches are labelled AG_PATH_CUDNN */
+} ag_tls_t;
+extern __thread ag_tls_t ag__tls;
+
+/* Initialises the library once (options, exit hook, fork handlers). Safe to call from any
+ * wrapper and re-entrantly: a call made while initialisation is running returns at once. */
+void ag__init(void);
+
+enum { AG_INIT_NONE, AG_INIT_RUNNING, AG_INIT_DONE };
+extern int ag__init_state;
+extern int ag__enabled; /* initialised and not AUTOGRAPH_DISABLE */
+
+/* Nonzero when wrappers must hand work to the engine; zero means forward untouched. */
+static inline int ag__active(void) {
+  if (AG_UNLIKELY(__atomic_load_n(&ag__init_state, __ATOMIC_ACQUIRE) != AG_INIT_DONE)) ag__init();
+  return __atomic_load_n(&ag__enabled, __ATOMIC_RELAXED);
+}
+
+/* Handles one launch; returns the status of the launch as the API reports it. */
+int ag__launch(const ag_launch_t *l);
+
+/* Brackets an ordering call on `stream` (NULL when the call names none or all streams). */
+void ag__order_enter(ag_call_t *call, void *stream);
+void ag__order_leave(void);
+
+/* Brackets a library call that launches kernels of its own (cuDNN). */
+void ag__lib_enter(ag_call_t *call);
+void ag__lib_leave(void);
+
+/* Counts a call of a harmless-but-observed function (registration) at the outermost level. */
+void ag__note(ag_call_t *call);
+
+#endif

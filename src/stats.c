@@ -1,0 +1,187 @@
+/* stats.c — counters and the exit report (see stats.h).
+ *
+ * Per-name counters live in the entry points' tables; several table entries may carry the same
+ * name (one driver function at several ABI versions), so the report merges equal names. The
+ * report is built in a fixed buffer first, then written with one open/write/close: an
+ * unwritable path costs one warning, never a hang (O_NONBLOCK on open) or a crash.
+ */
+#include "stats.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "json.h"
+#include "log.h"
+
+ag_stats_t ag__stats;
+
+static const char *const family_names[AG_FAM_COUNT_] = {
+#define AG_FAMILY_NAME_(id, name) name,
+    AG_FAMILY_MAP(AG_FAMILY_NAME_)
+#undef AG_FAMILY_NAME_
+};
+
+static const char *const path_names[AG_PATH_COUNT_] = {"runtime", "driver", "cudnn"};
+
+static struct {
+  ag_call_t *calls;
+  size_t n;
+} tables[16];
+static int ntables;
+
+int ag__stats_register(ag_call_t *calls, size_t n) {
+  int i = __atomic_fetch_add(&ntables, 1, __ATOMIC_RELAXED);
+  if (i >= (int)AG_ARRAY_SIZE(tables)) return -AG_ENOMEM;
+  tables[i].calls = calls;
+  tables[i].n = n;
+  return 0;
+}
+
+static uint64_t load(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+typedef struct named {
+  const char *name;
+  uint64_t count;
+} named_t;
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(((const named_t *)a)->name, ((const named_t *)b)->name);
+}
+
+/* Collects nonzero per-name counts, sorted and merged by name. Returns the number of entries
+ * (0 when allocation fails: the report then simply has no "calls" detail). */
+static size_t collect(named_t **out) {
+  size_t total = 0, k = 0;
+  int nt = ntables < (int)AG_ARRAY_SIZE(tables) ? ntables : (int)AG_ARRAY_SIZE(tables);
+  named_t *v;
+
+  for (int t = 0; t < nt; t++) total += tables[t].n;
+  *out = NULL;
+  if (!total || !(v = malloc(total * sizeof *v))) return 0;
+  for (int t = 0; t < nt; t++)
+    for (size_t i = 0; i < tables[t].n; i++) {
+      uint64_t c = load(&tables[t].calls[i].count);
+      if (c) v[k++] = (named_t){tables[t].calls[i].name, c};
+    }
+  qsort(v, k, sizeof *v, by_name);
+  size_t m = 0;
+  for (size_t i = 0; i < k; i++) {
+    if (m && !strcmp(v[m - 1].name, v[i].name))
+      v[m - 1].count += v[i].count;
+    else
+      v[m++] = v[i];
+  }
+  *out = v;
+  return m;
+}
+
+size_t ag__stats_json(char *buf, size_t size) {
+  ag_json_t j;
+  named_t *calls;
+  size_t ncalls = collect(&calls);
+
+  ag__json_init(&j, buf, size);
+  ag__json_begin(&j, '{');
+  ag__json_key(&j, "version"), ag__json_u64(&j, 1);
+  ag__json_key(&j, "launches"), ag__json_u64(&j, load(&ag__stats.launches));
+  ag__json_key(&j, "replayed"), ag__json_u64(&j, load(&ag__stats.replayed));
+  ag__json_key(&j, "graphs"), ag__json_u64(&j, load(&ag__stats.graphs));
+  ag__json_key(&j, "graph_launches"), ag__json_u64(&j, load(&ag__stats.graph_launches));
+  ag__json_key(&j, "updates"), ag__json_u64(&j, load(&ag__stats.updates));
+  ag__json_key(&j, "passthrough"), ag__json_u64(&j, load(&ag__stats.passthrough));
+  ag__json_key(&j, "ordering"), ag__json_u64(&j, load(&ag__stats.ordering));
+  ag__json_key(&j, "fallbacks"), ag__json_begin(&j, '{'), ag__json_end(&j, '}');
+  ag__json_key(&j, "by_path");
+  ag__json_begin(&j, '{');
+  for (int i = 0; i < AG_PATH_COUNT_; i++)
+    ag__json_key(&j, path_names[i]), ag__json_u64(&j, load(&ag__stats.by_path[i]));
+  ag__json_end(&j, '}');
+  ag__json_key(&j, "families");
+  ag__json_begin(&j, '{');
+  for (int i = 0; i < AG_FAM_COUNT_; i++)
+    ag__json_key(&j, family_names[i]), ag__json_u64(&j, load(&ag__stats.families[i]));
+  ag__json_end(&j, '}');
+  ag__json_key(&j, "calls");
+  ag__json_begin(&j, '{');
+  for (size_t i = 0; i < ncalls; i++) ag__json_key(&j, calls[i].name), ag__json_u64(&j, calls[i].count);
+  ag__json_end(&j, '}');
+  ag__json_end(&j, '}');
+  free(calls);
+  return ag__json_finish(&j);
+}
+
+size_t ag__stats_summary(char *buf, size_t size) {
+  uint64_t n = load(&ag__stats.launches), r = load(&ag__stats.replayed);
+  int len = snprintf(buf, size,
+                     "autograph: %llu launches (runtime %llu, driver %llu, cudnn %llu), "
+                     "%llu replayed (%.1f%%), %llu graphs, %llu updates; %llu ordering calls\n",
+                     (unsigned long long)n,
+                     (unsigned long long)load(&ag__stats.by_path[AG_PATH_RUNTIME]),
+                     (unsigned long long)load(&ag__stats.by_path[AG_PATH_DRIVER]),
+                     (unsigned long long)load(&ag__stats.by_path[AG_PATH_CUDNN]),
+                     (unsigned long long)r, n ? 100.0 * (double)r / (double)n : 0.0,
+                     (unsigned long long)load(&ag__stats.graphs),
+                     (unsigned long long)load(&ag__stats.updates),
+                     (unsigned long long)load(&ag__stats.ordering));
+  return len < 0 ? 0 : (size_t)len;
+}
+
+static int write_all(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w, n -= (size_t)w;
+  }
+  return 0;
+}
+
+void ag__stats_report(void) {
+  int saved = errno;
+  if (ag__config.stats_summary) {
+    char line[512];
+    size_t n = ag__stats_summary(line, sizeof line);
+    if (n >= sizeof line) n = sizeof line - 1;
+    (void)write_all(2, line, n);
+  } else if (ag__config.stats_path[0]) {
+    size_t cap = 1 << 16, n;
+    char *buf = NULL;
+    for (int tries = 0; tries < 2; tries++) {
+      free(buf);
+      if (!(buf = malloc(cap))) break;
+      n = ag__stats_json(buf, cap);
+      if (n < cap) break;
+      cap = n + 1;
+    }
+    /* Wrappers such as timeout(1), shells or launchers run preloaded too and often exit after
+     * the CUDA process they started: a process that never made an intercepted call only
+     * creates the file when it is missing, so it cannot overwrite a real report with zeros. */
+    uint64_t touched = 0;
+    for (int i = 0; i < AG_FAM_COUNT_; i++) touched += load(&ag__stats.families[i]);
+    int flags = O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | (touched ? O_TRUNC : O_EXCL);
+    int fd = buf ? open(ag__config.stats_path, flags, 0644) : -1;
+    if (fd < 0 && !touched && errno == EEXIST) {
+      free(buf);
+      errno = saved;
+      return;
+    }
+    if (fd < 0 || write_all(fd, buf, strlen(buf)) < 0 || write_all(fd, "\n", 1) < 0)
+      ag__log(AG_LOG_WARN, "cannot write stats to %s: %s", ag__config.stats_path,
+              strerror(errno));
+    if (fd >= 0) close(fd);
+    free(buf);
+  }
+  errno = saved;
+}
+
+void ag__stats_reset(void) {
+  memset(&ag__stats, 0, sizeof ag__stats);
+  int nt = ntables < (int)AG_ARRAY_SIZE(tables) ? ntables : (int)AG_ARRAY_SIZE(tables);
+  for (int t = 0; t < nt; t++)
+    for (size_t i = 0; i < tables[t].n; i++) tables[t].calls[i].count = 0;
+}

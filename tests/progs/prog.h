@@ -1,0 +1,74 @@
+/* prog.h — helpers shared by the CUDA C test programs in tests/progs.
+ *
+ * Every program prints only deterministic results: checksums of its outputs over the exact
+ * bits of each value (never a rounded decimal, a pointer or a time), and on its last line
+ *
+ *   launches: runtime=R driver=D cudnn=0            (programs without cuDNN)
+ *   launches: runtime=R driver=D cudnn_calls=K      (programs calling cuDNN)
+ *
+ * where R and D are the kernel launches the program made itself through the runtime and the
+ * driver API, counted by the program, and K the number of cuDNN compute calls it made (how many
+ * kernels one cuDNN call launches is cuDNN's business). The preload tests compare this line with
+ * the library's statistics. Counters are atomic because several programs launch from several
+ * threads.
+ *
+ * The header is plain C++ host code: the same program runs on a GPU, where the CPU twins of the
+ * kernels are unused, and on the CPU simulator.
+ */
+#ifndef AG_TESTS_PROG_H
+#define AG_TESTS_PROG_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+
+static unsigned long prog_runtime_launches_, prog_driver_launches_, prog_cudnn_calls_;
+
+/* Count one launch made through the runtime API / the driver API / one cuDNN compute call. */
+#define PROG_RT() __atomic_add_fetch(&prog_runtime_launches_, 1, __ATOMIC_RELAXED)
+#define PROG_DRV() __atomic_add_fetch(&prog_driver_launches_, 1, __ATOMIC_RELAXED)
+#define PROG_DNN() __atomic_add_fetch(&prog_cudnn_calls_, 1, __ATOMIC_RELAXED)
+
+/* Runtime launch with <<<>>> that checks the launch status and counts it. */
+#define PROG_LAUNCH(kernel, grid, block, shmem, stream, ...)                              \
+  do {                                                                                    \
+    kernel<<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__);                          \
+    CHECK_CUDA(cudaGetLastError());                                                       \
+    PROG_RT();                                                                            \
+  } while (0)
+
+/* FNV-1a over raw bytes: a checksum that sees every bit of a float. */
+static inline uint64_t prog_hash(const void *p, size_t n, uint64_t h = 1469598103934665603ull) {
+  const unsigned char *b = (const unsigned char *)p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+static inline uint32_t prog_fbits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+/* Prints `label: <hash> first=<bits> last=<bits>` for n floats. */
+static inline void prog_print_floats(const char *label, const float *v, size_t n) {
+  printf("%s: %016llx first=%08x last=%08x\n", label, (unsigned long long)prog_hash(v, n * 4),
+         prog_fbits(v[0]), prog_fbits(v[n - 1]));
+}
+
+static inline void prog_print_launches(void) {
+  printf("launches: runtime=%lu driver=%lu cudnn=0\n", prog_runtime_launches_,
+         prog_driver_launches_);
+}
+
+static inline void prog_print_launches_cudnn(void) {
+  printf("launches: runtime=%lu driver=%lu cudnn_calls=%lu\n", prog_runtime_launches_,
+         prog_driver_launches_, prog_cudnn_calls_);
+}
+
+/* Index of this thread in a 1-D launch (device code). */
+#define PROG_TID() ((unsigned long)blockIdx.x * blockDim.x + threadIdx.x)
+
+#endif

@@ -1,0 +1,40 @@
+/* kernels.cu — device code of the simulated cuDNN, built by nvcc into the fatbin that
+ * libcudnn.so.9 embeds (fatbin.S) and loads with cuModuleLoadData on each handle.
+ *
+ * One thread per output element; the per-element arithmetic is cudnnsim.h's, shared with the
+ * CPU twins in twins.c that the simulated driver runs in place of these kernels. Built with
+ * -fmad=false so that a GPU rounds the same products and sums the twins do.
+ */
+#include "cudnnsim.h"
+
+__device__ __forceinline__ long long cudnnsim_tid(void) {
+  return (long long)blockIdx.x * blockDim.x + threadIdx.x;
+}
+
+extern "C" __global__ void cudnnsim_conv2d_fwd(cudnnsim_conv_t p, float alpha, float beta,
+                                               const float *x, const float *f, float *y) {
+  long long i = cudnnsim_tid();
+  if (i < cudnnsim_count(&p.y)) cudnnsim_conv_elem(&p, alpha, beta, x, f, y, i);
+}
+
+extern "C" __global__ void cudnnsim_add_tensor(cudnnsim_t4_t a, cudnnsim_t4_t c, float alpha,
+                                               float beta, const float *A, float *C) {
+  long long i = cudnnsim_tid();
+  if (i < cudnnsim_count(&c)) cudnnsim_add_elem(&a, &c, alpha, beta, A, C, i);
+}
+
+extern "C" __global__ void cudnnsim_act_fwd(cudnnsim_t4_t xd, cudnnsim_t4_t yd, cudnnsim_act_t act,
+                                            float alpha, float beta, const float *x, float *y) {
+  long long i = cudnnsim_tid();
+  if (i < cudnnsim_count(&yd)) cudnnsim_act_elem(&xd, &yd, &act, alpha, beta, x, y, i);
+}
+
+extern "C" __global__ void cudnnsim_conv_bias_act_fwd(cudnnsim_conv_t p, cudnnsim_t4_t zd,
+                                                      cudnnsim_t4_t bd, cudnnsim_act_t act,
+                                                      float alpha1, float alpha2, const float *x,
+                                                      const float *f, const float *z,
+                                                      const float *bias, float *y) {
+  long long i = cudnnsim_tid();
+  if (i < cudnnsim_count(&p.y))
+    cudnnsim_cba_elem(&p, &zd, &bd, &act, alpha1, alpha2, x, f, z, bias, y, i);
+}

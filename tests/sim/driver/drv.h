@@ -1,0 +1,258 @@
+/* drv.h — internals shared by the files of the simulated CUDA driver (libcuda.so.1).
+ *
+ * One device, one primary context. All driver state is guarded by one mutex (drv_lock); the
+ * device thread (device.c) runs queued operations with the lock released, one at a time, and
+ * broadcasts drv_cond whenever an operation completes. Internal functions return CUDA_SUCCESS
+ * or the CUresult the calling API function must return; helpers named drv_* are never exported
+ * (the version script exports cu* and simctl_* only).
+ */
+#ifndef SIM_DRV_H
+#define SIM_DRV_H
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <vector_types.h>
+
+#include "common/simcommon.h"
+#include "elf.h"
+
+#define DRV_VERSION 13000
+#define DRV_CC_MAJOR 9
+#define DRV_CC_MINOR 0
+#define DRV_TOTAL_MEM (80ull << 30)
+#define DRV_MAX_SHMEM_DEFAULT (48 * 1024)
+#define DRV_MAX_SHMEM_OPTIN (227 * 1024)
+
+/* Fault injection at the top of every exported function: the natural error of that API. */
+#define DRV_FAIL(api, err)                                                                  \
+  do {                                                                                      \
+    if (simc_should_fail(api)) return (err);                                                \
+  } while (0)
+
+/* Generates the legacy and the per-thread default stream flavour of one API function from one
+ * implementation `impl(int ptds, args…)`. */
+#define DRV_UNPAREN(...) __VA_ARGS__
+#define DRV_BOTH(impl, legacy, perthread, params, args)                                     \
+  CUresult CUDAAPI legacy params { return impl(0, DRV_UNPAREN args); }                     \
+  CUresult CUDAAPI perthread params { return impl(1, DRV_UNPAREN args); }
+
+extern pthread_mutex_t drv_lock;
+extern pthread_cond_t drv_cond;
+
+/* ---- init.c: initialisation, device, context ---- */
+struct CUctx_st {
+  uint32_t magic;
+  unsigned flags;
+  int retained;            /* primary context retain count; active while > 0 */
+  CUresult sticky;         /* sticky device fault (simctl_kernel_fault), reported by later calls */
+  CUresult async_err;      /* non-sticky error found on the device thread, reported once */
+  size_t limits[16];
+};
+extern struct CUctx_st drv_primary;
+/* CUDA_SUCCESS when cuInit has run and a context is current (*out set), else the API error. */
+CUresult drv_ctx(struct CUctx_st **out);
+CUresult drv_check_init(void);
+/* The error an API that reports asynchronous errors returns now: the sticky fault, else a
+ * pending non-sticky one (cleared). Takes the lock. */
+CUresult drv_async_error(void);
+
+/* ---- getproc.c ---- */
+CUresult drv_get_proc(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                      CUdriverProcAddressQueryResult *status);
+
+/* ---- device.c: device thread, streams, events ---- */
+typedef struct drv_op drv_op_t;
+typedef struct drv_stream drv_stream_t;
+
+typedef struct drv_dep {
+  drv_stream_t *s;
+  uint64_t seq;            /* satisfied once s->done >= seq */
+} drv_dep_t;
+
+struct drv_op {
+  drv_op_t *next;
+  uint64_t seq;
+  drv_dep_t *deps;
+  int ndeps, cap_deps;
+  void (*run)(drv_op_t *op);  /* on the device thread, lock released */
+  void (*fini)(drv_op_t *op); /* frees the payload; may be NULL */
+  void *arg;
+  struct CUevent_st *event;   /* for event records: stamped when the op runs */
+};
+
+enum { DRV_STREAM_USER, DRV_STREAM_LEGACY, DRV_STREAM_PTDS };
+
+struct drv_capture;
+struct drv_stream {
+  uint32_t magic;
+  int kind;
+  unsigned flags;
+  int priority;
+  unsigned long long id;
+  uint64_t submitted, done;
+  drv_op_t *head, *tail;
+  int running;             /* a device thread is running the head op */
+  int destroyed;
+  drv_stream_t *next_all;
+  /* Capture state: the capture this stream belongs to and its current dependency set. */
+  struct drv_capture *cap;
+  CUgraphNode *cap_deps;
+  size_t ncap_deps, cap_cap_deps;
+};
+
+struct CUevent_st {
+  uint32_t magic;
+  unsigned flags;
+  int recorded;            /* cuEventRecord was called at least once */
+  drv_stream_t *s;         /* stream and op sequence of the latest record */
+  uint64_t seq;
+  uint64_t time_ns;        /* stamped on the device thread when the record ran */
+  struct drv_capture *cap; /* recorded in this capture (deps below), or NULL */
+  CUgraphNode *cap_deps;
+  size_t ncap_deps;
+  int destroyed;
+};
+
+extern drv_stream_t drv_legacy;
+int drv_device_start(void);
+/* Resolves a stream handle (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a created stream)
+ * for the legacy (ptds = 0) or per-thread (ptds = 1) flavour. */
+CUresult drv_stream(CUstream h, int ptds, drv_stream_t **out);
+drv_op_t *drv_op_new(void (*run)(drv_op_t *), void (*fini)(drv_op_t *), void *arg);
+void drv_op_free(drv_op_t *op);
+int drv_op_add_dep(drv_op_t *op, drv_stream_t *s, uint64_t seq);
+/* Queues op on s with the implicit legacy-stream dependencies. Lock held. Checks capture
+ * rules for the legacy stream (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT). Frees op on error. */
+CUresult drv_submit_locked(drv_stream_t *s, drv_op_t *op);
+/* Waits (lock held) until s has completed everything submitted so far. */
+void drv_wait_stream_locked(drv_stream_t *s, uint64_t seq);
+void drv_wait_all_locked(void);
+uint64_t drv_now_ns(void);
+CUresult drv_event(CUevent h, struct CUevent_st **out);
+
+/* ---- memory.c ---- */
+enum { DRV_MEM_DEVICE = 1, DRV_MEM_HOST, DRV_MEM_REGISTERED, DRV_MEM_MANAGED };
+typedef struct drv_alloc {
+  uintptr_t base;
+  size_t size;
+  int kind;
+  unsigned flags;
+  unsigned long long id;
+} drv_alloc_t;
+/* The allocation containing [p, p + n), or NULL (lock held). */
+const drv_alloc_t *drv_mem_find(uintptr_t p, size_t n);
+
+/* A 3-D copy, normalised: every pointer a host address, pitches in bytes. */
+typedef struct drv_copy {
+  char *dst;
+  const char *src;
+  size_t dpitch, dheight, spitch, sheight;
+  size_t width, height, depth;
+  void *staging;          /* owned snapshot of a pageable source, or NULL */
+} drv_copy_t;
+typedef struct drv_set {
+  char *dst;
+  size_t pitch, width, height;  /* width in elements */
+  unsigned value, elem;
+} drv_set_t;
+void drv_copy_run(const drv_copy_t *c);
+void drv_set_run(const drv_set_t *m);
+/* Validates a CUDA_MEMCPY3D (also used for 2-D copies) into *out (lock held). */
+CUresult drv_copy_from3d(const CUDA_MEMCPY3D *p, drv_copy_t *out);
+CUresult drv_set_check(const drv_set_t *m);
+
+/* ---- module.c ---- */
+typedef void (*drv_twin_fn)(dim3 grid, dim3 block, void **args);
+struct CUfunc_st {
+  uint32_t magic;
+  char *name;
+  struct CUmod_st *mod;
+  uint32_t nparams;
+  ag_kparam_t *params;
+  uint32_t param_bytes;
+  int arch;
+  drv_twin_fn twin;
+  int twin_resolved;
+  int max_dyn_shmem;
+  int carveout;
+};
+typedef struct CUfunc_st drv_func_t;
+CUresult drv_func(CUfunction f, drv_func_t **out);
+drv_twin_fn drv_func_twin(drv_func_t *f);
+
+/* A kernel launch with its argument values copied (used by launches and kernel nodes). */
+typedef struct drv_launch {
+  drv_func_t *f;
+  dim3 grid, block;
+  unsigned shmem;
+  char *blob;              /* param_bytes argument bytes */
+  void **argv;             /* nparams pointers into blob */
+} drv_launch_t;
+CUresult drv_launch_prepare(drv_launch_t *l, CUfunction f, unsigned gx, unsigned gy,
+                            unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                            void **params, void **extra);
+CUresult drv_launch_copy(drv_launch_t *dst, const drv_launch_t *src);
+void drv_launch_fini(drv_launch_t *l);
+void drv_launch_run(const drv_launch_t *l);
+
+/* ---- graph.c ---- */
+struct CUgraphNode_st {
+  uint32_t magic;
+  CUgraphNodeType type;
+  struct CUgraph_st *g;
+  size_t index;
+  CUgraphNode *deps;
+  size_t ndeps;
+  union {
+    drv_launch_t k;
+    drv_copy_t c;
+    drv_set_t m;
+    CUDA_HOST_NODE_PARAMS h;
+    CUevent ev;
+  } u;
+};
+struct CUgraph_st {
+  uint32_t magic;
+  CUgraphNode *nodes;
+  size_t n, cap;
+};
+CUresult drv_graph_add(struct CUgraph_st *g, CUgraphNodeType type, const CUgraphNode *deps,
+                       size_t ndeps, struct CUgraphNode_st **out);
+void drv_graph_free(struct CUgraph_st *g);
+
+/* ---- capture.c ---- */
+struct drv_capture {
+  struct CUgraph_st *graph;
+  CUstreamCaptureMode mode;
+  int invalidated;
+  unsigned long long id;
+  drv_stream_t *origin;
+  pthread_t thread;
+  int ended;
+  struct drv_capture *next;
+};
+/* The active capture e was last recorded in, or NULL. */
+static inline struct drv_capture *drv_event_capture(const struct CUevent_st *e) {
+  return e->cap && !e->cap->ended ? e->cap : NULL;
+}
+/* Every stream of capture c leaves it (lock held). */
+void drv_capture_end_streams_locked(struct drv_capture *c);
+/* If s is capturing: returns 1 and sets *res to the result of adding a node of `type` to the
+ * capture graph (filled by fill(node, arg)); the op is not run. Returns 0 otherwise. Lock held. */
+int drv_capture_node(drv_stream_t *s, CUgraphNodeType type,
+                     CUresult (*fill)(struct CUgraphNode_st *n, void *arg), void *arg,
+                     CUresult *res);
+/* Potentially unsafe API (allocation, synchronous copy…): CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+ * (invalidating the captures concerned) when the calling thread may not make it now. */
+CUresult drv_capture_unsafe_locked(void);
+/* Any capture active in the process (for cuCtxSynchronize): invalidates them all. */
+CUresult drv_capture_any_locked(void);
+void drv_capture_invalidate(struct drv_capture *c);
+/* Event record / wait on a capturing stream (or of an event recorded in a capture). */
+CUresult drv_capture_record_locked(drv_stream_t *s, struct CUevent_st *e);
+CUresult drv_capture_wait_locked(drv_stream_t *s, struct CUevent_st *e);
+extern struct drv_capture *drv_captures;
+
+#endif

@@ -1,0 +1,620 @@
+/* graph.c — graphs, their instantiation and launch.
+ *
+ * A graph is a list of nodes in creation order, each with its dependencies (which must already
+ * be in the graph, so creation order is a topological order). Kernel nodes copy their argument
+ * values when added or set. Instantiation deep-copies the nodes into an executable graph whose
+ * node i corresponds to graph node i; cuGraphExec*SetParams name the original node. A launch is
+ * one operation on the stream that runs the nodes in order on the device thread.
+ * cuGraphExecUpdate pairs nodes by creation order and refuses changes of topology or node type.
+ */
+#include "drv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GRAPH_MAGIC 0x62A9F000u
+#define NODE_MAGIC 0x40DE0000u
+#define EXEC_MAGIC 0xE8EC0000u
+
+struct CUgraphExec_st {
+  uint32_t magic;
+  struct CUgraph_st *g;     /* private deep copy */
+  struct CUgraph_st *src;   /* the graph it was instantiated from (node identity) */
+  unsigned long long flags;
+};
+
+static CUresult graph_check(CUgraph g) {
+  CUresult r = drv_ctx(NULL);
+  if (r) return r;
+  return g && g->magic == GRAPH_MAGIC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult node_check(CUgraphNode n) {
+  CUresult r = drv_ctx(NULL);
+  if (r) return r;
+  return n && n->magic == NODE_MAGIC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static void node_free(struct CUgraphNode_st *n) {
+  if (n->type == CU_GRAPH_NODE_TYPE_KERNEL) drv_launch_fini(&n->u.k);
+  free(n->deps);
+  n->magic = 0;
+  free(n);
+}
+
+void drv_graph_free(struct CUgraph_st *g) {
+  for (size_t i = 0; i < g->n; i++) node_free(g->nodes[i]);
+  free(g->nodes);
+  g->magic = 0;
+  free(g);
+}
+
+static struct CUgraph_st *graph_new(void) {
+  struct CUgraph_st *g = calloc(1, sizeof *g);
+  if (g) g->magic = GRAPH_MAGIC;
+  return g;
+}
+
+CUresult drv_graph_add(struct CUgraph_st *g, CUgraphNodeType type, const CUgraphNode *deps,
+                       size_t ndeps, struct CUgraphNode_st **out) {
+  if (ndeps && !deps) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < ndeps; i++) {
+    if (!deps[i] || deps[i]->magic != NODE_MAGIC || deps[i]->g != g) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t j = 0; j < i; j++)
+      if (deps[j] == deps[i]) return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (g->n == g->cap) {
+    size_t ncap = g->cap ? g->cap * 2 : 16;
+    CUgraphNode *grown = realloc(g->nodes, ncap * sizeof *grown);
+    if (!grown) return CUDA_ERROR_OUT_OF_MEMORY;
+    g->nodes = grown;
+    g->cap = ncap;
+  }
+  struct CUgraphNode_st *n = calloc(1, sizeof *n);
+  if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
+  n->deps = malloc((ndeps ? ndeps : 1) * sizeof *n->deps);
+  if (!n->deps) {
+    free(n);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  memcpy(n->deps, deps, ndeps * sizeof *deps);
+  n->ndeps = ndeps;
+  n->magic = NODE_MAGIC;
+  n->type = type;
+  n->g = g;
+  n->index = g->n;
+  g->nodes[g->n++] = n;
+  *out = n;
+  return CUDA_SUCCESS;
+}
+
+/* Removes the last node (undo of a failed fill). */
+static void graph_pop(struct CUgraph_st *g) { node_free(g->nodes[--g->n]); }
+
+CUresult CUDAAPI cuGraphCreate(CUgraph *pg, unsigned int flags) {
+  DRV_FAIL("cuGraphCreate", CUDA_ERROR_OUT_OF_MEMORY);
+  CUresult r = drv_ctx(NULL);
+  if (r) return r;
+  if (!pg || flags) return CUDA_ERROR_INVALID_VALUE;
+  *pg = graph_new();
+  return *pg ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult CUDAAPI cuGraphDestroy(CUgraph g) {
+  DRV_FAIL("cuGraphDestroy", CUDA_ERROR_INVALID_VALUE);
+  CUresult r = graph_check(g);
+  if (r) return r;
+  drv_graph_free(g);
+  return CUDA_SUCCESS;
+}
+
+static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                         CUgraphNodeType type, struct CUgraphNode_st **n) {
+  CUresult r = graph_check(g);
+  if (r) return r;
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  return drv_graph_add(g, type, deps, ndeps, n);
+}
+
+static CUresult kernel_params(drv_launch_t *l, const CUDA_KERNEL_NODE_PARAMS *p) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  CUfunction f = p->func ? p->func : (CUfunction)p->kern;
+  CUresult r = drv_launch_prepare(l, f, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX,
+                                  p->blockDimY, p->blockDimZ, p->sharedMemBytes,
+                                  p->kernelParams, p->extra);
+  if (!r && !drv_func_twin(l->f)) {
+    drv_launch_fini(l);
+    r = CUDA_ERROR_NO_BINARY_FOR_GPU;
+  }
+  return r;
+}
+
+CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                         size_t ndeps, const CUDA_KERNEL_NODE_PARAMS *p) {
+  DRV_FAIL("cuGraphAddKernelNode", CUDA_ERROR_INVALID_VALUE);
+  drv_launch_t l;
+  CUresult r = kernel_params(&l, p);
+  if (r) return r;
+  struct CUgraphNode_st *n;
+  if ((r = add_node(out, g, deps, ndeps, CU_GRAPH_NODE_TYPE_KERNEL, &n))) {
+    drv_launch_fini(&l);
+    return r;
+  }
+  n->u.k = l;
+  *out = n;
+  return CUDA_SUCCESS;
+}
+
+/* The v1 parameter struct is the v2 one without the trailing kern/ctx fields. */
+static CUDA_KERNEL_NODE_PARAMS from_v1(const CUDA_KERNEL_NODE_PARAMS_v1 *p) {
+  CUDA_KERNEL_NODE_PARAMS q = {0};
+  if (p) memcpy(&q, p, sizeof *p);
+  return q;
+}
+
+#undef cuGraphAddKernelNode
+CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                      size_t ndeps, const CUDA_KERNEL_NODE_PARAMS_v1 *p) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_KERNEL_NODE_PARAMS q = from_v1(p);
+  return cuGraphAddKernelNode_v2(out, g, deps, ndeps, &q);
+}
+
+static void to_params(const drv_launch_t *l, CUDA_KERNEL_NODE_PARAMS *p) {
+  memset(p, 0, sizeof *p);
+  p->func = l->f;
+  p->gridDimX = l->grid.x;
+  p->gridDimY = l->grid.y;
+  p->gridDimZ = l->grid.z;
+  p->blockDimX = l->block.x;
+  p->blockDimY = l->block.y;
+  p->blockDimZ = l->block.z;
+  p->sharedMemBytes = l->shmem;
+  p->kernelParams = l->argv; /* valid until the node's parameters change */
+  p->ctx = &drv_primary;
+}
+
+CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS *p) {
+  DRV_FAIL("cuGraphKernelNodeGetParams", CUDA_ERROR_INVALID_VALUE);
+  CUresult r = node_check(n);
+  if (r) return r;
+  if (!p || n->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
+  to_params(&n->u.k, p);
+  return CUDA_SUCCESS;
+}
+
+#undef cuGraphKernelNodeGetParams
+CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS_v1 *p) {
+  CUDA_KERNEL_NODE_PARAMS q;
+  CUresult r = cuGraphKernelNodeGetParams_v2(n, &q);
+  if (!r) memcpy(p, &q, sizeof *p);
+  return r;
+}
+
+static CUresult set_kernel(drv_launch_t *dst, const CUDA_KERNEL_NODE_PARAMS *p) {
+  drv_launch_t l;
+  CUresult r = kernel_params(&l, p);
+  if (r) return r;
+  drv_launch_fini(dst);
+  *dst = l;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p) {
+  DRV_FAIL("cuGraphKernelNodeSetParams", CUDA_ERROR_INVALID_VALUE);
+  CUresult r = node_check(n);
+  if (r) return r;
+  if (n->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
+  return set_kernel(&n->u.k, p);
+}
+
+#undef cuGraphKernelNodeSetParams
+CUresult CUDAAPI cuGraphKernelNodeSetParams(CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS_v1 *p) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_KERNEL_NODE_PARAMS q = from_v1(p);
+  return cuGraphKernelNodeSetParams_v2(n, &q);
+}
+
+CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                      size_t ndeps, const CUDA_MEMCPY3D *p, CUcontext ctx) {
+  DRV_FAIL("cuGraphAddMemcpyNode", CUDA_ERROR_INVALID_VALUE);
+  if (ctx != &drv_primary) return CUDA_ERROR_INVALID_CONTEXT;
+  drv_copy_t c;
+  pthread_mutex_lock(&drv_lock);
+  CUresult r = drv_copy_from3d(p, &c);
+  pthread_mutex_unlock(&drv_lock);
+  struct CUgraphNode_st *n;
+  if (!r) r = add_node(out, g, deps, ndeps, CU_GRAPH_NODE_TYPE_MEMCPY, &n);
+  if (r) return r;
+  n->u.c = c;
+  *out = n;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                      size_t ndeps, const CUDA_MEMSET_NODE_PARAMS *p,
+                                      CUcontext ctx) {
+  DRV_FAIL("cuGraphAddMemsetNode", CUDA_ERROR_INVALID_VALUE);
+  if (ctx != &drv_primary) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4))
+    return CUDA_ERROR_INVALID_VALUE;
+  drv_set_t m = {.dst = (char *)p->dst, .pitch = p->pitch ? p->pitch : p->width * p->elementSize,
+                 .width = p->width, .height = p->height, .value = p->value,
+                 .elem = p->elementSize};
+  pthread_mutex_lock(&drv_lock);
+  CUresult r = drv_set_check(&m);
+  pthread_mutex_unlock(&drv_lock);
+  struct CUgraphNode_st *n;
+  if (!r) r = add_node(out, g, deps, ndeps, CU_GRAPH_NODE_TYPE_MEMSET, &n);
+  if (r) return r;
+  n->u.m = m;
+  *out = n;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                     size_t ndeps) {
+  DRV_FAIL("cuGraphAddEmptyNode", CUDA_ERROR_INVALID_VALUE);
+  struct CUgraphNode_st *n;
+  CUresult r = add_node(out, g, deps, ndeps, CU_GRAPH_NODE_TYPE_EMPTY, &n);
+  if (!r) *out = n;
+  return r;
+}
+
+CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                    size_t ndeps, const CUDA_HOST_NODE_PARAMS *p) {
+  DRV_FAIL("cuGraphAddHostNode", CUDA_ERROR_INVALID_VALUE);
+  if (!p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
+  struct CUgraphNode_st *n;
+  CUresult r = add_node(out, g, deps, ndeps, CU_GRAPH_NODE_TYPE_HOST, &n);
+  if (r) return r;
+  n->u.h = *p;
+  *out = n;
+  return CUDA_SUCCESS;
+}
+
+static CUresult add_event_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                               CUevent e, CUgraphNodeType type) {
+  struct CUevent_st *ev;
+  CUresult r = drv_event(e, &ev);
+  if (r) return r;
+  struct CUgraphNode_st *n;
+  if ((r = add_node(out, g, deps, ndeps, type, &n))) return r;
+  n->u.ev = e;
+  *out = n;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphAddEventRecordNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                           size_t ndeps, CUevent e) {
+  DRV_FAIL("cuGraphAddEventRecordNode", CUDA_ERROR_INVALID_VALUE);
+  return add_event_node(out, g, deps, ndeps, e, CU_GRAPH_NODE_TYPE_EVENT_RECORD);
+}
+
+CUresult CUDAAPI cuGraphAddEventWaitNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                         size_t ndeps, CUevent e) {
+  DRV_FAIL("cuGraphAddEventWaitNode", CUDA_ERROR_INVALID_VALUE);
+  return add_event_node(out, g, deps, ndeps, e, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
+}
+
+CUresult CUDAAPI cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n) {
+  DRV_FAIL("cuGraphGetNodes", CUDA_ERROR_INVALID_VALUE);
+  CUresult r = graph_check(g);
+  if (r) return r;
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  if (nodes) {
+    for (size_t i = 0; i < *n; i++) nodes[i] = i < g->n ? g->nodes[i] : NULL;
+  }
+  *n = g->n;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphGetRootNodes(CUgraph g, CUgraphNode *nodes, size_t *n) {
+  DRV_FAIL("cuGraphGetRootNodes", CUDA_ERROR_INVALID_VALUE);
+  CUresult r = graph_check(g);
+  if (r) return r;
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  size_t k = 0;
+  for (size_t i = 0; i < g->n; i++) {
+    if (g->nodes[i]->ndeps) continue;
+    if (nodes && k < *n) nodes[k] = g->nodes[i];
+    k++;
+  }
+  if (nodes)
+    for (size_t i = k; i < *n; i++) nodes[i] = NULL;
+  *n = k;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode n, CUgraphNodeType *t) {
+  DRV_FAIL("cuGraphNodeGetType", CUDA_ERROR_INVALID_VALUE);
+  CUresult r = node_check(n);
+  if (r) return r;
+  if (!t) return CUDA_ERROR_INVALID_VALUE;
+  *t = n->type;
+  return CUDA_SUCCESS;
+}
+
+#undef cuGraphNodeGetDependencies
+CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode n, CUgraphNode *deps, size_t *nd) {
+  DRV_FAIL("cuGraphNodeGetDependencies", CUDA_ERROR_INVALID_VALUE);
+  CUresult r = node_check(n);
+  if (r) return r;
+  if (!nd) return CUDA_ERROR_INVALID_VALUE;
+  if (deps)
+    for (size_t i = 0; i < *nd; i++) deps[i] = i < n->ndeps ? n->deps[i] : NULL;
+  *nd = n->ndeps;
+  return CUDA_SUCCESS;
+}
+
+/* ---- cloning and instantiation ---- */
+
+static CUresult clone(struct CUgraph_st *src, struct CUgraph_st **out) {
+  struct CUgraph_st *g = graph_new();
+  if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = CUDA_SUCCESS;
+  CUgraphNode deps[64], *dv;
+  for (size_t i = 0; i < src->n && !r; i++) {
+    struct CUgraphNode_st *s = src->nodes[i], *n;
+    dv = s->ndeps <= 64 ? deps : malloc(s->ndeps * sizeof *dv);
+    if (!dv) {
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+      break;
+    }
+    for (size_t j = 0; j < s->ndeps; j++) dv[j] = g->nodes[s->deps[j]->index];
+    r = drv_graph_add(g, s->type, dv, s->ndeps, &n);
+    if (dv != deps) free(dv);
+    if (r) break;
+    n->u = s->u;
+    if (s->type == CU_GRAPH_NODE_TYPE_KERNEL && (r = drv_launch_copy(&n->u.k, &s->u.k))) {
+      memset(&n->u, 0, sizeof n->u);
+      graph_pop(g);
+    }
+  }
+  if (r) {
+    drv_graph_free(g);
+    return r;
+  }
+  *out = g;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphClone(CUgraph *out, CUgraph g) {
+  DRV_FAIL("cuGraphClone", CUDA_ERROR_OUT_OF_MEMORY);
+  CUresult r = graph_check(g);
+  if (r) return r;
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  return clone(g, out);
+}
+
+static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flags) {
+  CUresult r = graph_check(g);
+  if (r) return r;
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  if (flags & ~(unsigned long long)(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
+                                    CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
+                                    CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY))
+    return CUDA_ERROR_INVALID_VALUE;
+  struct CUgraphExec_st *e = calloc(1, sizeof *e);
+  if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+  if ((r = clone(g, &e->g))) {
+    free(e);
+    return r;
+  }
+  e->magic = EXEC_MAGIC;
+  e->src = g;
+  e->flags = flags;
+  *out = e;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long long f) {
+  DRV_FAIL("cuGraphInstantiateWithFlags", CUDA_ERROR_OUT_OF_MEMORY);
+  return instantiate(out, g, f);
+}
+
+static CUresult instantiate_params(int ptds, CUgraphExec *out, CUgraph g,
+                                   CUDA_GRAPH_INSTANTIATE_PARAMS *p) {
+  DRV_FAIL("cuGraphInstantiateWithParams", CUDA_ERROR_OUT_OF_MEMORY);
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = instantiate(out, g, p->flags);
+  p->result_out = r ? CUDA_GRAPH_INSTANTIATE_ERROR : CUDA_GRAPH_INSTANTIATE_SUCCESS;
+  p->hErrNode_out = NULL;
+  if (!r && (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)) {
+    drv_stream_t *s;
+    r = drv_stream(p->hUploadStream, ptds, &s);
+  }
+  return r;
+}
+DRV_BOTH(instantiate_params, cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz,
+         (CUgraphExec *out, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p), (out, g, p))
+
+/* The CUDA 11 signature, with an error node and a log buffer. */
+CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *out, CUgraph g, CUgraphNode *err, char *log,
+                                       size_t logsize) {
+  DRV_FAIL("cuGraphInstantiate", CUDA_ERROR_OUT_OF_MEMORY);
+  if (err) *err = NULL;
+  if (log && logsize) log[0] = '\0';
+  return instantiate(out, g, 0);
+}
+
+static CUresult exec_check(CUgraphExec e) {
+  CUresult r = drv_ctx(NULL);
+  if (r) return r;
+  return e && e->magic == EXEC_MAGIC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) {
+  DRV_FAIL("cuGraphExecDestroy", CUDA_ERROR_INVALID_VALUE);
+  CUresult r = exec_check(e);
+  if (r) return r;
+  /* A launched graph may still run: wait for it, since its nodes are freed here. */
+  pthread_mutex_lock(&drv_lock);
+  drv_wait_all_locked();
+  pthread_mutex_unlock(&drv_lock);
+  drv_graph_free(e->g);
+  e->magic = 0;
+  free(e);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphExecGetFlags(CUgraphExec e, cuuint64_t *flags) {
+  DRV_FAIL("cuGraphExecGetFlags", CUDA_ERROR_INVALID_VALUE);
+  CUresult r = exec_check(e);
+  if (r) return r;
+  if (!flags) return CUDA_ERROR_INVALID_VALUE;
+  *flags = e->flags;
+  return CUDA_SUCCESS;
+}
+
+/* The exec node standing for graph node n, or NULL. */
+static struct CUgraphNode_st *exec_node(CUgraphExec e, CUgraphNode n) {
+  if (!n || n->magic != NODE_MAGIC || n->g != e->src || n->index >= e->g->n) return NULL;
+  return e->g->nodes[n->index];
+}
+
+CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
+                                                   const CUDA_KERNEL_NODE_PARAMS *p) {
+  DRV_FAIL("cuGraphExecKernelNodeSetParams", CUDA_ERROR_INVALID_VALUE);
+  simc_spin_ns(simc_cost(SIMC_NODE_UPDATE_NS));
+  CUresult r = exec_check(e);
+  if (r) return r;
+  struct CUgraphNode_st *x = exec_node(e, n);
+  if (!x || x->type != CU_GRAPH_NODE_TYPE_KERNEL || !p) return CUDA_ERROR_INVALID_VALUE;
+  if (p->ctx && p->ctx != &drv_primary) return CUDA_ERROR_INVALID_VALUE;
+  /* The exec node may be in use by a launched graph. */
+  pthread_mutex_lock(&drv_lock);
+  drv_wait_all_locked();
+  pthread_mutex_unlock(&drv_lock);
+  return set_kernel(&x->u.k, p);
+}
+
+#undef cuGraphExecKernelNodeSetParams
+CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphNode n,
+                                                const CUDA_KERNEL_NODE_PARAMS_v1 *p) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_KERNEL_NODE_PARAMS q = from_v1(p);
+  return cuGraphExecKernelNodeSetParams_v2(e, n, &q);
+}
+
+static CUresult update_fail(CUgraphExecUpdateResultInfo *info, CUgraphExecUpdateResult why,
+                            CUgraphNode from, CUgraphNode to) {
+  if (info) {
+    info->result = why;
+    info->errorNode = to;
+    info->errorFromNode = from;
+  }
+  return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+}
+
+CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info) {
+  DRV_FAIL("cuGraphExecUpdate", CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  CUresult r = exec_check(e);
+  if (!r) r = graph_check(g);
+  if (r) return r;
+  struct CUgraph_st *x = e->g;
+  if (g->n != x->n) return update_fail(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, NULL, NULL);
+  for (size_t i = 0; i < g->n; i++) {
+    struct CUgraphNode_st *a = g->nodes[i], *b = x->nodes[i];
+    if (a->type != b->type)
+      return update_fail(info, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, NULL, a);
+    if (a->ndeps != b->ndeps)
+      return update_fail(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, NULL, a);
+    for (size_t j = 0; j < a->ndeps; j++)
+      if (a->deps[j]->index != b->deps[j]->index)
+        return update_fail(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, NULL, a);
+  }
+  pthread_mutex_lock(&drv_lock);
+  drv_wait_all_locked();
+  pthread_mutex_unlock(&drv_lock);
+  for (size_t i = 0; i < g->n; i++) {
+    struct CUgraphNode_st *a = g->nodes[i], *b = x->nodes[i];
+    if (a->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+      drv_launch_t l;
+      if ((r = drv_launch_copy(&l, &a->u.k))) return r;
+      drv_launch_fini(&b->u.k);
+      b->u.k = l;
+    } else {
+      b->u = a->u;
+    }
+  }
+  e->src = g;
+  if (info) *info = (CUgraphExecUpdateResultInfo){CU_GRAPH_EXEC_UPDATE_SUCCESS, NULL, NULL};
+  return CUDA_SUCCESS;
+}
+
+/* ---- launch ---- */
+
+static void graph_op_run(drv_op_t *op) {
+  struct CUgraph_st *g = op->arg;
+  for (size_t i = 0; i < g->n; i++) {
+    struct CUgraphNode_st *n = g->nodes[i];
+    switch (n->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: drv_launch_run(&n->u.k); break;
+    case CU_GRAPH_NODE_TYPE_MEMCPY: drv_copy_run(&n->u.c); break;
+    case CU_GRAPH_NODE_TYPE_MEMSET: drv_set_run(&n->u.m); break;
+    case CU_GRAPH_NODE_TYPE_HOST: n->u.h.fn(n->u.h.userData); break;
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: {
+      uint64_t t = drv_now_ns();
+      pthread_mutex_lock(&drv_lock);
+      n->u.ev->time_ns = t;
+      pthread_mutex_unlock(&drv_lock);
+      break;
+    }
+    default: break;
+    }
+  }
+}
+
+static CUresult graph_launch(int ptds, CUgraphExec e, CUstream h) {
+  DRV_FAIL("cuGraphLaunch", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  CUresult r = exec_check(e);
+  if (r) return r;
+  simc_spin_ns(simc_cost(SIMC_GRAPH_LAUNCH_NS) + e->g->n * simc_cost(SIMC_GRAPH_NODE_NS));
+  drv_stream_t *s;
+  if ((r = drv_stream(h, ptds, &s))) return r;
+  if ((r = drv_async_error())) return r;
+  drv_op_t *op = drv_op_new(graph_op_run, NULL, e->g);
+  if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&drv_lock);
+  if (s->cap) {
+    /* Launching a graph into a capture would need child graph nodes. */
+    drv_capture_invalidate(s->cap);
+    pthread_mutex_unlock(&drv_lock);
+    drv_op_free(op);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  for (size_t i = 0; i < e->g->n; i++) {
+    struct CUgraphNode_st *n = e->g->nodes[i];
+    if (n->type == CU_GRAPH_NODE_TYPE_WAIT_EVENT && n->u.ev->recorded &&
+        drv_op_add_dep(op, n->u.ev->s, n->u.ev->seq)) {
+      pthread_mutex_unlock(&drv_lock);
+      drv_op_free(op);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  }
+  r = drv_submit_locked(s, op);
+  if (!r) {
+    /* Event record nodes complete with the launch. */
+    for (size_t i = 0; i < e->g->n; i++) {
+      struct CUgraphNode_st *n = e->g->nodes[i];
+      if (n->type != CU_GRAPH_NODE_TYPE_EVENT_RECORD) continue;
+      n->u.ev->recorded = 1;
+      n->u.ev->s = s;
+      n->u.ev->seq = s->submitted;
+      n->u.ev->cap = NULL;
+    }
+  }
+  pthread_mutex_unlock(&drv_lock);
+  return r;
+}
+DRV_BOTH(graph_launch, cuGraphLaunch, cuGraphLaunch_ptsz, (CUgraphExec e, CUstream h), (e, h))
+
+static CUresult graph_upload(int ptds, CUgraphExec e, CUstream h) {
+  DRV_FAIL("cuGraphUpload", CUDA_ERROR_OUT_OF_MEMORY);
+  CUresult r = exec_check(e);
+  if (r) return r;
+  drv_stream_t *s;
+  return drv_stream(h, ptds, &s);
+}
+DRV_BOTH(graph_upload, cuGraphUpload, cuGraphUpload_ptsz, (CUgraphExec e, CUstream h), (e, h))

@@ -1,0 +1,628 @@
+/* module.c — modules, libraries, kernels and launches.
+ *
+ * Images (cubin, fatbin container, fatbin wrapper; zstd-compressed entries included) are read
+ * with the library's parser, ag__image_kernels(). A function is one kernel name of the image,
+ * with the parameter layout of its highest-architecture cubin; cubins of any architecture are
+ * accepted (the simulated device runs every kernel that has a CPU twin). CUmodule and CUlibrary
+ * are the same object, and so are CUfunction and CUkernel: the real driver accepts a CUkernel
+ * wherever a CUfunction is expected, and the runtime relies on it.
+ *
+ * A launch copies the argument values (from kernelParams, or from an `extra` parameter buffer
+ * unpacked with the layout) and queues the CPU twin sim_<name>, found with
+ * dlsym(RTLD_DEFAULT). A kernel without a twin fails to launch with CUDA_ERROR_NO_BINARY_FOR_GPU.
+ */
+#include "drv.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MOD_MAGIC 0x30D0137Eu
+#define FUNC_MAGIC 0xF0C70000u
+
+struct CUmod_st {
+  uint32_t magic;
+  drv_func_t **funcs;
+  size_t n, cap;
+};
+
+static CUresult mod_check(struct CUmod_st *m) {
+  CUresult r = drv_ctx(NULL);
+  if (r) return r;
+  return m && m->magic == MOD_MAGIC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult drv_func(CUfunction f, drv_func_t **out) {
+  CUresult r = drv_ctx(NULL);
+  if (r) return r;
+  if (!f || f->magic != FUNC_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
+  *out = f;
+  return CUDA_SUCCESS;
+}
+
+drv_twin_fn drv_func_twin(drv_func_t *f) {
+  pthread_mutex_lock(&drv_lock);
+  if (!f->twin_resolved) {
+    size_t n = strlen(f->name) + 5;
+    char *sym = malloc(n);
+    if (sym) {
+      snprintf(sym, n, "sim_%s", f->name);
+      void *p = dlsym(RTLD_DEFAULT, sym);
+      memcpy(&f->twin, &p, sizeof p);
+      free(sym);
+      f->twin_resolved = 1;
+    }
+  }
+  drv_twin_fn t = f->twin;
+  pthread_mutex_unlock(&drv_lock);
+  return t;
+}
+
+static int add_kernel(const ag_kernel_desc_t *k, void *ctx) {
+  struct CUmod_st *m = ctx;
+  for (size_t i = 0; i < m->n; i++) {
+    drv_func_t *f = m->funcs[i];
+    if (strcmp(f->name, k->name) != 0) continue;
+    if (k->arch <= f->arch) return 0;
+    ag_kparam_t *p = malloc((k->nparams ? k->nparams : 1) * sizeof *p);
+    if (!p) return -AG_ENOMEM;
+    memcpy(p, k->params, k->nparams * sizeof *p);
+    free(f->params);
+    f->params = p;
+    f->nparams = k->nparams;
+    f->param_bytes = k->param_bytes;
+    f->arch = k->arch;
+    return 0;
+  }
+  if (m->n == m->cap) {
+    size_t ncap = m->cap ? m->cap * 2 : 8;
+    drv_func_t **g = realloc(m->funcs, ncap * sizeof *g);
+    if (!g) return -AG_ENOMEM;
+    m->funcs = g;
+    m->cap = ncap;
+  }
+  drv_func_t *f = calloc(1, sizeof *f);
+  if (!f) return -AG_ENOMEM;
+  f->magic = FUNC_MAGIC;
+  f->mod = m;
+  f->name = strdup(k->name);
+  f->params = malloc((k->nparams ? k->nparams : 1) * sizeof *f->params);
+  if (!f->name || !f->params) {
+    free(f->name);
+    free(f->params);
+    free(f);
+    return -AG_ENOMEM;
+  }
+  memcpy(f->params, k->params, k->nparams * sizeof *f->params);
+  f->nparams = k->nparams;
+  f->param_bytes = k->param_bytes;
+  f->arch = k->arch;
+  f->max_dyn_shmem = DRV_MAX_SHMEM_DEFAULT;
+  f->carveout = -1;
+  m->funcs[m->n++] = f;
+  return 0;
+}
+
+static void mod_free(struct CUmod_st *m) {
+  for (size_t i = 0; i < m->n; i++) {
+    /* Functions stay valid as handles are often cached; they are marked dead instead. */
+    m->funcs[i]->magic = 0;
+    free(m->funcs[i]->name);
+    free(m->funcs[i]->params);
+    free(m->funcs[i]);
+  }
+  free(m->funcs);
+  m->magic = 0;
+  free(m);
+}
+
+static CUresult load(struct CUmod_st **out, const void *image) {
+  CUresult r = drv_ctx(NULL);
+  if (r) return r;
+  if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
+  struct CUmod_st *m = calloc(1, sizeof *m);
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+  m->magic = MOD_MAGIC;
+  int e = ag__image_kernels(image, 0, add_kernel, m, NULL);
+  if (e) {
+    mod_free(m);
+    return e == -AG_ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
+  }
+  *out = m;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *image) {
+  DRV_FAIL("cuModuleLoadData", CUDA_ERROR_INVALID_IMAGE);
+  return load((struct CUmod_st **)m, image);
+}
+
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n,
+                                    CUjit_option *opts, void **vals) {
+  DRV_FAIL("cuModuleLoadDataEx", CUDA_ERROR_INVALID_IMAGE);
+  (void)opts, (void)vals;
+  if (n && (!opts || !vals)) return CUDA_ERROR_INVALID_VALUE;
+  return load((struct CUmod_st **)m, image);
+}
+
+CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule *m, const void *image) {
+  DRV_FAIL("cuModuleLoadFatBinary", CUDA_ERROR_INVALID_IMAGE);
+  return load((struct CUmod_st **)m, image);
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule hm) {
+  DRV_FAIL("cuModuleUnload", CUDA_ERROR_INVALID_HANDLE);
+  struct CUmod_st *m = (struct CUmod_st *)hm;
+  CUresult r = mod_check(m);
+  if (r) return r;
+  /* Queued launches may still use the functions. */
+  pthread_mutex_lock(&drv_lock);
+  drv_wait_all_locked();
+  pthread_mutex_unlock(&drv_lock);
+  mod_free(m);
+  return CUDA_SUCCESS;
+}
+
+static CUresult get_function(drv_func_t **out, struct CUmod_st *m, const char *name) {
+  CUresult r = mod_check(m);
+  if (r) return r;
+  if (!out || !name) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < m->n; i++)
+    if (strcmp(m->funcs[i]->name, name) == 0) {
+      *out = m->funcs[i];
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
+  DRV_FAIL("cuModuleGetFunction", CUDA_ERROR_NOT_FOUND);
+  return get_function((drv_func_t **)f, (struct CUmod_st *)m, name);
+}
+
+CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int *n, CUmodule hm) {
+  DRV_FAIL("cuModuleGetFunctionCount", CUDA_ERROR_INVALID_VALUE);
+  struct CUmod_st *m = (struct CUmod_st *)hm;
+  CUresult r = mod_check(m);
+  if (r) return r;
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  *n = (unsigned)m->n;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction *fs, unsigned int n, CUmodule hm) {
+  DRV_FAIL("cuModuleEnumerateFunctions", CUDA_ERROR_INVALID_VALUE);
+  struct CUmod_st *m = (struct CUmod_st *)hm;
+  CUresult r = mod_check(m);
+  if (r) return r;
+  if (!fs) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < m->n && i < n; i++) fs[i] = m->funcs[i];
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode *mode) {
+  DRV_FAIL("cuModuleGetLoadingMode", CUDA_ERROR_INVALID_VALUE);
+  CUresult r = drv_check_init();
+  if (r) return r;
+  if (!mode) return CUDA_ERROR_INVALID_VALUE;
+  *mode = CU_MODULE_EAGER_LOADING;
+  return CUDA_SUCCESS;
+}
+
+/* ---- libraries (the same objects as modules) ---- */
+
+CUresult CUDAAPI cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv,
+                                   unsigned int njo, CUlibraryOption *lo, void **lv,
+                                   unsigned int nlo) {
+  DRV_FAIL("cuLibraryLoadData", CUDA_ERROR_INVALID_IMAGE);
+  (void)jo, (void)jv, (void)lo, (void)lv;
+  if ((njo && (!jo || !jv)) || (nlo && (!lo || !lv))) return CUDA_ERROR_INVALID_VALUE;
+  return load((struct CUmod_st **)lib, code);
+}
+
+CUresult CUDAAPI cuLibraryUnload(CUlibrary lib) {
+  DRV_FAIL("cuLibraryUnload", CUDA_ERROR_INVALID_HANDLE);
+  return cuModuleUnload((CUmodule)lib);
+}
+
+CUresult CUDAAPI cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name) {
+  DRV_FAIL("cuLibraryGetKernel", CUDA_ERROR_NOT_FOUND);
+  return get_function((drv_func_t **)k, (struct CUmod_st *)lib, name);
+}
+
+CUresult CUDAAPI cuLibraryGetModule(CUmodule *m, CUlibrary lib) {
+  DRV_FAIL("cuLibraryGetModule", CUDA_ERROR_INVALID_VALUE);
+  CUresult r = mod_check((struct CUmod_st *)lib);
+  if (r) return r;
+  if (!m) return CUDA_ERROR_INVALID_VALUE;
+  *m = (CUmodule)lib;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLibraryGetKernelCount(unsigned int *n, CUlibrary lib) {
+  DRV_FAIL("cuLibraryGetKernelCount", CUDA_ERROR_INVALID_VALUE);
+  return cuModuleGetFunctionCount(n, (CUmodule)lib);
+}
+
+CUresult CUDAAPI cuLibraryEnumerateKernels(CUkernel *ks, unsigned int n, CUlibrary lib) {
+  DRV_FAIL("cuLibraryEnumerateKernels", CUDA_ERROR_INVALID_VALUE);
+  return cuModuleEnumerateFunctions((CUfunction *)ks, n, (CUmodule)lib);
+}
+
+CUresult CUDAAPI cuKernelGetFunction(CUfunction *f, CUkernel k) {
+  DRV_FAIL("cuKernelGetFunction", CUDA_ERROR_INVALID_HANDLE);
+  drv_func_t *fn;
+  CUresult r = drv_func((CUfunction)k, &fn);
+  if (r) return r;
+  if (!f) return CUDA_ERROR_INVALID_VALUE;
+  *f = fn;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuKernelGetLibrary(CUlibrary *lib, CUkernel k) {
+  DRV_FAIL("cuKernelGetLibrary", CUDA_ERROR_INVALID_HANDLE);
+  drv_func_t *fn;
+  CUresult r = drv_func((CUfunction)k, &fn);
+  if (r) return r;
+  if (!lib) return CUDA_ERROR_INVALID_VALUE;
+  *lib = (CUlibrary)fn->mod;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetModule(CUmodule *m, CUfunction f) {
+  DRV_FAIL("cuFuncGetModule", CUDA_ERROR_INVALID_HANDLE);
+  return cuKernelGetLibrary((CUlibrary *)m, (CUkernel)f);
+}
+
+static CUresult get_name(const char **name, CUfunction f) {
+  drv_func_t *fn;
+  CUresult r = drv_func(f, &fn);
+  if (r) return r;
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  *name = fn->name;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction f) {
+  DRV_FAIL("cuFuncGetName", CUDA_ERROR_INVALID_HANDLE);
+  return get_name(name, f);
+}
+
+CUresult CUDAAPI cuKernelGetName(const char **name, CUkernel k) {
+  DRV_FAIL("cuKernelGetName", CUDA_ERROR_INVALID_HANDLE);
+  return get_name(name, (CUfunction)k);
+}
+
+static CUresult param_info(CUfunction f, size_t i, size_t *off, size_t *size) {
+  drv_func_t *fn;
+  CUresult r = drv_func(f, &fn);
+  if (r) return r;
+  if (i >= fn->nparams || (!off && !size)) return CUDA_ERROR_INVALID_VALUE;
+  if (off) *off = fn->params[i].offset;
+  if (size) *size = fn->params[i].size;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size) {
+  DRV_FAIL("cuFuncGetParamInfo", CUDA_ERROR_INVALID_VALUE);
+  return param_info(f, i, off, size);
+}
+
+CUresult CUDAAPI cuKernelGetParamInfo(CUkernel k, size_t i, size_t *off, size_t *size) {
+  DRV_FAIL("cuKernelGetParamInfo", CUDA_ERROR_INVALID_VALUE);
+  return param_info((CUfunction)k, i, off, size);
+}
+
+CUresult CUDAAPI cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction f) {
+  DRV_FAIL("cuFuncIsLoaded", CUDA_ERROR_INVALID_HANDLE);
+  drv_func_t *fn;
+  CUresult r = drv_func(f, &fn);
+  if (r) return r;
+  if (!state) return CUDA_ERROR_INVALID_VALUE;
+  *state = CU_FUNCTION_LOADING_STATE_LOADED;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncLoad(CUfunction f) {
+  DRV_FAIL("cuFuncLoad", CUDA_ERROR_INVALID_HANDLE);
+  drv_func_t *fn;
+  return drv_func(f, &fn);
+}
+
+/* Plausible static resources of a small kernel; dynamic shared memory as configured. */
+static CUresult func_attr(int *v, CUfunction_attribute a, CUfunction f) {
+  drv_func_t *fn;
+  CUresult r = drv_func(f, &fn);
+  if (r) return r;
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  switch (a) {
+  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+  case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *v = 0; break;
+  case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *v = 0; break;
+  case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *v = 0; break;
+  case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = 32; break;
+  case CU_FUNC_ATTRIBUTE_PTX_VERSION: *v = fn->arch ? fn->arch : 90; break;
+  case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *v = fn->arch ? fn->arch : 90; break;
+  case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: *v = 0; break;
+  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = fn->max_dyn_shmem; break;
+  case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *v = fn->carveout; break;
+  case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET: *v = 0; break;
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH: *v = 0; break;
+  case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: *v = 0; break;
+  case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: *v = 0; break;
+  default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+static CUresult func_set_attr(CUfunction f, CUfunction_attribute a, int v) {
+  drv_func_t *fn;
+  CUresult r = drv_func(f, &fn);
+  if (r) return r;
+  switch (a) {
+  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+    if (v < 0 || v > DRV_MAX_SHMEM_OPTIN) return CUDA_ERROR_INVALID_VALUE;
+    fn->max_dyn_shmem = v;
+    return CUDA_SUCCESS;
+  case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+    if (v < -1 || v > 100) return CUDA_ERROR_INVALID_VALUE;
+    fn->carveout = v;
+    return CUDA_SUCCESS;
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+  case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+  case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    return CUDA_SUCCESS;
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+CUresult CUDAAPI cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f) {
+  DRV_FAIL("cuFuncGetAttribute", CUDA_ERROR_INVALID_VALUE);
+  return func_attr(v, a, f);
+}
+
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) {
+  DRV_FAIL("cuFuncSetAttribute", CUDA_ERROR_INVALID_VALUE);
+  return func_set_attr(f, a, v);
+}
+
+CUresult CUDAAPI cuKernelGetAttribute(int *v, CUfunction_attribute a, CUkernel k, CUdevice d) {
+  DRV_FAIL("cuKernelGetAttribute", CUDA_ERROR_INVALID_VALUE);
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  return func_attr(v, a, (CUfunction)k);
+}
+
+CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel k, CUdevice d) {
+  DRV_FAIL("cuKernelSetAttribute", CUDA_ERROR_INVALID_VALUE);
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  return func_set_attr((CUfunction)k, a, v);
+}
+
+CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction f, CUfunc_cache c) {
+  DRV_FAIL("cuFuncSetCacheConfig", CUDA_ERROR_INVALID_VALUE);
+  drv_func_t *fn;
+  CUresult r = drv_func(f, &fn);
+  if (r) return r;
+  return (unsigned)c <= CU_FUNC_CACHE_PREFER_EQUAL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuKernelSetCacheConfig(CUkernel k, CUfunc_cache c, CUdevice d) {
+  DRV_FAIL("cuKernelSetCacheConfig", CUDA_ERROR_INVALID_VALUE);
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  return cuFuncSetCacheConfig((CUfunction)k, c);
+}
+
+/* ---- launches ---- */
+
+CUresult drv_launch_prepare(drv_launch_t *l, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                            unsigned bx, unsigned by, unsigned bz, unsigned shmem, void **params,
+                            void **extra) {
+  memset(l, 0, sizeof *l);
+  drv_func_t *fn;
+  CUresult r = drv_func(f, &fn);
+  if (r) return r;
+  if (!gx || !gy || !gz || !bx || !by || !bz) return CUDA_ERROR_INVALID_VALUE;
+  if (gx > 2147483647u || gy > 65535 || gz > 65535) return CUDA_ERROR_INVALID_VALUE;
+  if (bx > 1024 || by > 1024 || bz > 64 || (uint64_t)bx * by * bz > 1024)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (shmem > (unsigned)fn->max_dyn_shmem) return CUDA_ERROR_INVALID_VALUE;
+  if (params && extra) return CUDA_ERROR_INVALID_VALUE;
+  const void *buf = NULL;
+  size_t bufsize = 0;
+  if (extra) {
+    int have_size = 0;
+    for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = extra[i + 1];
+      else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+        bufsize = *(size_t *)extra[i + 1];
+        have_size = 1;
+      } else return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (fn->nparams && (!buf || !have_size)) return CUDA_ERROR_INVALID_VALUE;
+  } else if (fn->nparams && !params) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  uint32_t need = 0;
+  for (uint32_t i = 0; i < fn->nparams; i++)
+    if (fn->params[i].offset + fn->params[i].size > need)
+      need = fn->params[i].offset + fn->params[i].size;
+  if (extra && fn->nparams && bufsize < need) return CUDA_ERROR_INVALID_VALUE;
+  size_t blob_size = need > fn->param_bytes ? need : fn->param_bytes;
+  l->blob = calloc(1, blob_size ? blob_size : 1);
+  l->argv = calloc(fn->nparams ? fn->nparams : 1, sizeof *l->argv);
+  if (!l->blob || !l->argv) {
+    drv_launch_fini(l);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  for (uint32_t i = 0; i < fn->nparams; i++) {
+    const ag_kparam_t *p = &fn->params[i];
+    l->argv[i] = l->blob + p->offset;
+    if (extra) memcpy(l->blob + p->offset, (const char *)buf + p->offset, p->size);
+    else memcpy(l->blob + p->offset, params[i], p->size);
+  }
+  l->f = fn;
+  l->grid = (dim3){gx, gy, gz};
+  l->block = (dim3){bx, by, bz};
+  l->shmem = shmem;
+  return CUDA_SUCCESS;
+}
+
+void drv_launch_fini(drv_launch_t *l) {
+  free(l->blob);
+  free(l->argv);
+  l->blob = NULL;
+  l->argv = NULL;
+}
+
+CUresult drv_launch_copy(drv_launch_t *dst, const drv_launch_t *src) {
+  *dst = *src;
+  uint32_t n = src->f->nparams;
+  size_t bytes = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    size_t end = src->f->params[i].offset + src->f->params[i].size;
+    if (end > bytes) bytes = end;
+  }
+  if (src->f->param_bytes > bytes) bytes = src->f->param_bytes;
+  dst->blob = malloc(bytes ? bytes : 1);
+  dst->argv = malloc((n ? n : 1) * sizeof *dst->argv);
+  if (!dst->blob || !dst->argv) {
+    drv_launch_fini(dst);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  memcpy(dst->blob, src->blob, bytes);
+  for (uint32_t i = 0; i < n; i++) dst->argv[i] = dst->blob + src->f->params[i].offset;
+  return CUDA_SUCCESS;
+}
+
+void drv_launch_run(const drv_launch_t *l) {
+  drv_twin_fn t = drv_func_twin(l->f);
+  if (t) t(l->grid, l->block, l->argv);
+}
+
+static void launch_op_run(drv_op_t *op) { drv_launch_run(op->arg); }
+static void launch_op_fini(drv_op_t *op) {
+  drv_launch_fini(op->arg);
+  free(op->arg);
+}
+
+static CUresult fill_kernel(struct CUgraphNode_st *n, void *arg) {
+  return drv_launch_copy(&n->u.k, arg);
+}
+
+/* The common path of every launch API. The modelled host cost is spent on the caller. */
+static CUresult launch(int ptds, const char *api, CUfunction f, unsigned gx, unsigned gy,
+                       unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                       CUstream h, void **params, void **extra) {
+  (void)api;
+  simc_spin_ns(simc_cost(SIMC_LAUNCH_NS));
+  drv_stream_t *s;
+  CUresult r = drv_stream(h, ptds, &s);
+  if (r) return r;
+  if ((r = drv_async_error())) return r;
+  drv_launch_t *l = malloc(sizeof *l);
+  if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
+  r = drv_launch_prepare(l, f, gx, gy, gz, bx, by, bz, shmem, params, extra);
+  if (!r && !drv_func_twin(l->f)) r = CUDA_ERROR_NO_BINARY_FOR_GPU;
+  if (r) {
+    drv_launch_fini(l);
+    free(l);
+    return r;
+  }
+  pthread_mutex_lock(&drv_lock);
+  if (s->cap) {
+    drv_capture_node(s, CU_GRAPH_NODE_TYPE_KERNEL, fill_kernel, l, &r);
+    pthread_mutex_unlock(&drv_lock);
+    drv_launch_fini(l);
+    free(l);
+    return r;
+  }
+  drv_op_t *op = drv_op_new(launch_op_run, launch_op_fini, l);
+  if (!op) {
+    pthread_mutex_unlock(&drv_lock);
+    drv_launch_fini(l);
+    free(l);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  r = drv_submit_locked(s, op);
+  pthread_mutex_unlock(&drv_lock);
+  return r;
+}
+
+static CUresult launch_kernel(int ptds, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                              unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream h,
+                              void **params, void **extra) {
+  DRV_FAIL("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  return launch(ptds, "cuLaunchKernel", f, gx, gy, gz, bx, by, bz, shmem, h, params, extra);
+}
+DRV_BOTH(launch_kernel, cuLaunchKernel, cuLaunchKernel_ptsz,
+         (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+          unsigned bz, unsigned shmem, CUstream h, void **params, void **extra),
+         (f, gx, gy, gz, bx, by, bz, shmem, h, params, extra))
+
+static CUresult launch_cooperative(int ptds, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                   unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                   CUstream h, void **params) {
+  DRV_FAIL("cuLaunchCooperativeKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  /* All blocks must be co-resident: at most 32 blocks per SM on 132 SMs. */
+  if ((uint64_t)gx * gy * gz > 132u * 32u) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  return launch(ptds, "cuLaunchCooperativeKernel", f, gx, gy, gz, bx, by, bz, shmem, h, params,
+                NULL);
+}
+DRV_BOTH(launch_cooperative, cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz,
+         (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+          unsigned bz, unsigned shmem, CUstream h, void **params),
+         (f, gx, gy, gz, bx, by, bz, shmem, h, params))
+
+/* Attributes the simulated device honours or may ignore; anything else is rejected. */
+static CUresult check_launch_attrs(const CUlaunchConfig *c) {
+  if (c->numAttrs && !c->attrs) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < c->numAttrs; i++) {
+    const CUlaunchAttribute *a = &c->attrs[i];
+    switch (a->id) {
+    case CU_LAUNCH_ATTRIBUTE_IGNORE:
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      break;
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+      if (a->value.cooperative &&
+          (uint64_t)c->gridDimX * c->gridDimY * c->gridDimZ > 132u * 32u)
+        return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      break;
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: {
+      unsigned x = a->value.clusterDim.x, y = a->value.clusterDim.y, z = a->value.clusterDim.z;
+      if (!x || !y || !z || c->gridDimX % x || c->gridDimY % y || c->gridDimZ % z ||
+          x * y * z > 8)
+        return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+      break;
+    }
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+static CUresult launch_kernel_ex(int ptds, const CUlaunchConfig *c, CUfunction f, void **params,
+                                 void **extra) {
+  DRV_FAIL("cuLaunchKernelEx", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = check_launch_attrs(c);
+  if (r) return r;
+  return launch(ptds, "cuLaunchKernelEx", f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+                c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream, params, extra);
+}
+DRV_BOTH(launch_kernel_ex, cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
+         (const CUlaunchConfig *c, CUfunction f, void **params, void **extra),
+         (c, f, params, extra))
