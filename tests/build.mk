@@ -41,7 +41,7 @@ $(BUILD)/tests/kernels/%.z.fatbin: tests/kernels/%.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -fatbin -Xfatbin -compress-all -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ $<
 
-# ptsz.cu tests the per-thread default stream entry points (tests/progs/ptsz.cu).
+# These test the per-thread default stream entry points (the _ptsz/_ptds exports).
 $(BUILD)/tests/progs/ptsz: NVCCFLAGS += --default-stream per-thread
 $(BUILD)/tests/unit/rt-ptsz: NVCCFLAGS += --default-stream per-thread
 # The programs share tests/progs/prog.h.

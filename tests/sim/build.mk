@@ -37,7 +37,6 @@ $(BUILD)/sim/libcudart.so.13: $(SIM_RT) $(SIM_COMMON) tests/sim/runtime/libcudar
 SIM_DNN_FATBIN := $(BUILD)/sim/cudnn/cudnnsim_kernels.fatbin
 SIM_DNN += $(BUILD)/sim/obj/tests/sim/cudnn/fatbin.o
 $(SIM_DNN): SIM_CFLAGS += -ffp-contract=off
--include $(patsubst %.o,%.d,$(filter %.o,$(SIM_DNN)))
 
 $(SIM_DNN_FATBIN): tests/sim/cudnn/kernels.cu tests/sim/cudnn/cudnnsim.h
 	@mkdir -p $(dir $@)
