@@ -42,6 +42,9 @@ all:
 include shims/build.mk
 include tests/sim/build.mk
 include tests/build.mk
+# Optional fragments: benchmarks, tools (inspector, launcher, install), sanitizer and analysis
+# targets.
+-include tests/bench/build.mk tools/build.mk tests/check.mk
 
 all: $(AG_ALL)
 
