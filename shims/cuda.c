@@ -24,6 +24,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "real.h"
 #include "shim.h"
 #include "stats.h"
 
@@ -117,7 +118,9 @@ static CUresult launch_kernel(int i, void *real, int coop, CUfunction f, unsigne
   cu_kl_t c = {(PFN_cuLaunchKernel_v4000)real, f, {gx, gy, gz}, {bx, by, bz},
                shmem, s, params, extra};
   ag_launch_t l = {&cu_calls[i], AG_PATH_DRIVER, f, {gx, gy, gz}, {bx, by, bz}, shmem, s,
-                   params, NULL, coop ? submit_coop : submit_kernel, &c};
+                   params, NULL, coop ? submit_coop : submit_kernel, &c,
+                   AG_FN_FUNCTION, (unsigned char)coop, (unsigned char)cu_entries[i].per_thread,
+                   extra != NULL, 0, NULL};
   if (!c.real) return CUDA_ERROR_NOT_FOUND;
   if (!ag__active()) return (CUresult)l.submit(&l);
   return (CUresult)ag__launch(&l);
@@ -159,6 +162,11 @@ static CUresult launch_cuLaunchKernelEx(int i, void *real, const CUlaunchConfig 
   l.block[0] = config->blockDimX, l.block[1] = config->blockDimY, l.block[2] = config->blockDimZ;
   l.shmem = config->sharedMemBytes;
   l.stream = config->hStream;
+  l.fkind = AG_FN_FUNCTION;
+  l.per_thread = (unsigned char)cu_entries[i].per_thread;
+  l.extra = extra != NULL;
+  l.nattrs = config->numAttrs;
+  l.attrs = config->attrs;
   if (!ag__active()) return (CUresult)l.submit(&l);
   return (CUresult)ag__launch(&l);
 }
@@ -182,7 +190,7 @@ static CUresult launch_cuLaunchKernelEx(int i, void *real, const CUlaunchConfig 
     if (!ag__active()) return real args;                               \
     ag__order_enter(&cu_calls[CU_##id], (void *)(stream));             \
     r = real args;                                                     \
-    ag__order_leave();                                                 \
+    ag__order_leave_status(&cu_calls[CU_##id], r == CUDA_SUCCESS);     \
     return r;                                                          \
   }
 #include "ag_cu_table.h"
@@ -319,6 +327,46 @@ void *ag__cu_dlsym_swap(const char *name, void *p) {
   return p;
 }
 
+/* ---- the engine's own driver functions ---------------------------------------------------- */
+
+static const char *const rt_sonames_[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
+                                          NULL};
+
+/* A getter that hands out our own exports (its library's references to its own exported
+ * functions bind to the preload's definitions): the real function is the next definition of
+ * the exported name of that (name, version). */
+static void *real_export(const char *name, int version) {
+  for (int i = 0; i < CU_COUNT_; i++)
+    if (!cu_entries[i].per_thread && cu_entries[i].version == version && cu_entries[i].elf &&
+        !strcmp(cu_entries[i].name, name))
+      return cu_real_x_of(i);
+  return NULL;
+}
+
+/* Fills the engine's table (src/real.h) through the real getter: the real functions, never our
+ * wrappers, so the engine's own calls are not seen as the program's. */
+static int resolve_real(ag_real_t *t) {
+  PFN_cuGetProcAddress_v12000 get = __atomic_load_n(&real_getter_v2, __ATOMIC_ACQUIRE);
+  CUdriverProcAddressQueryResult st;
+  if (!get) get = (PFN_cuGetProcAddress_v12000)ag__real_lookup(cu_sonames, "cuGetProcAddress_v2");
+  if (!get || ag__is_ours((void *)get)) {
+    ag__log(AG_LOG_DEBUG, "engine: the driver's getter is not known yet");
+    return -AG_ENOENT;
+  }
+  memset(t, 0, sizeof *t);
+#define AG_REAL_GET_(name, ver)                                                       \
+  if (get(#name, (void **)&t->name, ver, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &st))      \
+    t->name = NULL;                                                                    \
+  else if (ag__is_ours((void *)t->name))                                               \
+    t->name = (__typeof(t->name))real_export(#name, ver);
+  AG_REAL_DRV_MAP(AG_REAL_GET_)
+#undef AG_REAL_GET_
+  t->cudaGetFuncBySymbol = (int (*)(void **, const void *))ag__real_lookup(rt_sonames_, "cudaGetFuncBySymbol");
+  if (!t->cuLaunchKernel) ag__log(AG_LOG_DEBUG, "engine: the driver has no cuLaunchKernel");
+  return t->cuLaunchKernel ? 0 : -AG_ENOENT;
+}
+
 __attribute__((constructor)) static void cu_register(void) {
   ag__stats_register(cu_calls, CU_COUNT_);
+  ag__real_set_resolver(resolve_real);
 }

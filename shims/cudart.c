@@ -67,6 +67,13 @@ static const char *const rt_names[RT_COUNT_] = {
     AG_RT_REGISTRATION(AG_RT_REG_NAME)
 };
 
+/* Nonzero for the per-thread default stream forms (name_ptsz, name_ptds). */
+static const unsigned char rt_per_thread[RT_COUNT_] = {
+#define AG_RT_F(ret, sym, base, ...) sizeof(#sym) != sizeof(#base),
+#include "cudart.def"
+#undef AG_RT_F
+};
+
 static void *rt_real[RT_COUNT_];
 
 static void *rt_real_of(int i) {
@@ -102,12 +109,13 @@ static int submit_ex(const ag_launch_t *l) {
   return ((rt_launch_ex_fn)c->real)(c->config, c->func, c->args);
 }
 
-static cudaError_t launch(int i, const void *func, dim3 grid, dim3 block, void **args,
-                          size_t shmem, cudaStream_t stream) {
+static cudaError_t launch(int i, int fkind, int coop, const void *func, dim3 grid, dim3 block,
+                          void **args, size_t shmem, cudaStream_t stream) {
   rt_kl_t c = {rt_real_of(i), func, grid, block, args, shmem, stream, NULL};
   ag_launch_t l = {&rt_calls[i], AG_PATH_RUNTIME, func, {grid.x, grid.y, grid.z},
                    {block.x, block.y, block.z}, (unsigned)shmem, stream, args, NULL,
-                   submit_kernel, &c};
+                   submit_kernel, &c, (unsigned char)fkind, (unsigned char)coop,
+                   rt_per_thread[i], 0, 0, NULL};
   if (!c.real) return cudaErrorNotSupported;
   if (!ag__active()) return (cudaError_t)submit_kernel(&l);
   return (cudaError_t)ag__launch(&l);
@@ -115,18 +123,18 @@ static cudaError_t launch(int i, const void *func, dim3 grid, dim3 block, void *
 
 static cudaError_t launch_cudaLaunchKernel(int i, const void *func, dim3 grid, dim3 block,
                                            void **args, size_t shmem, cudaStream_t stream) {
-  return launch(i, func, grid, block, args, shmem, stream);
+  return launch(i, AG_FN_STUB, 0, func, grid, block, args, shmem, stream);
 }
 
 static cudaError_t launch_cudaLaunchCooperativeKernel(int i, const void *func, dim3 grid,
                                                       dim3 block, void **args, size_t shmem,
                                                       cudaStream_t stream) {
-  return launch(i, func, grid, block, args, shmem, stream);
+  return launch(i, AG_FN_STUB, 1, func, grid, block, args, shmem, stream);
 }
 
 static cudaError_t launch___cudaLaunchKernel(int i, cudaKernel_t kernel, dim3 grid, dim3 block,
                                              void **args, size_t shmem, cudaStream_t stream) {
-  return launch(i, (const void *)kernel, grid, block, args, shmem, stream);
+  return launch(i, AG_FN_KERNEL, 0, (const void *)kernel, grid, block, args, shmem, stream);
 }
 
 static cudaError_t launch_cudaLaunchKernelExC(int i, const cudaLaunchConfig_t *config,
@@ -140,6 +148,10 @@ static cudaError_t launch_cudaLaunchKernelExC(int i, const cudaLaunchConfig_t *c
   l.block[0] = config->blockDim.x, l.block[1] = config->blockDim.y, l.block[2] = config->blockDim.z;
   l.shmem = (unsigned)config->dynamicSmemBytes;
   l.stream = config->stream;
+  l.fkind = AG_FN_STUB;
+  l.per_thread = rt_per_thread[i];
+  l.nattrs = config->numAttrs;
+  l.attrs = config->attrs;
   return (cudaError_t)ag__launch(&l);
 }
 
@@ -156,7 +168,7 @@ static cudaError_t launch_cudaLaunchKernelExC(int i, const cudaLaunchConfig_t *c
     if (!ag__active()) return real args;                       \
     ag__order_enter(&rt_calls[RT_##sym], (void *)(stream));    \
     r = real args;                                             \
-    ag__order_leave();                                         \
+    ag__order_leave_status(&rt_calls[RT_##sym], r == 0);       \
     return r;                                                  \
   }
 #include "cudart.def"

@@ -26,12 +26,17 @@
 typedef void *(*dlsym_fn)(void *, const char *);
 static dlsym_fn real_dlsym;
 
+/* A sanitizer runtime preloaded before the library looks up its real functions with dlsym,
+ * i.e. through ag__dl_route, while it starts and cannot yet check a memory access: that path
+ * must not be instrumented (an errno access there crashed every ASan run). */
+#define AG_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
+
 static void *no_dlsym(void *handle, const char *name) {
   (void)handle, (void)name;
   return NULL;
 }
 
-static dlsym_fn get_real_dlsym(void) {
+AG_NO_SANITIZE static dlsym_fn get_real_dlsym(void) {
   dlsym_fn f = __atomic_load_n(&real_dlsym, __ATOMIC_ACQUIRE);
   if (AG_LIKELY(f)) return f;
   /* Idempotent, so a race only repeats the same lookup. */
@@ -80,7 +85,7 @@ static void *dlsym_hooked(void *handle, const char *name) {
 
 /* Called by the assembly stub with the caller's arguments; returns the function to jump to. */
 __attribute__((visibility("hidden"), used)) dlsym_fn ag__dl_route(void *handle, const char *name);
-dlsym_fn ag__dl_route(void *handle, const char *name) {
+AG_NO_SANITIZE dlsym_fn ag__dl_route(void *handle, const char *name) {
   int saved = errno;
   dlsym_fn real = get_real_dlsym(), to = real;
   if (handle != RTLD_NEXT && handle != RTLD_DEFAULT && name && name[0] == 'c' && name[1] == 'u' &&

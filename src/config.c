@@ -6,13 +6,16 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 
-ag_config_t ag__config = {.log_level = AG_LOG_WARN};
+ag_config_t ag__config = {.log_level = AG_LOG_WARN, .repeats = 2, .min_seq = 2, .max_seq = 256,
+                          .max_graphs = 512, .max_graph_mb = 2048};
 
 typedef struct ag_option_desc {
   const char *name;
@@ -23,6 +26,12 @@ static const ag_option_desc_t options[AG_OPT_COUNT_] = {
     [AG_OPT_DISABLE] = {"AUTOGRAPH_DISABLE", "0"},
     [AG_OPT_LOG] = {"AUTOGRAPH_LOG", "warn"},
     [AG_OPT_STATS] = {"AUTOGRAPH_STATS", ""},
+    [AG_OPT_REPEATS] = {"AUTOGRAPH_REPEATS", "2"},
+    [AG_OPT_MIN_SEQ] = {"AUTOGRAPH_MIN_SEQ", "2"},
+    [AG_OPT_MAX_SEQ] = {"AUTOGRAPH_MAX_SEQ", "256"},
+    [AG_OPT_MAX_GRAPHS] = {"AUTOGRAPH_MAX_GRAPHS", "512"},
+    [AG_OPT_MAX_GRAPH_MB] = {"AUTOGRAPH_MAX_GRAPH_MB", "2048"},
+    [AG_OPT_DENY] = {"AUTOGRAPH_DENY", ""},
 };
 
 static void bad(void (*warn)(const char *), ag_option_t o, const char *value, const char *want) {
@@ -31,6 +40,29 @@ static void bad(void (*warn)(const char *), ag_option_t o, const char *value, co
   snprintf(msg, sizeof msg, "%s=\"%.64s\" is not valid (%s); using the default \"%s\"",
            options[o].name, value, want, options[o].def);
   warn(msg);
+}
+
+/* Parses a decimal integer in [lo, hi]; returns 0 or -AG_EINVAL. */
+static int parse_int(const char *v, long lo, long hi, int *out) {
+  char *end;
+  long x;
+  if (*v < '0' || *v > '9') return -AG_EINVAL;
+  errno = 0;
+  x = strtol(v, &end, 10);
+  if (errno || *end || x < lo || x > hi) return -AG_EINVAL;
+  *out = (int)x;
+  return 0;
+}
+
+static void int_option(const char *(*getenv_fn)(const char *), void (*warn)(const char *),
+                       ag_option_t o, long lo, long hi, int *out, int *nbad) {
+  const char *v = getenv_fn(options[o].name);
+  char want[96];
+  *out = atoi(options[o].def);
+  if (!v || !*v || parse_int(v, lo, hi, out) == 0) return;
+  *out = atoi(options[o].def);
+  snprintf(want, sizeof want, "expected an integer from %ld to %ld", lo, hi);
+  bad(warn, o, v, want), (*nbad)++;
 }
 
 int ag__config_parse(ag_config_t *cfg, const char *(*getenv_fn)(const char *name),
@@ -72,7 +104,53 @@ int ag__config_parse(ag_config_t *cfg, const char *(*getenv_fn)(const char *name
     else
       strcpy(cfg->stats_path, v);
   }
+
+  int_option(getenv_fn, warn, AG_OPT_REPEATS, 1, 1000000, &cfg->repeats, &nbad);
+  int_option(getenv_fn, warn, AG_OPT_MIN_SEQ, 1, AG_MAX_SEQ_LIMIT, &cfg->min_seq, &nbad);
+  int_option(getenv_fn, warn, AG_OPT_MAX_SEQ, 1, AG_MAX_SEQ_LIMIT, &cfg->max_seq, &nbad);
+  if (cfg->min_seq > cfg->max_seq) {
+    /* Each bound is valid alone; together they contradict, so both keep their defaults. */
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s=%d is above %s=%d; using the defaults %s and %s",
+             options[AG_OPT_MIN_SEQ].name, cfg->min_seq, options[AG_OPT_MAX_SEQ].name,
+             cfg->max_seq, options[AG_OPT_MIN_SEQ].def, options[AG_OPT_MAX_SEQ].def);
+    if (warn) warn(msg);
+    nbad++;
+    cfg->min_seq = atoi(options[AG_OPT_MIN_SEQ].def);
+    cfg->max_seq = atoi(options[AG_OPT_MAX_SEQ].def);
+  }
+  int_option(getenv_fn, warn, AG_OPT_MAX_GRAPHS, 1, 1000000, &cfg->max_graphs, &nbad);
+  int_option(getenv_fn, warn, AG_OPT_MAX_GRAPH_MB, 1, 1 << 24, &cfg->max_graph_mb, &nbad);
+
+  v = getenv_fn(options[AG_OPT_DENY].name);
+  if (v && *v) {
+    if (strlen(v) >= sizeof cfg->deny)
+      bad(warn, AG_OPT_DENY, v, "list too long"), nbad++;
+    else
+      strcpy(cfg->deny, v);
+  }
   return nbad;
+}
+
+int ag__config_denied(const char *deny, const char *name) {
+  char pat[256];
+  const char *p = deny, *comma;
+  if (!name || !deny) return 0;
+  while (*p) {
+    size_t n;
+    comma = strchr(p, ',');
+    n = comma ? (size_t)(comma - p) : strlen(p);
+    while (n && *p == ' ') p++, n--;
+    while (n && p[n - 1] == ' ') n--;
+    if (n && n < sizeof pat) {
+      memcpy(pat, p, n);
+      pat[n] = 0;
+      if (fnmatch(pat, name, 0) == 0) return 1;
+    }
+    if (!comma) break;
+    p = comma + 1;
+  }
+  return 0;
 }
 
 static const char *env(const char *name) { return getenv(name); }

@@ -16,6 +16,12 @@ typedef enum ag_option {
   AG_OPT_DISABLE, /* AUTOGRAPH_DISABLE: 0/1 */
   AG_OPT_LOG,     /* AUTOGRAPH_LOG: error|warn|info|debug */
   AG_OPT_STATS,   /* AUTOGRAPH_STATS: unset, 1 (summary on stderr) or a path (JSON) */
+  AG_OPT_REPEATS, /* AUTOGRAPH_REPEATS: occurrences of a sequence before it is graphed */
+  AG_OPT_MIN_SEQ, /* AUTOGRAPH_MIN_SEQ: shortest sequence graphed, and shortest content cut */
+  AG_OPT_MAX_SEQ, /* AUTOGRAPH_MAX_SEQ: longest sequence (a run is cut there) */
+  AG_OPT_MAX_GRAPHS,   /* AUTOGRAPH_MAX_GRAPHS: instantiated graphs kept */
+  AG_OPT_MAX_GRAPH_MB, /* AUTOGRAPH_MAX_GRAPH_MB: estimated device memory of kept graphs */
+  AG_OPT_DENY,    /* AUTOGRAPH_DENY: comma-separated fnmatch patterns of kernels never held */
   AG_OPT_COUNT_
 } ag_option_t;
 
@@ -24,7 +30,18 @@ typedef struct ag_config {
   int log_level;           /* enum ag_log_level */
   int stats_summary;       /* AUTOGRAPH_STATS=1 */
   char stats_path[4096];   /* AUTOGRAPH_STATS=<path>, else empty */
+  int repeats;             /* >= 1 */
+  int min_seq, max_seq;    /* 1 <= min_seq <= max_seq <= AG_MAX_SEQ_LIMIT */
+  int max_graphs;          /* >= 1 */
+  int max_graph_mb;        /* >= 1 */
+  char deny[1024];         /* AUTOGRAPH_DENY as given (patterns separated by commas) */
 } ag_config_t;
+
+/* Hard upper bound of AUTOGRAPH_MAX_SEQ: the per-sequence buffers are sized by it. */
+#define AG_MAX_SEQ_LIMIT 4096
+
+/* Nonzero when the kernel `name` matches a pattern of the comma-separated list `deny`. */
+int ag__config_denied(const char *deny, const char *name);
 
 /* The process-wide configuration; valid after ag__config_load(). */
 extern ag_config_t ag__config;

@@ -1,8 +1,20 @@
-/* engine.c — initialisation and the pass-through engine (see engine.h).
+/* engine.c — initialisation and the graph engine (see engine.h).
  *
- * This stage submits every launch at once and only counts; the entry points already hand every
- * launch and every ordering call here, so holding launches and replaying them as graphs can be
- * added behind the same four calls without touching the shims.
+ * Every launch from every entry point arrives in ag__launch. The engine keeps one current
+ * sequence (the launches on one stream since the last cut, src/segment.h) and, per launch, one
+ * of three things happens under one lock:
+ *   - pass through: submitted at once by its own entry point (counted, and its structure fed to
+ *     the segmenter so that repeated sequences are learned);
+ *   - hold: when the launch may begin or continue a sequence that has repeated
+ *     AUTOGRAPH_REPEATS times, its arguments are copied by the kernel's layout and success is
+ *     returned (the same structure already launched successfully in pass-through);
+ *   - replay: when the held launches complete a known sequence, its graph is built (first time)
+ *     or updated, and launched on the stream.
+ * Held launches are submitted as ordinary launches, in order, before anything that could
+ * observe them: an ordering call on any thread, a launch on another stream or context, a
+ * launch that cannot be held, a divergence from the sequence, a capture, exit or fork. At most
+ * one stream holds launches at a time. Any failure of the graph path demotes the sequence and
+ * submits what was held: nothing is lost, duplicated or reordered.
  *
  * Initialisation runs once, from the constructor or from the first wrapper that gets there
  * first, under an explicit state (none → running → done) rather than pthread_once: a wrapper
@@ -13,27 +25,471 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "config.h"
+#include "graph.h"
+#include "kinfo.h"
 #include "log.h"
+#include "real.h"
 #include "registry.h"
+#include "segment.h"
 #include "stats.h"
 
 __thread ag_tls_t ag__tls;
 int ag__init_state = AG_INIT_NONE;
 int ag__enabled;
 
+/* ---- engine state (under `lock`) ---------------------------------------------------------- */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct {
+  int off;                /* no holding at all (forked child, no driver table, out of memory) */
+  ag_seqtab_t *tab;
+  ag_seg_t seg;
+  void *stream, *ctx;     /* of the current sequence */
+  pthread_t thread;       /* the thread that began it */
+  uint64_t *hashes;       /* structural hashes of the current sequence, max_seq of them */
+  /* Holding. */
+  int holding;
+  ag_seq_t *cand;         /* a sequence the held launches are a prefix of */
+  ag_held_t *held;        /* max_seq entries, parallel to hashes */
+  uint8_t *arena;
+  size_t arena_used, arena_cap;
+} E;
+
+/* Guard: running mean host time of one ordinary launch (ns), sampled outside the lock. */
+static uint64_t launch_ns, sampled;
+
+static int captures; /* program captures in progress (atomic) */
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void release_graph(ag_seq_t *s) {
+  ag__graph_free(s->graph);
+  s->graph = NULL;
+}
+
+static void on_evict(ag_seq_t *s) {
+  AG_STAT_ADD(ag__stats.evictions, 1);
+  release_graph(s);
+}
+
+/* Allocates the engine's buffers once; returns 0 or -AG_ENOMEM (the engine then stays off). */
+static int engine_setup(void) {
+  int max = ag__config.max_seq;
+  E.tab = ag__seqtab_new(ag__config.max_graphs, (size_t)ag__config.max_graph_mb << 20, on_evict);
+  E.hashes = calloc((size_t)max, sizeof *E.hashes);
+  E.held = calloc((size_t)max, sizeof *E.held);
+  E.arena_cap = 64 << 10;
+  E.arena = malloc(E.arena_cap);
+  ag__seg_init(&E.seg, ag__config.min_seq, max);
+  if (!E.tab || !E.hashes || !E.held || !E.arena) {
+    E.off = 1;
+    return -AG_ENOMEM;
+  }
+  return 0;
+}
+
+/* The thread's current context, cached per thread (it changes only through calls that the
+ * engine sees as ordering calls, which clear the cache). */
+static void *current_ctx(void) {
+  CUcontext c = NULL;
+  if (AG_LIKELY(ag__tls.ctx)) return ag__tls.ctx;
+  if (ag__real.cuCtxGetCurrent && ag__real.cuCtxGetCurrent(&c) == CUDA_SUCCESS) ag__tls.ctx = c;
+  return c;
+}
+
+/* Runs held work in the sequence's context when the calling thread is elsewhere. */
+static int enter_ctx(void) {
+  if (current_ctx() == E.ctx) return 0;
+  if (!ag__real.cuCtxPushCurrent || ag__real.cuCtxPushCurrent((CUcontext)E.ctx)) return -1;
+  return 1;
+}
+
+static void leave_ctx(int pushed) {
+  CUcontext c;
+  if (pushed == 1 && ag__real.cuCtxPopCurrent) ag__real.cuCtxPopCurrent(&c);
+}
+
+/* Submits everything held as ordinary launches, counted under `reason`. */
+static void submit_held(int n, int reason) {
+  int pushed, r;
+  if (!n) return;
+  pushed = enter_ctx();
+  ag__tls.quiet++;
+  r = ag__held_submit(E.held, n, E.arena, E.stream);
+  ag__tls.quiet--;
+  leave_ctx(pushed);
+  if (r) ag__log(AG_LOG_WARN, "submitting %d held launches failed (CUDA error %d)", n, r);
+  AG_STAT_ADD(ag__stats.passthrough, (uint64_t)n);
+  AG_STAT_ADD(ag__stats.fallbacks[reason], (uint64_t)n);
+}
+
+static void stop_holding(void) {
+  E.holding = 0;
+  E.cand = NULL;
+  E.arena_used = 0;
+}
+
+static void demote(ag_seq_t *s, const char *why) {
+  ag__log(AG_LOG_INFO, "sequence %016llx (%d launches) demoted: %s",
+          (unsigned long long)s->key.hash, s->n, why);
+  ag__seqtab_demote(E.tab, s);
+  release_graph(s);
+  AG_STAT_ADD(ag__stats.demotions, 1);
+}
+
+/* The held launches form the complete sequence s: build its graph if needed, update, launch. */
+static void replay(ag_seq_t *s) {
+  int n = E.seg.len, pushed, r = 0;
+  uint64_t t0, t1, updates = 0;
+
+  pushed = enter_ctx();
+  if (pushed < 0) {
+    submit_held(n, AG_FB_GRAPH_ERROR);
+    return;
+  }
+  ag__tls.quiet++;
+  if (s->state == AG_SEQ_BUILD) {
+    ag_graph_t *g;
+    r = ag__graph_build(&g, E.held, n, E.arena);
+    if (r == 0) {
+      s->graph = g;
+      ag__seqtab_ready(E.tab, s, ag__graph_cost(n));
+      AG_STAT_ADD(ag__stats.graphs, 1);
+      ag__log(AG_LOG_DEBUG, "sequence %016llx: graph of %d launches built",
+              (unsigned long long)s->key.hash, n);
+    }
+  }
+  t0 = now_ns();
+  if (r == 0) r = ag__graph_replay(s->graph, E.held, E.arena, E.stream, &updates);
+  t1 = now_ns();
+  ag__tls.quiet--;
+  leave_ctx(pushed);
+  AG_STAT_ADD(ag__stats.updates, updates);
+  if (r) {
+    char why[64];
+    snprintf(why, sizeof why, "graph path failed (CUDA error %d)", r);
+    demote(s, why);
+    submit_held(n, AG_FB_GRAPH_ERROR);
+    return;
+  }
+  AG_STAT_ADD(ag__stats.replayed, (uint64_t)n);
+  AG_STAT_ADD(ag__stats.graph_launches, 1);
+  ag__seqtab_touch(E.tab, s);
+  s->replays++;
+  s->updates += updates;
+  s->replay_ns += ((double)(t1 - t0) - s->replay_ns) / (double)(s->replays < 16 ? s->replays : 16);
+  /* The guard: after a few replays, a sequence whose replay (graph launch plus node updates)
+   * costs clearly more host time than launching its kernels one by one is not worth holding.
+   * To confirm on a GPU: both costs here are modelled by the simulator. */
+  if (s->replays >= 16 && __atomic_load_n(&sampled, __ATOMIC_RELAXED) >= 16 * 32 &&
+      s->replay_ns > 1.25 * (double)__atomic_load_n(&launch_ns, __ATOMIC_RELAXED) * s->n)
+    demote(s, "replay does not pay");
+}
+
+/* Finds a BUILD/READY sequence whose first m structural hashes are hashes[0..m-1] and whose
+ * length is `exact` (when > 0) or more than m (when 0). */
+static ag_seq_t *find_prefix(int m, int exact) {
+  for (ag_seq_t *s = ag__seqtab_first(E.tab, E.hashes[0]); s; s = s->next_first) {
+    if (exact ? s->n != exact : s->n <= m) continue;
+    if (!memcmp(s->hashes, E.hashes, (size_t)m * sizeof *E.hashes)) return s;
+  }
+  return NULL;
+}
+
+/* Ends the current sequence. `content` says the segmenter cut it (then `hash` is its content
+ * hash); otherwise an ordering call or a change of stream ended it. */
+static void finish(int content, uint64_t hash) {
+  int n = E.seg.len;
+  if (!n) goto out;
+  if (E.holding) {
+    ag_seq_t *s = find_prefix(n, n);
+    if (s)
+      replay(s);
+    else
+      submit_held(n, content ? AG_FB_MISMATCH : AG_FB_FLUSHED);
+    stop_holding();
+    goto out;
+  }
+  if (n >= ag__config.min_seq) {
+    int added;
+    /* An external cut finds the segmenter as it was: its hash covers exactly these launches. */
+    uint64_t h = content ? hash : E.seg.hash;
+    ag_seq_t *s = ag__seqtab_find(E.tab, h, E.hashes, n, &added);
+    if (s) {
+      if (added) AG_STAT_ADD(ag__stats.sequences, 1);
+      if (s->state == AG_SEQ_DEMOTED) AG_STAT_ADD(ag__stats.fallbacks[AG_FB_DEMOTED], (uint64_t)n);
+      if (++s->count >= (uint64_t)ag__config.repeats && s->state == AG_SEQ_COUNTING)
+        ag__seqtab_to_build(E.tab, s);
+    }
+  }
+out:
+  ag__seg_reset(&E.seg);
+}
+
+/* An external cut: ordering call, another stream, a launch that cannot be held. */
+static void cut(void) {
+  if (E.seg.len) finish(0, 0);
+}
+
+/* ---- launches ----------------------------------------------------------------------------- */
+
+static inline uint64_t struct_hash(const ag_kinfo_t *k, const ag_launch_t *l) {
+  uint64_t h = ag__mix64(k->id ^ ((uint64_t)l->shmem << 32));
+  h = ag__mix64(h ^ l->grid[0] ^ ((uint64_t)l->grid[1] << 32));
+  h = ag__mix64(h ^ l->grid[2] ^ ((uint64_t)l->block[0] << 32));
+  return ag__mix64(h ^ l->block[1] ^ ((uint64_t)l->block[2] << 32));
+}
+
+/* Why this launch cannot be held (enum ag_fallback + 1), or 0. */
+static int attr_reason(const ag_launch_t *l) {
+  if (l->coop) return AG_FB_COOPERATIVE + 1;
+  if (l->extra || !l->args) return AG_FB_ATTRIBUTES + 1;
+  for (unsigned i = 0; i < l->nattrs; i++) {
+    const CUlaunchAttribute *a = (const CUlaunchAttribute *)l->attrs + i;
+    if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+      if (a->value.cooperative) return AG_FB_COOPERATIVE + 1;
+      continue;
+    }
+    if (a->id == CU_LAUNCH_ATTRIBUTE_IGNORE) continue;
+    return AG_FB_ATTRIBUTES + 1;
+  }
+  return 0;
+}
+
+/* Copies the launch into the held list at position i. Returns 0 or -AG_ENOMEM. */
+static int hold(int i, ag_kinfo_t *k, const ag_launch_t *l) {
+  ag_held_t *h = &E.held[i];
+  size_t need = E.arena_used + k->param_bytes;
+  if (need > E.arena_cap) {
+    size_t cap = E.arena_cap * 2 > need ? E.arena_cap * 2 : need;
+    uint8_t *a = realloc(E.arena, cap);
+    if (!a) return -AG_ENOMEM;
+    E.arena = a, E.arena_cap = cap;
+  }
+  h->k = k;
+  memcpy(h->grid, l->grid, sizeof h->grid);
+  memcpy(h->block, l->block, sizeof h->block);
+  h->shmem = l->shmem;
+  h->off = (uint32_t)E.arena_used;
+  for (uint32_t j = 0; j < k->nparams; j++)
+    memcpy(E.arena + E.arena_used + k->params[j].offset, l->args[j], k->params[j].size);
+  E.arena_used = need;
+  return 0;
+}
+
+static int pass(const ag_launch_t *l) {
+  int r;
+  AG_STAT_ADD(ag__stats.passthrough, 1);
+  ag__tls.quiet++;
+  /* Sample the host cost of an ordinary launch for the guard, one launch in 32. */
+  if (AG_UNLIKELY((__atomic_fetch_add(&sampled, 1, __ATOMIC_RELAXED) & 31) == 0)) {
+    uint64_t t0 = now_ns();
+    r = l->submit(l);
+    int64_t ns = (int64_t)(now_ns() - t0), old = (int64_t)__atomic_load_n(&launch_ns, __ATOMIC_RELAXED);
+    /* A racy running mean is fine: it only steers the guard. */
+    __atomic_store_n(&launch_ns, (uint64_t)(old ? old + (ns - old) / 16 : ns), __ATOMIC_RELAXED);
+  } else {
+    r = l->submit(l);
+  }
+  ag__tls.quiet--;
+  return r;
+}
+
+/* Handles a launch that may be held; returns 1 when it was held (or replayed), 0 when the
+ * caller must submit it. Called under the lock. */
+static int step(const ag_launch_t *l, void *stream, void *ctx) {
+  ag_kinfo_t *k = ag__kinfo_get(l->func, l->fkind, ctx);
+  int reason, i;
+  uint64_t h, done;
+
+  if (!k) {
+    cut();
+    return 0;
+  }
+  reason = k->reason ? k->reason : attr_reason(l);
+  if (!reason && __atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0) {
+    /* The program is capturing somewhere: nothing is held meanwhile, and a launch on a
+     * capturing stream (or one joined to a capture by an event wait) is its own business. */
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult r = ag__real.cuStreamIsCapturing ? ag__real.cuStreamIsCapturing((CUstream)stream, &st)
+                                              : CUDA_ERROR_NOT_FOUND;
+    cut();
+    if (r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE)
+      AG_STAT_ADD(ag__stats.fallbacks[AG_FB_CAPTURING], 1);
+    return 0;
+  }
+  if (reason) {
+    cut();
+    AG_STAT_ADD(ag__stats.fallbacks[reason - 1], 1);
+    return 0;
+  }
+  if (E.seg.len && (stream != E.stream || ctx != E.ctx)) cut();
+  i = E.seg.len;
+  h = struct_hash(k, l);
+  if (i == 0) {
+    E.stream = stream, E.ctx = ctx, E.thread = pthread_self();
+    E.hashes[0] = h;
+    /* A sequence boundary: hold if a known sequence may begin here. */
+    if (ctx && (E.cand = find_prefix(1, 0)) != NULL) E.holding = 1;
+  } else {
+    E.hashes[i] = h;
+    if (E.holding && !(E.cand->n > i && E.cand->hashes[i] == h) &&
+        !(E.cand = find_prefix(i + 1, 0))) {
+      /* Diverged from every known sequence: what was held runs now, this launch after it. */
+      submit_held(i, AG_FB_MISMATCH);
+      stop_holding();
+    }
+  }
+  int held = 0;
+  if (E.holding) {
+    if (hold(i, k, l) == 0) {
+      held = 1;
+    } else {
+      submit_held(i, AG_FB_FLUSHED);
+      stop_holding();
+    }
+  }
+  if (ag__seg_push(&E.seg, h, &done)) {
+    E.seg.len = i + 1; /* the segmenter reset itself; finish() needs the length */
+    finish(1, done);
+  }
+  return held;
+}
+
+int ag__launch(const ag_launch_t *l) {
+  void *stream, *ctx;
+  int held;
+  if (ag__tls.quiet) return l->submit(l); /* nested: the outer launch was recorded */
+  AG_STAT_ADD(ag__stats.launches, 1);
+  AG_STAT_ADD(ag__stats.by_path[ag__tls.lib ? AG_PATH_CUDNN : l->path], 1);
+  if (l->call) AG_STAT_ADD(l->call->count, 1);
+  AG_STAT_ADD(ag__stats.families[AG_FAM_LAUNCH], 1);
+
+  stream = l->stream;
+  if (!stream) stream = l->per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+  pthread_mutex_lock(&lock);
+  if (AG_UNLIKELY(E.off || !ag__real_ready() || (!E.tab && engine_setup() != 0))) {
+    pthread_mutex_unlock(&lock);
+    return pass(l);
+  }
+  ctx = current_ctx();
+  if (stream == CU_STREAM_PER_THREAD) {
+    /* Never held: only the owning thread can submit to its per-thread stream, and a flush may
+     * have to happen on another thread. */
+    cut();
+    held = 0;
+  } else {
+    held = step(l, stream, ctx);
+  }
+  pthread_mutex_unlock(&lock);
+  return held ? 0 : pass(l);
+}
+
+void ag__flush_all(void) {
+  if (!ag__enabled) return;
+  pthread_mutex_lock(&lock);
+  cut();
+  pthread_mutex_unlock(&lock);
+}
+
+/* ---- ordering and library calls ------------------------------------------------------------ */
+
+static inline void count_call(ag_call_t *call, int family) {
+  if (call) AG_STAT_ADD(call->count, 1);
+  AG_STAT_ADD(ag__stats.families[family], 1);
+}
+
+void ag__order_enter(ag_call_t *call, void *stream) {
+  (void)stream; /* every ordering call flushes: held work may be what the call waits for */
+  if (call && call->family == AG_FAM_DEVICE) ag__tls.ctx = NULL;
+  if (!ag__tls.quiet) {
+    if (!ag__tls.lib) {
+      AG_STAT_ADD(ag__stats.ordering, 1);
+      count_call(call, call ? call->family : AG_FAM_UNCLASSIFIED);
+    }
+    ag__flush_all();
+  }
+  ag__tls.quiet++;
+}
+
+void ag__order_leave(void) { ag__tls.quiet--; }
+
+void ag__order_leave_status(ag_call_t *call, int ok) {
+  ag__tls.quiet--;
+  if (call && call->family == AG_FAM_DEVICE) ag__tls.ctx = NULL;
+  if (ag__tls.quiet || !ok || !call || call->family != AG_FAM_CAPTURE) return;
+  if (strstr(call->name, "BeginCapture")) {
+    __atomic_fetch_add(&captures, 1, __ATOMIC_ACQ_REL);
+  } else if (strstr(call->name, "EndCapture")) {
+    int c = __atomic_load_n(&captures, __ATOMIC_ACQUIRE);
+    while (c > 0 && !__atomic_compare_exchange_n(&captures, &c, c - 1, 0, __ATOMIC_ACQ_REL,
+                                                 __ATOMIC_ACQUIRE)) {
+    }
+  }
+}
+
+void ag__lib_enter(ag_call_t *call) {
+  if (!ag__tls.quiet && !ag__tls.lib) count_call(call, call->family);
+  ag__tls.lib++;
+}
+
+void ag__lib_leave(void) { ag__tls.lib--; }
+
+void ag__note(ag_call_t *call) {
+  if (!ag__tls.quiet && !ag__tls.lib) count_call(call, call->family);
+}
+
+void ag__image_loaded(const void *image) {
+  if (!image) return;
+  pthread_mutex_lock(&lock);
+  (void)ag__kinfo_image(image);
+  pthread_mutex_unlock(&lock);
+}
+
+void ag__func_named(const void *func, const char *name) {
+  pthread_mutex_lock(&lock);
+  ag__kinfo_name(func, name);
+  pthread_mutex_unlock(&lock);
+}
+
+/* ---- process life -------------------------------------------------------------------------- */
+
 static void at_exit(void) {
-  /* The report reads counters only; launches still running on other threads at exit may or
-   * may not be included, which is fine for a summary. */
+  /* Held launches run before the report, so that replayed + passthrough == launches. */
+  ag__flush_all();
   if (ag__enabled) ag__stats_report();
 }
 
+static void atfork_prepare(void) {
+  /* The child must not inherit held work it cannot submit; take the lock so that no thread is
+   * in the middle of changing the engine's state when the process is copied. */
+  ag__flush_all();
+  pthread_mutex_lock(&lock);
+}
+
+static void atfork_parent(void) { pthread_mutex_unlock(&lock); }
+
 static void atfork_child(void) {
   /* The child starts with one thread: per-thread nesting of other threads is gone, and the
-   * counters describe the parent's work. */
-  ag__tls = (ag_tls_t){0, 0};
+   * counters describe the parent's work. CUDA is unusable in a forked child, so the engine
+   * passes everything through there. */
+  pthread_mutex_init(&lock, NULL);
+  ag__tls = (ag_tls_t){0, 0, NULL};
+  E.off = 1;
+  E.holding = 0;
+  E.seg.len = 0;
+  ag__kinfo_reset();
   ag__stats_reset();
   ag__registry_atfork_child();
 }
@@ -47,9 +503,10 @@ void ag__init(void) {
   ag__config_load();
   if (!ag__config.disable) {
     atexit(at_exit);
-    pthread_atfork(NULL, NULL, atfork_child);
-    ag__log(AG_LOG_DEBUG, "initialised (stats %s)",
-            ag__config.stats_summary ? "summary" : ag__config.stats_path[0] ? "json" : "off");
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    ag__log(AG_LOG_DEBUG, "initialised (stats %s, repeats %d, sequences %d..%d)",
+            ag__config.stats_summary ? "summary" : ag__config.stats_path[0] ? "json" : "off",
+            ag__config.repeats, ag__config.min_seq, ag__config.max_seq);
     __atomic_store_n(&ag__enabled, 1, __ATOMIC_RELAXED);
   }
   __atomic_store_n(&ag__init_state, AG_INIT_DONE, __ATOMIC_RELEASE);
@@ -57,43 +514,3 @@ void ag__init(void) {
 }
 
 __attribute__((constructor)) static void ag_constructor(void) { ag__init(); }
-
-static inline void count_call(ag_call_t *call, int family) {
-  if (call) AG_STAT_ADD(call->count, 1);
-  AG_STAT_ADD(ag__stats.families[family], 1);
-}
-
-int ag__launch(const ag_launch_t *l) {
-  int r;
-  if (ag__tls.quiet) return l->submit(l); /* nested: the outer launch was recorded */
-  AG_STAT_ADD(ag__stats.launches, 1);
-  AG_STAT_ADD(ag__stats.passthrough, 1);
-  AG_STAT_ADD(ag__stats.by_path[ag__tls.lib ? AG_PATH_CUDNN : l->path], 1);
-  count_call(l->call, AG_FAM_LAUNCH);
-  ag__tls.quiet++;
-  r = l->submit(l);
-  ag__tls.quiet--;
-  return r;
-}
-
-void ag__order_enter(ag_call_t *call, void *stream) {
-  (void)stream; /* the flush point for held launches on `stream`: nothing is held yet */
-  if (!ag__tls.quiet && !ag__tls.lib) {
-    AG_STAT_ADD(ag__stats.ordering, 1);
-    count_call(call, call ? call->family : AG_FAM_UNCLASSIFIED);
-  }
-  ag__tls.quiet++;
-}
-
-void ag__order_leave(void) { ag__tls.quiet--; }
-
-void ag__lib_enter(ag_call_t *call) {
-  if (!ag__tls.quiet && !ag__tls.lib) count_call(call, call->family);
-  ag__tls.lib++;
-}
-
-void ag__lib_leave(void) { ag__tls.lib--; }
-
-void ag__note(ag_call_t *call) {
-  if (!ag__tls.quiet && !ag__tls.lib) count_call(call, call->family);
-}

@@ -48,8 +48,17 @@ typedef struct ag_call {
   uint64_t count; /* updated atomically */
 } ag_call_t;
 
+/* What `func` of a launch is. */
+enum ag_func_kind {
+  AG_FN_STUB,     /* a runtime host stub (cudaLaunchKernel, cudaLaunchKernelExC) */
+  AG_FN_KERNEL,   /* a cudaKernel_t / CUkernel (__cudaLaunchKernel) */
+  AG_FN_FUNCTION, /* a driver CUfunction, or a CUkernel passed as one (cuLaunchKernel*) */
+};
+
 /* One kernel launch, normalised. Which API it came from matters only to `submit`, which
- * performs it as an ordinary launch and returns the API's status (cudaError_t, CUresult). */
+ * performs it as an ordinary launch and returns the API's status (cudaError_t, CUresult).
+ * The engine may instead hold the launch (copying its arguments by the kernel's layout) and
+ * later perform it itself through the driver, as part of a graph or as an ordinary launch. */
 typedef struct ag_launch ag_launch_t;
 struct ag_launch {
   ag_call_t *call;       /* the entry point (for per-name counts) */
@@ -62,12 +71,20 @@ struct ag_launch {
   const void *config;    /* launch config with attributes (Ex forms), else NULL */
   int (*submit)(const ag_launch_t *l);
   void *ctx;             /* the entry point's own data for submit */
+  unsigned char fkind;   /* enum ag_func_kind */
+  unsigned char coop;    /* a cooperative launch entry point */
+  unsigned char per_thread; /* stream 0 means the per-thread default stream (_ptsz entries) */
+  unsigned char extra;   /* arguments come in a driver `extra` buffer (args is NULL) */
+  unsigned nattrs;       /* launch attributes of the Ex forms (CUlaunchAttribute layout, which
+                          * cudaLaunchAttribute shares) */
+  const void *attrs;
 };
 
 /* Per-thread nesting state; see the contract above. */
 typedef struct ag_tls {
   int quiet; /* wrapped runtime/driver calls in progress: nested calls pass through */
   int lib;   /* library calls (cuDNN) in progress: their launches are labelled AG_PATH_CUDNN */
+  void *ctx; /* this thread's current context as last seen (NULL: ask the driver) */
 } ag_tls_t;
 extern __thread ag_tls_t ag__tls;
 
@@ -91,6 +108,9 @@ int ag__launch(const ag_launch_t *l);
 /* Brackets an ordering call on `stream` (NULL when the call names none or all streams). */
 void ag__order_enter(ag_call_t *call, void *stream);
 void ag__order_leave(void);
+/* As ag__order_leave, for calls whose status matters to the engine (capture begin and end:
+ * `ok` says whether the call succeeded). */
+void ag__order_leave_status(ag_call_t *call, int ok);
 
 /* Brackets a library call that launches kernels of its own (cuDNN). */
 void ag__lib_enter(ag_call_t *call);
@@ -98,5 +118,16 @@ void ag__lib_leave(void);
 
 /* Counts a call of a harmless-but-observed function (registration) at the outermost level. */
 void ag__note(ag_call_t *call);
+
+/* A device code image the program loaded through the driver (cuModuleLoadData and friends):
+ * the engine reads kernel layouts from it now, since the program may free the buffer. */
+void ag__image_loaded(const void *image);
+/* A function or kernel handle the driver returned for `name` (cuModuleGetFunction,
+ * cuLibraryGetKernel…), so the engine can find its layout among the loaded images. */
+void ag__func_named(const void *func, const char *name);
+
+/* Submits every held launch (at exit, before fork, or when the caller needs the device to be
+ * up to date). */
+void ag__flush_all(void);
 
 #endif

@@ -117,6 +117,19 @@ int ag__registry_lookup(const void *stub, char *name, size_t size, const void **
   return r;
 }
 
+int ag__registry_fatbin_of(const char *name, const void **fatbin) {
+  int r = -AG_ENOENT;
+  pthread_mutex_lock(&lock);
+  for (size_t h = 0; h < NBUCKETS && r; h++)
+    for (fn_entry_t *e = fns[h]; e && r; e = e->next) {
+      if (strcmp(e->name, name)) continue;
+      for (bin_entry_t *b = bins; b; b = b->next)
+        if (b->handle == e->handle) *fatbin = b->fatbin, r = 0;
+    }
+  pthread_mutex_unlock(&lock);
+  return r;
+}
+
 size_t ag__registry_count(void) {
   pthread_mutex_lock(&lock);
   size_t n = nfns;

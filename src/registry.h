@@ -24,6 +24,10 @@ void ag__registry_unregister(void **handle);
  * fatbin image in *fatbin (either may be NULL). Returns 0 or -AG_ENOENT. */
 int ag__registry_lookup(const void *stub, char *name, size_t size, const void **fatbin);
 
+/* Finds the fatbin that registered a kernel of device name `name` (for handles that are not
+ * host stubs: cudaKernel_t). Returns 0 or -AG_ENOENT. */
+int ag__registry_fatbin_of(const char *name, const void **fatbin);
+
 /* Number of kernels registered (for tests and stats). */
 size_t ag__registry_count(void);
 

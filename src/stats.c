@@ -26,6 +26,12 @@ static const char *const family_names[AG_FAM_COUNT_] = {
 #undef AG_FAMILY_NAME_
 };
 
+static const char *const fallback_names[AG_FB_COUNT_] = {
+#define AG_FALLBACK_NAME_(id, name) name,
+    AG_FALLBACK_MAP(AG_FALLBACK_NAME_)
+#undef AG_FALLBACK_NAME_
+};
+
 static const char *const path_names[AG_PATH_COUNT_] = {"runtime", "driver", "cudnn"};
 
 static struct {
@@ -95,7 +101,15 @@ size_t ag__stats_json(char *buf, size_t size) {
   ag__json_key(&j, "updates"), ag__json_u64(&j, load(&ag__stats.updates));
   ag__json_key(&j, "passthrough"), ag__json_u64(&j, load(&ag__stats.passthrough));
   ag__json_key(&j, "ordering"), ag__json_u64(&j, load(&ag__stats.ordering));
-  ag__json_key(&j, "fallbacks"), ag__json_begin(&j, '{'), ag__json_end(&j, '}');
+  ag__json_key(&j, "fallbacks");
+  ag__json_begin(&j, '{');
+  for (int i = 0; i < AG_FB_COUNT_; i++)
+    if (load(&ag__stats.fallbacks[i]))
+      ag__json_key(&j, fallback_names[i]), ag__json_u64(&j, load(&ag__stats.fallbacks[i]));
+  ag__json_end(&j, '}');
+  ag__json_key(&j, "sequences"), ag__json_u64(&j, load(&ag__stats.sequences));
+  ag__json_key(&j, "demotions"), ag__json_u64(&j, load(&ag__stats.demotions));
+  ag__json_key(&j, "evictions"), ag__json_u64(&j, load(&ag__stats.evictions));
   ag__json_key(&j, "by_path");
   ag__json_begin(&j, '{');
   for (int i = 0; i < AG_PATH_COUNT_; i++)
@@ -117,9 +131,27 @@ size_t ag__stats_json(char *buf, size_t size) {
 
 size_t ag__stats_summary(char *buf, size_t size) {
   uint64_t n = load(&ag__stats.launches), r = load(&ag__stats.replayed);
+  char top[160] = "";
+  int used = 0, shown = 0;
+  uint64_t done = 0; /* bit i: reason i already listed */
+
+  /* The three largest fallback reasons, largest first. */
+  while (shown < 3) {
+    int best = -1;
+    for (int i = 0; i < AG_FB_COUNT_; i++)
+      if (!(done >> i & 1) && load(&ag__stats.fallbacks[i]) &&
+          (best < 0 || load(&ag__stats.fallbacks[i]) > load(&ag__stats.fallbacks[best])))
+        best = i;
+    if (best < 0) break;
+    done |= 1ull << best;
+    used += snprintf(top + used, sizeof top - (size_t)used, "%s %s %llu", shown ? "," : "; fallbacks:",
+                     fallback_names[best], (unsigned long long)load(&ag__stats.fallbacks[best]));
+    if (used >= (int)sizeof top) break;
+    shown++;
+  }
   int len = snprintf(buf, size,
                      "autograph: %llu launches (runtime %llu, driver %llu, cudnn %llu), "
-                     "%llu replayed (%.1f%%), %llu graphs, %llu updates; %llu ordering calls\n",
+                     "%llu replayed (%.1f%%), %llu graphs, %llu updates; %llu ordering calls%s\n",
                      (unsigned long long)n,
                      (unsigned long long)load(&ag__stats.by_path[AG_PATH_RUNTIME]),
                      (unsigned long long)load(&ag__stats.by_path[AG_PATH_DRIVER]),
@@ -127,7 +159,7 @@ size_t ag__stats_summary(char *buf, size_t size) {
                      (unsigned long long)r, n ? 100.0 * (double)r / (double)n : 0.0,
                      (unsigned long long)load(&ag__stats.graphs),
                      (unsigned long long)load(&ag__stats.updates),
-                     (unsigned long long)load(&ag__stats.ordering));
+                     (unsigned long long)load(&ag__stats.ordering), top);
   return len < 0 ? 0 : (size_t)len;
 }
 

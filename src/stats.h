@@ -13,12 +13,28 @@
 
 #include "engine.h"
 
+/* Why a launch was passed through rather than held (stats key "fallbacks"), in report order. */
+#define AG_FALLBACK_MAP(XX)                                                                \
+  XX(LAYOUT_UNKNOWN, "layout_unknown") XX(ATTRIBUTES, "attributes")                        \
+  XX(COOPERATIVE, "cooperative") XX(DENIED, "denied") XX(CAPTURING, "capturing")           \
+  XX(GRAPH_ERROR, "graph_error") XX(DEMOTED, "demoted") XX(MISMATCH, "mismatch")           \
+  XX(FLUSHED, "flushed")
+
+enum ag_fallback {
+#define AG_FALLBACK_ENUM_(id, name) AG_FB_##id,
+  AG_FALLBACK_MAP(AG_FALLBACK_ENUM_)
+#undef AG_FALLBACK_ENUM_
+  AG_FB_COUNT_
+};
+
 typedef struct ag_stats {
   uint64_t launches;
   uint64_t replayed, graphs, graph_launches, updates, passthrough;
   uint64_t by_path[AG_PATH_COUNT_];
   uint64_t families[AG_FAM_COUNT_];
   uint64_t ordering; /* ordering calls (flush points) */
+  uint64_t fallbacks[AG_FB_COUNT_];
+  uint64_t sequences, demotions, evictions;
 } ag_stats_t;
 
 extern ag_stats_t ag__stats;

@@ -12,6 +12,10 @@
 #      byte-identical stdout, i.e. the library changed nothing the program can see;
 #   3. checks the statistics against the program's own last line
 #      `launches: runtime=R driver=D cudnn=0` or `… cudnn_calls=K` (ag_check_stats).
+# Replay: AG_EXPECT_REPLAY unset allows graph replays (replayed >= 0), =1 requires replayed > 0,
+# =0 requires replayed == 0. ag_compare_prog leaves the statistics path in AG_STATS, so a case
+# can assert more with ag_expect; ag_rerun repeats only the run with the library (under other
+# settings in the environment: AUTOGRAPH_*, SIM_FAIL) against the first plain run.
 # Every run is bounded by AG_PROG_TIMEOUT seconds (default 60) so that a deadlock fails with a
 # message instead of reaching the runner's limit. An LD_PRELOAD already in the environment (a
 # sanitizer runtime, say) is kept in every run, first, and the library is added after it.
@@ -22,7 +26,8 @@
 set -u
 
 AG_PROG_TIMEOUT=${AG_PROG_TIMEOUT:-60}
-AG_PRELOAD_BASE=${LD_PRELOAD:-}
+# A sanitizer build's runtime (AG_SAN_PRELOAD, set by `make asan`/`make tsan`) goes first of all.
+AG_PRELOAD_BASE=${AG_SAN_PRELOAD:-}${LD_PRELOAD:+${AG_SAN_PRELOAD:+ }$LD_PRELOAD}
 
 # The LD_PRELOAD value that adds the library (or the given libraries) to the inherited one.
 ag_preload() {
@@ -89,16 +94,16 @@ ag_ok() {
 # ag_check_stats STATS_JSON LAUNCH_LINE [FAMILY…] — the statistics agree with the program's own
 # count: by_path.runtime and by_path.driver exactly; for cuDNN programs by_path.cudnn >= the
 # number of cuDNN calls and > 0, otherwise by_path.cudnn == 0; launches == their sum;
-# passthrough + replayed == launches, and replayed == 0 unless AG_EXPECT_REPLAY=1 (graph replay
-# is a later stage); each FAMILY counted (families.FAMILY > 0).
+# passthrough + replayed == launches; replayed > 0 when AG_EXPECT_REPLAY=1, == 0 when it is 0,
+# anything when it is unset; each FAMILY counted (families.FAMILY > 0).
 ag_check_stats() {
   local stats=$1 line=$2
   shift 2
   [ -s "$stats" ] || ag_fail "no statistics written to $stats"
-  python3 - "$stats" "$line" "${AG_EXPECT_REPLAY:-0}" "$@" <<'EOF' || ag_fail "statistics do not match (see above)"
+  python3 - "$stats" "$line" "${AG_EXPECT_REPLAY:-}" "$@" <<'EOF' || ag_fail "statistics do not match (see above)"
 import json, re, sys
 
-path, line, allow_replay, families = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4:]
+path, line, want_replay, families = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 with open(path) as f:
     st = json.load(f)
 m = re.fullmatch(r"launches: runtime=(\d+) driver=(\d+) (cudnn|cudnn_calls)=(\d+)", line.strip())
@@ -140,9 +145,11 @@ if not errors:
            f"launches={launches} != by_path sum {p_rt}+{p_drv}+{p_dnn}")
     expect(passthrough + replayed == launches,
            f"passthrough={passthrough} + replayed={replayed} != launches={launches}")
-    if not allow_replay:
+    if want_replay == "0":
         expect(replayed == 0, f"replayed={replayed}, expected 0 (replay not expected)")
         expect(passthrough == launches, f"passthrough={passthrough} != launches={launches}")
+    elif want_replay == "1":
+        expect(replayed > 0, f"replayed={replayed}, expected graph replays (AG_EXPECT_REPLAY=1)")
 fam = st.get("families", {})
 for name in families:
     v = num(fam, name, "families.")
@@ -154,6 +161,8 @@ if errors:
     print("stats file:", json.dumps(st, sort_keys=True), file=sys.stderr)
     sys.exit(1)
 print(f"stats ok: launches={launches} runtime={p_rt} driver={p_drv} cudnn={p_dnn}"
+      + f" replayed={replayed} graphs={st.get('graphs')} updates={st.get('updates')}"
+      + f" fallbacks={json.dumps(st.get('fallbacks', {}), sort_keys=True)}"
       + (f" families {','.join(families)} counted" if families else ""))
 EOF
 }
@@ -181,6 +190,128 @@ ag_compare_prog() {
   ag_same "$d/plain1" "$d/preload"
   echo "$name: identical output with the library"
   ag_check_stats "$d/stats.json" "$(tail -n 1 "$d/plain1.out")" "${fams[@]}"
+  AG_STATS=$d/stats.json
+}
+
+# ag_rerun NAME TAG [ARGS…] [-- FAMILY…] — after ag_compare_prog NAME (same ARGS): one more run
+# with the library, under whatever AUTOGRAPH_*/SIM_* settings the caller exported, compared with
+# the first plain run (same exit status, byte-identical stdout), its statistics checked as above.
+# Output goes to $AG_TMP/NAME/TAG.*; AG_STATS names its statistics.
+ag_rerun() {
+  local name=$1 tag=$2
+  shift 2
+  local args=() fams=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  fams=("$@")
+  local prog=$BUILD/tests/progs/$name d=$AG_TMP/$name
+  [ -f "$d/plain1.out" ] || ag_fail "ag_rerun $name: run ag_compare_prog $name first"
+  rm -f "$d/$tag.json"
+  ag_run "$d/$tag" env LD_PRELOAD="$(ag_preload "$AG_LIB")" AUTOGRAPH_STATS="$d/$tag.json" "$prog" "${args[@]}"
+  ag_same "$d/plain1" "$d/$tag"
+  echo "$name [$tag]: identical output with the library"
+  ag_check_stats "$d/$tag.json" "$(tail -n 1 "$d/plain1.out")" "${fams[@]}"
+  AG_STATS=$d/$tag.json
+}
+
+# ag_expect STATS_JSON EXPR… — each Python expression holds over the statistics. Names: every
+# top-level integer field (launches, replayed, graphs, graph_launches, updates, passthrough,
+# sequences, demotions, evictions; 0 when absent), fb (fallbacks: a mapping whose missing
+# reasons read 0), fam (families, likewise) and st (the whole object). Prints each expression
+# and the values; fails when one does not hold or cannot be evaluated.
+ag_expect() {
+  local stats=$1
+  shift
+  [ -s "$stats" ] || ag_fail "no statistics written to $stats"
+  python3 - "$stats" "$@" <<'EOF' || ag_fail "expectations on the statistics do not hold (see above)"
+import collections, json, sys
+
+with open(sys.argv[1]) as f:
+    st = json.load(f)
+env = {k: 0 for k in ("launches", "replayed", "graphs", "graph_launches", "updates",
+                      "passthrough", "sequences", "demotions", "evictions")}
+for k, v in st.items():
+    if isinstance(v, int) and not isinstance(v, bool):
+        env[k] = v
+env["fb"] = collections.defaultdict(int, st.get("fallbacks") or {})
+env["fam"] = collections.defaultdict(int, st.get("families") or {})
+env["st"] = st
+shown = ("launches", "replayed", "passthrough", "graphs", "graph_launches", "updates")
+values = " ".join(f"{k}={env[k]}" for k in shown)
+values += " fallbacks=" + json.dumps(st.get("fallbacks", {}), sort_keys=True)
+bad = 0
+for expr in sys.argv[2:]:
+    try:
+        ok = bool(eval(expr, {"__builtins__": {"min": min, "max": max, "sum": sum}}, env))
+    except Exception as e:  # a missing field or a typo must fail, never pass
+        ok = False
+        print(f"expect: {expr}: cannot evaluate: {e}", file=sys.stderr)
+    print(f"expect: {expr}: {'ok' if ok else 'FAILED'}", file=sys.stdout if ok else sys.stderr)
+    bad += not ok
+print(f"stats: {values}", file=sys.stderr if bad else sys.stdout)
+sys.exit(1 if bad else 0)
+EOF
+}
+
+# ag_fault_sweep NAME [ARGS…] — graph-API fault injection on a program that replays.
+# A baseline comparison must replay (graphs > 0). Then, for each graph API the engine may call,
+# SIM_FAIL makes its 1st call, a later call (half way through what the baseline made) and every
+# call from the 2nd on fail; each run must give byte-identical output and report the failure
+# as fallbacks.graph_error or fallbacks.demoted. Where the engine may use one of several APIs
+# for a step (instantiation, node update), each is tried from its first call; at least one
+# must be in use, and the sweep covers those that are. Failing destruction must change nothing.
+# How many calls the baseline made is read from its statistics: cuGraphCreate, cuGraphAddKernelNode
+# and instantiation at least `graphs`, cuGraphLaunch `graph_launches`, node updates `updates`;
+# a point beyond that count is not run (the fault would never fire).
+ag_fault_sweep() {
+  local name=$1
+  shift
+  local args=("$@")
+  AG_EXPECT_REPLAY=1 ag_compare_prog "$name" "${args[@]}"
+  ag_expect "$AG_STATS" "graphs > 0" "replayed > 0"
+  local graphs launches updates
+  read -r graphs launches updates < <(python3 -c '
+import json, sys
+st = json.load(open(sys.argv[1]))
+print(st.get("graphs", 0), st.get("graph_launches", 0), st.get("updates", 0))' "$AG_STATS")
+  local failed_expect="fb['graph_error'] > 0 or fb['demoted'] > 0"
+
+  # Which of the alternatives the engine calls: each one failing from its first call.
+  local used=() api
+  for api in cuGraphInstantiateWithFlags cuGraphInstantiate cuGraphInstantiateWithParams \
+             cuGraphExecKernelNodeSetParams cuGraphExecUpdate; do
+    SIM_FAIL=$api:1+ ag_rerun "$name" "fail-$api-all" "${args[@]}"
+    if (ag_expect "$AG_STATS" "$failed_expect") >/dev/null 2>&1; then used+=("$api"); fi
+  done
+  echo "$name: the engine calls: ${used[*]:-none of the alternatives}"
+  case " ${used[*]} " in
+    *" cuGraphInstantiate"*) ;;
+    *) ag_fail "no instantiation API failure was reported: the engine calls none of cuGraphInstantiate{,WithFlags,WithParams}, or ignores its failure" ;;
+  esac
+
+  local sweep=("cuGraphCreate $graphs" "cuGraphAddKernelNode $graphs" "cuGraphLaunch $launches")
+  for api in "${used[@]}"; do
+    case $api in
+      cuGraphInstantiate*) sweep+=("$api $graphs") ;;
+      *) sweep+=("$api $updates") ;;
+    esac
+  done
+  local entry count point
+  for entry in "${sweep[@]}"; do
+    read -r api count <<<"$entry"
+    for point in 1 $(( count / 2 > 1 ? count / 2 : 2 )) 2+; do
+      if [ "${point%+}" -gt "$count" ]; then
+        echo "$name: $api:$point not run (the baseline made about $count calls)"
+        continue
+      fi
+      SIM_FAIL=$api:$point ag_rerun "$name" "fail-$api-$point" "${args[@]}"
+      ag_expect "$AG_STATS" "$failed_expect"
+    done
+  done
+  for api in cuGraphDestroy cuGraphExecDestroy; do
+    SIM_FAIL=$api:1+ ag_rerun "$name" "fail-$api-all" "${args[@]}"
+  done
+  echo "$name: identical output under every injected graph-API failure"
 }
 
 # ---- self-test, when run as a case rather than sourced ----
@@ -205,9 +336,23 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   stats 30 20 10 0 0 30 0
   bad "launches: runtime=20 driver=10 cudnn=0" copy
   stats 30 20 10 0 5 25 1
-  bad "launches: runtime=20 driver=10 cudnn=0"
+  good "launches: runtime=20 driver=10 cudnn=0"
+  (AG_EXPECT_REPLAY=0 ag_check_stats "$t/s.json" "launches: runtime=20 driver=10 cudnn=0") \
+    >/dev/null 2>&1 && ag_fail "replay accepted with AG_EXPECT_REPLAY=0"
   (AG_EXPECT_REPLAY=1 ag_check_stats "$t/s.json" "launches: runtime=20 driver=10 cudnn=0") \
-    >/dev/null 2>&1 || ag_fail "replay not allowed by AG_EXPECT_REPLAY=1"
+    >/dev/null 2>&1 || ag_fail "replay not accepted with AG_EXPECT_REPLAY=1"
+  stats 30 20 10 0 5 24 1
+  bad "launches: runtime=20 driver=10 cudnn=0"
+  stats 30 20 10 0 0 30 1
+  (AG_EXPECT_REPLAY=1 ag_check_stats "$t/s.json" "launches: runtime=20 driver=10 cudnn=0") \
+    >/dev/null 2>&1 && ag_fail "no replay accepted with AG_EXPECT_REPLAY=1"
+  stats 30 20 10 0 27 3 1
+  (ag_expect "$t/s.json" "replayed >= 0.9 * launches" "fb['denied'] == 0" "demotions == 0") \
+    >/dev/null 2>&1 || ag_fail "ag_expect rejected true expectations"
+  (ag_expect "$t/s.json" "replayed >= 0.9 * launches" "updates > 0") >/dev/null 2>&1 &&
+    ag_fail "ag_expect accepted a false expectation"
+  (ag_expect "$t/s.json" "no_such_name > 0") >/dev/null 2>&1 &&
+    ag_fail "ag_expect accepted an expression it cannot evaluate"
   stats 31 20 10 1 0 30 1
   bad "launches: runtime=20 driver=10 cudnn=0"
   stats 50 4 0 46 0 50 1

@@ -38,8 +38,8 @@ $CC -shared -fPIC -o libbase.so base.c
 $CC -shared -fPIC -o libwrap.so wrap.c -ldl
 $CC -o main main.c -L. -Wl,--no-as-needed -lwrap -lbase -ldl -Wl,-rpath,"$AG_TMP"
 plain=$(./main)
-pre=$(LD_PRELOAD=$AG_LIB ./main)
-both=$(LD_PRELOAD="$AG_LIB $AG_TMP/libwrap.so" ./main)
+pre=$(LD_PRELOAD="${AG_SAN_PRELOAD:+$AG_SAN_PRELOAD }$AG_LIB" ./main)
+both=$(LD_PRELOAD="${AG_SAN_PRELOAD:+$AG_SAN_PRELOAD }$AG_LIB $AG_TMP/libwrap.so" ./main)
 echo "plain: $plain"; echo "preload: $pre"; echo "preload+wrap: $both"
 [ "$plain" = "wrap>base wrap>base base absent" ]
 [ "$pre" = "$plain" ]

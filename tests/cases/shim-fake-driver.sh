@@ -24,7 +24,7 @@ $CC -o "$AG_TMP/prog" "$src/fake-prog.c" -L"$AG_TMP/lib" -l:libcudart.so.13 -ldl
 # Without the library: the program's own checks pass.
 LD_LIBRARY_PATH=$AG_TMP/lib "$AG_TMP/prog" >"$AG_TMP/plain.out"
 # With it: same output, and the counts.
-LD_LIBRARY_PATH=$AG_TMP/lib LD_PRELOAD=$AG_LIB AUTOGRAPH_STATS=$AG_TMP/s.json \
+LD_LIBRARY_PATH=$AG_TMP/lib LD_PRELOAD="${AG_SAN_PRELOAD:+$AG_SAN_PRELOAD }$AG_LIB" AUTOGRAPH_STATS=$AG_TMP/s.json \
   "$AG_TMP/prog" >"$AG_TMP/pre.out"
 diff "$AG_TMP/plain.out" "$AG_TMP/pre.out"
 cat "$AG_TMP/s.json"

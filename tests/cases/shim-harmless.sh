@@ -10,7 +10,7 @@ fail=0
 same() { # name, command…
   local name=$1; shift
   "$@" >"$AG_TMP/a.out" 2>"$AG_TMP/a.err"; local ra=$?
-  LD_PRELOAD=$AG_LIB "$@" >"$AG_TMP/b.out" 2>"$AG_TMP/b.err"; local rb=$?
+  LD_PRELOAD="${AG_SAN_PRELOAD:+$AG_SAN_PRELOAD }$AG_LIB" "$@" >"$AG_TMP/b.out" 2>"$AG_TMP/b.err"; local rb=$?
   if [ $ra -ne $rb ] || ! cmp -s "$AG_TMP/a.out" "$AG_TMP/b.out" ||
      ! cmp -s "$AG_TMP/a.err" "$AG_TMP/b.err"; then
     echo "FAIL $name: exit $ra vs $rb"; diff "$AG_TMP/a.out" "$AG_TMP/b.out"

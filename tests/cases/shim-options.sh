@@ -8,7 +8,7 @@
 set -eu
 : "${AG_LIB:?}" "${AG_TMP:?}"
 cd "$AG_TMP"
-run() { LD_PRELOAD=$AG_LIB "$@"; }
+run() { LD_PRELOAD="${AG_SAN_PRELOAD:+$AG_SAN_PRELOAD }$AG_LIB" "$@"; }
 
 run env AUTOGRAPH_DISABLE=1 AUTOGRAPH_STATS="$AG_TMP/off.json" AUTOGRAPH_LOG=bogus /bin/true 2>err1
 [ ! -e off.json ] || { echo "disabled library wrote stats"; exit 1; }

@@ -5,12 +5,12 @@
 #include "check.h"
 #include "config.h"
 
-static const char *vals[3][2];
+static const char *vals[9][2];
 static int nwarn;
 static char last[256];
 
 static const char *fake_env(const char *name) {
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 9; i++)
     if (vals[i][0] && !strcmp(vals[i][0], name)) return vals[i][1];
   return NULL;
 }
@@ -64,5 +64,49 @@ int main(void) {
   set("", "", ""); /* empty means unset */
   CHECK_INT(ag__config_parse(&c, fake_env, NULL), ==, 0);
   CHECK_INT(c.log_level, ==, AG_LOG_WARN);
+  CHECK_INT(c.repeats, ==, 2);
+  CHECK_INT(c.min_seq, ==, 2);
+  CHECK_INT(c.max_seq, ==, 256);
+  CHECK_INT(c.max_graphs, ==, 512);
+  CHECK_INT(c.max_graph_mb, ==, 2048);
+  CHECK_STR(c.deny, "");
+
+  /* The engine's options. */
+  vals[3][0] = "AUTOGRAPH_REPEATS", vals[3][1] = "3";
+  vals[4][0] = "AUTOGRAPH_MIN_SEQ", vals[4][1] = "4";
+  vals[5][0] = "AUTOGRAPH_MAX_SEQ", vals[5][1] = "64";
+  vals[6][0] = "AUTOGRAPH_MAX_GRAPHS", vals[6][1] = "10";
+  vals[7][0] = "AUTOGRAPH_MAX_GRAPH_MB", vals[7][1] = "100";
+  vals[8][0] = "AUTOGRAPH_DENY", vals[8][1] = "softmax*, *_bw";
+  CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 0);
+  CHECK_INT(c.repeats, ==, 3);
+  CHECK_INT(c.min_seq, ==, 4);
+  CHECK_INT(c.max_seq, ==, 64);
+  CHECK_INT(c.max_graphs, ==, 10);
+  CHECK_INT(c.max_graph_mb, ==, 100);
+  CHECK(ag__config_denied(c.deny, "softmax_fwd"));
+  CHECK(ag__config_denied(c.deny, "relu_bw"));
+  CHECK(!ag__config_denied(c.deny, "relu"));
+  CHECK(!ag__config_denied("", "relu"));
+
+  /* Malformed: one warning each, defaults kept. */
+  vals[3][1] = "two", vals[4][1] = "0", vals[5][1] = "99999999", vals[6][1] = "-1";
+  vals[7][1] = "12x";
+  set(NULL, NULL, NULL);
+  CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 5);
+  CHECK_INT(nwarn, ==, 5);
+  CHECK_INT(c.repeats, ==, 2);
+  CHECK_INT(c.min_seq, ==, 2);
+  CHECK_INT(c.max_seq, ==, 256);
+  CHECK_INT(c.max_graphs, ==, 512);
+  CHECK_INT(c.max_graph_mb, ==, 2048);
+  CHECK(strstr(last, "AUTOGRAPH_MAX_GRAPH_MB=\"12x\" is not valid") != NULL);
+
+  /* Bounds that contradict each other: one warning, both defaults. */
+  vals[3][1] = "2", vals[4][1] = "50", vals[5][1] = "10", vals[6][1] = "1", vals[7][1] = "1";
+  set(NULL, NULL, NULL);
+  CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 1);
+  CHECK_INT(c.min_seq, ==, 2);
+  CHECK_INT(c.max_seq, ==, 256);
   return 0;
 }

@@ -263,6 +263,11 @@ static int fault_child(void) {
   CHECK_DNN(cudnnSetActivationDescriptor(ad, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0));
   CHECK_STATUS_EQ(CUDNN_STATUS_EXECUTION_FAILED, cudnnActivationForward(dnn, ad, &one, xd, x, &zero, yd, y));
   CHECK(untouched(y, 16, 12.0f));
+  CHECK_DNN(cudnnDestroyActivationDescriptor(ad));
+  CHECK_DNN(cudnnDestroyConvolutionDescriptor(cd));
+  CHECK_DNN(cudnnDestroyFilterDescriptor(fd));
+  CHECK_DNN(cudnnDestroyTensorDescriptor(xd));
+  CHECK_DNN(cudnnDestroyTensorDescriptor(yd));
   CHECK_DNN(cudnnDestroy(dnn));
   printf("dnn-args: fault injection ok\n");
   return 0;

@@ -32,10 +32,14 @@ SIM_KERNEL(drv_fault) {
 
 static CUfunction add, mixed, no_twin, fault;
 
+static CUmodule loaded; /* the module of the functions above; unloaded by the next load */
+
 static void load(const char *file) {
   void *img = drv_test_read_kernel(file);
   CUmodule m;
+  if (loaded) CHECK_CU(cuModuleUnload(loaded));
   CHECK_CU(cuModuleLoadData(&m, img));
+  loaded = m;
   CHECK_CU(cuModuleGetFunction(&add, m, "drv_add"));
   CHECK_CU(cuModuleGetFunction(&mixed, m, "drv_mixed"));
   CHECK_CU(cuModuleGetFunction(&no_twin, m, "drv_no_twin"));
@@ -263,6 +267,8 @@ static void test_capture(void) {
   CHECK_CU(cuGraphLaunch(ex, s));
   CHECK_CU(cuStreamSynchronize(s));
   CHECK_INT((int)read1(x), ==, 3);
+  CHECK_CU(cuGraphExecDestroy(ex));
+  CHECK_CU(cuGraphDestroy(g));
   /* Unsafe calls invalidate a global capture. */
   CHECK_CU(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
   CHECK_STATUS_EQ(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, cuStreamSynchronize(s));
@@ -317,6 +323,7 @@ static void test_wrong_thread(void) {
   CHECK_INT((intptr_t)ret, ==, CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
   CUgraph g;
   CHECK_CU(cuStreamEndCapture(s, &g));
+  CHECK_CU(cuGraphDestroy(g));
 }
 
 static void test_sticky_fault(void) {

@@ -224,6 +224,11 @@ static CUresult end_capture(int ptds, CUstream h, CUgraph *out) {
       *p = c->next;
       break;
     }
+  /* An ended capture is kept (see below) on a list of its own, owned like every other object
+   * of the context instead of leaked. */
+  static struct drv_capture *ended_captures;
+  c->next = ended_captures;
+  ended_captures = c;
   drv_capture_end_streams_locked(c);
   pthread_mutex_unlock(&drv_lock);
   if (r) {

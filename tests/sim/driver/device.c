@@ -471,6 +471,14 @@ CUresult CUDAAPI cuEventCreate(CUevent *ph, unsigned int flags) {
   if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
   e->magic = EVENT_MAGIC;
   e->flags = flags;
+  /* A destroyed event is kept (flagged) so that a later use of its handle is answered with
+   * CUDA_ERROR_INVALID_HANDLE instead of reading freed memory; the list keeps such events
+   * owned by the context, as a real context owns its resources, rather than leaked. */
+  static struct CUevent_st *all_events;
+  pthread_mutex_lock(&drv_lock);
+  e->all_next = all_events;
+  all_events = e;
+  pthread_mutex_unlock(&drv_lock);
   *ph = e;
   return CUDA_SUCCESS;
 }

@@ -113,6 +113,7 @@ struct CUevent_st {
   CUgraphNode *cap_deps;
   size_t ncap_deps;
   int destroyed;
+  struct CUevent_st *all_next; /* every event ever created: see cuEventCreate */
 };
 
 extern drv_stream_t drv_legacy;

@@ -77,7 +77,7 @@ CUresult drv_graph_add(struct CUgraph_st *g, CUgraphNodeType type, const CUgraph
     free(n);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  memcpy(n->deps, deps, ndeps * sizeof *deps);
+  if (ndeps) memcpy(n->deps, deps, ndeps * sizeof *deps); /* deps may be NULL when ndeps is 0 */
   n->ndeps = ndeps;
   n->magic = NODE_MAGIC;
   n->type = type;

@@ -1,0 +1,44 @@
+/* graph.h — held launches, and graphs built from them (build, update, launch, release).
+ *
+ * A held launch is a kernel (ag_kinfo_t), its dimensions and a copy of its argument bytes in the
+ * engine's arena, packed by the kernel's layout. The functions here perform held launches
+ * through the real driver (ag__real): one by one as ordinary launches, or as a graph built
+ * explicitly with cuGraphCreate + cuGraphAddKernelNode (each node depending on the previous
+ * one, so stream order is kept) + cuGraphInstantiateWithFlags. Replaying a graph first applies
+ * the arguments that differ from the graph's with cuGraphExecKernelNodeSetParams. The caller
+ * makes the right context current. Functions return 0 or a CUresult (never an AG_E… code:
+ * the engine only needs to know that the graph path failed).
+ */
+#ifndef AG_GRAPH_H
+#define AG_GRAPH_H
+
+#include <stdint.h>
+
+#include "kinfo.h"
+
+typedef struct ag_held {
+  ag_kinfo_t *k;
+  unsigned grid[3], block[3], shmem;
+  uint32_t off; /* argument bytes at arena + off, k->param_bytes long */
+} ag_held_t;
+
+typedef struct ag_graph ag_graph_t;
+
+/* Submits held launches as ordinary launches on `stream`; returns the first failure (all are
+ * attempted: each is independent work the program asked for). */
+int ag__held_submit(const ag_held_t *h, int n, const uint8_t *arena, void *stream);
+
+/* Builds and instantiates a graph of the n held launches. */
+int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *arena);
+
+/* Updates the nodes whose arguments differ from `h` (adding their number to *updates) and
+ * launches the graph on `stream`. */
+int ag__graph_replay(ag_graph_t *g, const ag_held_t *h, const uint8_t *arena, void *stream,
+                     uint64_t *updates);
+
+/* Estimated device memory of a graph of n kernel nodes (bytes). */
+size_t ag__graph_cost(int n);
+
+void ag__graph_free(ag_graph_t *g);
+
+#endif

@@ -1,0 +1,191 @@
+/* segment.c — the segmenter and the sequence table (see segment.h).
+ *
+ * The cut test hashes the window afresh at every launch (four rotations and a mix) rather than
+ * keeping a true rolling sum: the window is tiny and this keeps the cut a pure function of the
+ * last AG_SEG_WINDOW launches. The table is a uthash map keyed by (content hash, length), and
+ * lookups confirm the match on the full list of structural hashes, so a collision of content
+ * hashes can never replay the wrong graph.
+ */
+#include "segment.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Sequences kept at most; past it new ones are not learned (a program that never repeats). */
+#define AG_SEQ_LIMIT 65536
+
+void ag__seg_init(ag_seg_t *s, int min, int max) {
+  s->min = min < 1 ? 1 : min;
+  s->max = max < s->min ? s->min : max;
+  ag__seg_reset(s);
+}
+
+void ag__seg_reset(ag_seg_t *s) {
+  s->len = 0;
+  s->hash = 0x243f6a8885a308d3ull;
+  memset(s->ring, 0, sizeof s->ring);
+}
+
+static inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+int ag__seg_push(ag_seg_t *s, uint64_t h, uint64_t *done_hash) {
+  uint64_t w = 0;
+  s->ring[s->len % AG_SEG_WINDOW] = h;
+  s->len++;
+  s->hash = ag__mix64(s->hash ^ h) + (uint64_t)s->len;
+  if (s->len < s->min) return 0;
+  if (s->len < s->max) {
+    /* Only the launches since the last cut are in the window (the ring was zeroed). */
+    for (int i = 0; i < AG_SEG_WINDOW; i++)
+      w ^= rotl(s->ring[(s->len - 1 - i + 2 * AG_SEG_WINDOW) % AG_SEG_WINDOW], 13 * i + 1);
+    if ((ag__mix64(w) & AG_SEG_MASK) != 0) return 0;
+  }
+  *done_hash = s->hash;
+  ag__seg_reset(s);
+  return 1;
+}
+
+/* ---- the table --------------------------------------------------------------------------- */
+
+typedef struct first {
+  uint64_t h; /* key */
+  ag_seq_t *head;
+  UT_hash_handle hh;
+} first_t;
+
+struct ag_seqtab {
+  ag_seq_t *seqs;
+  first_t *firsts;
+  ag_seq_t *lru_head, *lru_tail;
+  int ngraphs, max_graphs;
+  size_t bytes, max_bytes;
+  void (*evict)(ag_seq_t *seq);
+};
+
+ag_seqtab_t *ag__seqtab_new(int max_graphs, size_t max_bytes, void (*evict)(ag_seq_t *seq)) {
+  ag_seqtab_t *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  t->max_graphs = max_graphs, t->max_bytes = max_bytes, t->evict = evict;
+  return t;
+}
+
+ag_seq_t *ag__seqtab_find(ag_seqtab_t *t, uint64_t hash, const uint64_t *hashes, int n,
+                          int *added) {
+  ag_seq_t *s, probe;
+  *added = 0;
+  memset(&probe.key, 0, sizeof probe.key);
+  probe.key.hash = hash, probe.key.n = n;
+  HASH_FIND(hh, t->seqs, &probe.key, sizeof probe.key, s);
+  if (s) return memcmp(s->hashes, hashes, (size_t)n * sizeof *hashes) ? NULL : s;
+  if (HASH_COUNT(t->seqs) >= AG_SEQ_LIMIT) return NULL;
+  if (!(s = calloc(1, sizeof *s))) return NULL;
+  if (!(s->hashes = malloc((size_t)n * sizeof *hashes))) {
+    free(s);
+    return NULL;
+  }
+  memcpy(s->hashes, hashes, (size_t)n * sizeof *hashes);
+  s->key = probe.key;
+  s->n = n;
+  HASH_ADD(hh, t->seqs, key, sizeof s->key, s);
+  *added = 1;
+  return s;
+}
+
+ag_seq_t *ag__seqtab_first(ag_seqtab_t *t, uint64_t h) {
+  first_t *f;
+  HASH_FIND(hh, t->firsts, &h, sizeof h, f);
+  return f ? f->head : NULL;
+}
+
+static void chain_add(ag_seqtab_t *t, ag_seq_t *s) {
+  first_t *f;
+  uint64_t h = s->hashes[0];
+  HASH_FIND(hh, t->firsts, &h, sizeof h, f);
+  if (!f) {
+    if (!(f = calloc(1, sizeof *f))) return; /* not indexed: never held, still correct */
+    f->h = h;
+    HASH_ADD(hh, t->firsts, h, sizeof f->h, f);
+  }
+  s->next_first = f->head;
+  f->head = s;
+}
+
+static void chain_remove(ag_seqtab_t *t, ag_seq_t *s) {
+  first_t *f;
+  uint64_t h = s->hashes[0];
+  HASH_FIND(hh, t->firsts, &h, sizeof h, f);
+  if (!f) return;
+  for (ag_seq_t **pp = &f->head; *pp; pp = &(*pp)->next_first)
+    if (*pp == s) {
+      *pp = s->next_first;
+      break;
+    }
+  s->next_first = NULL;
+}
+
+static void lru_unlink(ag_seqtab_t *t, ag_seq_t *s) {
+  if (s->lru_prev) s->lru_prev->lru_next = s->lru_next; else t->lru_head = s->lru_next;
+  if (s->lru_next) s->lru_next->lru_prev = s->lru_prev; else t->lru_tail = s->lru_prev;
+  s->lru_prev = s->lru_next = NULL;
+}
+
+static void lru_push(ag_seqtab_t *t, ag_seq_t *s) {
+  s->lru_prev = NULL;
+  s->lru_next = t->lru_head;
+  if (t->lru_head) t->lru_head->lru_prev = s; else t->lru_tail = s;
+  t->lru_head = s;
+}
+
+void ag__seqtab_to_build(ag_seqtab_t *t, ag_seq_t *s) {
+  if (s->state != AG_SEQ_COUNTING) return;
+  s->state = AG_SEQ_BUILD;
+  chain_add(t, s);
+}
+
+static void leave_ready(ag_seqtab_t *t, ag_seq_t *s) {
+  lru_unlink(t, s);
+  t->ngraphs--;
+  t->bytes -= s->cost;
+  s->cost = 0;
+}
+
+void ag__seqtab_ready(ag_seqtab_t *t, ag_seq_t *s, size_t cost) {
+  if (s->state != AG_SEQ_BUILD) return;
+  s->state = AG_SEQ_READY;
+  s->cost = cost;
+  lru_push(t, s);
+  t->ngraphs++;
+  t->bytes += cost;
+  /* Evict from the cold end, never the sequence just made ready. */
+  while ((t->ngraphs > t->max_graphs || t->bytes > t->max_bytes) && t->lru_tail != s) {
+    ag_seq_t *v = t->lru_tail;
+    leave_ready(t, v);
+    chain_remove(t, v);
+    if (t->evict) t->evict(v);
+    v->state = AG_SEQ_COUNTING;
+    v->count = 0;
+  }
+}
+
+void ag__seqtab_demote(ag_seqtab_t *t, ag_seq_t *s) {
+  if (s->state == AG_SEQ_READY) leave_ready(t, s);
+  if (s->state == AG_SEQ_READY || s->state == AG_SEQ_BUILD) chain_remove(t, s);
+  s->state = AG_SEQ_DEMOTED;
+}
+
+void ag__seqtab_touch(ag_seqtab_t *t, ag_seq_t *s) {
+  if (s->state != AG_SEQ_READY || t->lru_head == s) return;
+  lru_unlink(t, s);
+  lru_push(t, s);
+}
+
+int ag__seqtab_graphs(const ag_seqtab_t *t, size_t *bytes) {
+  if (bytes) *bytes = t->bytes;
+  return t->ngraphs;
+}
+
+size_t ag__seqtab_count(const ag_seqtab_t *t) { return HASH_COUNT(t->seqs); }
+
+void ag__seqtab_each_ready(ag_seqtab_t *t, void (*fn)(ag_seq_t *seq)) {
+  for (ag_seq_t *s = t->lru_head; s; s = s->lru_next) fn(s);
+}

@@ -1,0 +1,107 @@
+/* segment.h — cutting the launch stream into sequences, and the table of sequences.
+ *
+ * The segmenter sees one structural hash per launch (kernel, grid, block, shared memory) and
+ * says where a sequence ends: at a content-defined cut point, where a hash over the last
+ * AG_SEG_WINDOW structural hashes hits a mask once the sequence is at least `min` long, or at
+ * `max`. Each cut (and each ordering call, which the engine turns into ag__seg_reset) starts the
+ * window afresh, so where a cut falls depends only on the launches since the previous cut: the
+ * same launches cut the same way in every iteration, wherever the iteration starts.
+ *
+ * The sequence table keeps every distinct sequence (structural hashes, occurrence count, state)
+ * by its content hash and length, indexes those that are being or have been graphed by their
+ * first structural hash (so a launch at a sequence boundary knows at once whether it may begin
+ * one), and keeps graphed ones in least-recently-used order under a count and size budget.
+ * Pure data structures: no CUDA, no locking (the engine's lock covers them).
+ */
+#ifndef AG_SEGMENT_H
+#define AG_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uthash.h>
+
+#include "ag.h"
+
+#define AG_SEG_WINDOW 4
+#define AG_SEG_MASK 15u /* a cut on average every 16 launches past the minimum */
+
+typedef struct ag_seg {
+  int min, max;
+  int len;                          /* launches since the last cut */
+  uint64_t hash;                    /* content hash of those launches */
+  uint64_t ring[AG_SEG_WINDOW];
+} ag_seg_t;
+
+void ag__seg_init(ag_seg_t *s, int min, int max);
+void ag__seg_reset(ag_seg_t *s);
+/* Adds one launch; returns 1 when the sequence ends after it (the segmenter is then reset and
+ * *done_hash holds the finished sequence's content hash), else 0. */
+int ag__seg_push(ag_seg_t *s, uint64_t h, uint64_t *done_hash);
+
+/* A 64-bit mix (splitmix64's finaliser). */
+static inline uint64_t ag__mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* ---- the sequence table ------------------------------------------------------------------ */
+
+enum ag_seq_state {
+  AG_SEQ_COUNTING, /* seen fewer than AUTOGRAPH_REPEATS times */
+  AG_SEQ_BUILD,    /* to be held and built at its next occurrence */
+  AG_SEQ_READY,    /* graph instantiated */
+  AG_SEQ_DEMOTED,  /* never held again */
+};
+
+typedef struct ag_seq ag_seq_t;
+struct ag_seq {
+  struct {
+    uint64_t hash;      /* content hash … */
+    int64_t n;          /* … and length: the key */
+  } key;
+  int n;
+  uint64_t *hashes;     /* n structural hashes */
+  uint64_t count;       /* occurrences seen */
+  int state;            /* enum ag_seq_state */
+  ag_seq_t *next_first; /* chain of BUILD/READY sequences with the same first hash */
+  ag_seq_t *lru_prev, *lru_next; /* READY sequences, most recent first */
+  size_t cost;          /* estimated device memory of its graph (bytes) */
+  void *graph;          /* the engine's graph data (graph.c), or NULL */
+  /* Guard: host cost of replays and how many updates they needed. */
+  uint64_t replays, updates;
+  double replay_ns;     /* running mean host time of a replay */
+  UT_hash_handle hh;
+};
+
+typedef struct ag_seqtab ag_seqtab_t;
+
+/* Creates a table; `evict` is called for a READY sequence pushed out of the budget (it must
+ * release seq->graph), after which the sequence counts again from zero. Returns NULL on OOM. */
+ag_seqtab_t *ag__seqtab_new(int max_graphs, size_t max_bytes, void (*evict)(ag_seq_t *seq));
+
+/* Finds the sequence (hash, hashes[0..n-1]); when absent adds it (copying hashes) and sets
+ * *added. Returns NULL only on OOM or when the table is full. */
+ag_seq_t *ag__seqtab_find(ag_seqtab_t *t, uint64_t hash, const uint64_t *hashes, int n,
+                          int *added);
+
+/* Head of the chain of BUILD/READY sequences that begin with structural hash h, or NULL. */
+ag_seq_t *ag__seqtab_first(ag_seqtab_t *t, uint64_t h);
+
+/* State changes. to_build: COUNTING → BUILD (joins the chain). ready: BUILD → READY with a
+ * graph of `cost` bytes (joins the LRU, evicting others as needed). demote: any → DEMOTED
+ * (leaves chain and LRU; the caller releases the graph). touch: a READY sequence was used. */
+void ag__seqtab_to_build(ag_seqtab_t *t, ag_seq_t *s);
+void ag__seqtab_ready(ag_seqtab_t *t, ag_seq_t *s, size_t cost);
+void ag__seqtab_demote(ag_seqtab_t *t, ag_seq_t *s);
+void ag__seqtab_touch(ag_seqtab_t *t, ag_seq_t *s);
+
+/* Number of READY sequences and their total cost. */
+int ag__seqtab_graphs(const ag_seqtab_t *t, size_t *bytes);
+/* Number of sequences known. */
+size_t ag__seqtab_count(const ag_seqtab_t *t);
+
+/* Calls fn on every READY sequence (at exit, to release graphs). */
+void ag__seqtab_each_ready(ag_seqtab_t *t, void (*fn)(ag_seq_t *seq));
+
+#endif

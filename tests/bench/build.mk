@@ -1,0 +1,21 @@
+# The benchmark (`make bench`; see tools/bench and docs-bench.md). Not part of `make test`:
+# it times things, and no test may depend on timing.
+#
+#   tests/bench/*.cu  benchmark programs, built like the test programs (nvcc, shared runtime,
+#                     exported CPU twins) into $(BUILD)/tests/bench/NAME
+#
+# `make bench` builds the library, the simulator and the programs, then runs tools/bench, which
+# prints the tables on stdout. BENCH_ARGS passes options to it (e.g. BENCH_ARGS=--quick).
+
+BENCH_PROGS := $(patsubst tests/bench/%.cu,$(BUILD)/tests/bench/%,$(wildcard tests/bench/*.cu))
+BENCH_ARGS ?=
+
+.PHONY: bench bench-build
+bench-build: $(BUILD)/libautograph.so $(SIM_LIBS) $(BENCH_PROGS)
+
+bench: bench-build
+	tools/bench --build $(BUILD) $(BENCH_ARGS)
+
+$(BUILD)/tests/bench/%: tests/bench/%.cu $(wildcard tests/*.h tests/sim/*.h)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(AG_NVCCFLAGS) $(NVCCFLAGS) -o $@ $< $(AG_NVLIBS) -lpthread

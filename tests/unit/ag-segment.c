@@ -1,0 +1,102 @@
+/* ag-segment — the segmenter cuts a repeating launch stream at the same places in every
+ * iteration, whatever comes before; the sequence table finds, indexes and evicts (LRU). */
+#include <string.h>
+
+#include "check.h"
+#include "segment.h"
+
+static int evicted[8], nevicted;
+static ag_seq_t *seen[8];
+
+static void on_evict(ag_seq_t *s) {
+  for (int i = 0; i < 8; i++)
+    if (seen[i] == s) evicted[nevicted++] = i;
+}
+
+/* Positions (mod `period`) of the cuts a stream repeating with period `period` gets, when it
+ * starts at phase `phase`; only cuts after the first `warm` launches count. Returns a bitmap. */
+static void cuts(int phase, int period, int n, int warm, unsigned char *bits) {
+  ag_seg_t s;
+  uint64_t done;
+  memset(bits, 0, (size_t)period);
+  ag__seg_init(&s, 2, 64);
+  for (int i = 0; i < n; i++) {
+    int p = (i + phase) % period;
+    if (ag__seg_push(&s, ag__mix64((uint64_t)p + 1), &done) && i >= warm) bits[p] = 1;
+  }
+}
+
+int main(void) {
+  /* Cut recurrence: wherever the stream starts, the cuts fall in step after a few cuts. */
+  unsigned char a[100], b[100];
+  int na = 0;
+  cuts(0, 100, 3000, 1000, a);
+  cuts(37, 100, 3000, 1000, b);
+  for (int i = 0; i < 100; i++) na += a[i];
+  CHECK_INT(na, >, 2);
+  CHECK(memcmp(a, b, sizeof a) == 0);
+
+  /* Max length: a run of identical launches is cut at max. */
+  {
+    ag_seg_t s;
+    uint64_t done, h1 = 0, h2 = 0;
+    int first = -1, second = -1;
+    ag__seg_init(&s, 3, 10);
+    for (int i = 0; i < 25; i++) {
+      int c = ag__seg_push(&s, 42, &done);
+      if (c && first < 0) first = i, h1 = done;
+      else if (c && second < 0) second = i, h2 = done;
+    }
+    CHECK_INT(first, <=, 9);
+    CHECK_INT(second - first, ==, first + 1);
+    CHECK(h1 == h2);
+  }
+
+  /* The table: find/add, chain by first hash, LRU eviction by count. */
+  ag_seqtab_t *t = ag__seqtab_new(2, 1 << 30, on_evict);
+  CHECK(t != NULL);
+  uint64_t hs[8][3];
+  for (int i = 0; i < 8; i++) {
+    int added;
+    hs[i][0] = 7, hs[i][1] = (uint64_t)i + 100, hs[i][2] = 5;
+    seen[i] = ag__seqtab_find(t, 1000 + (uint64_t)i, hs[i], 3, &added);
+    CHECK(seen[i] && added);
+  }
+  {
+    int added;
+    CHECK(ag__seqtab_find(t, 1003, hs[3], 3, &added) == seen[3] && !added);
+    uint64_t other[3] = {7, 1, 1};
+    CHECK(ag__seqtab_find(t, 1003, other, 3, &added) == NULL); /* same hash, other content */
+  }
+  CHECK_INT(ag__seqtab_count(t), ==, 8);
+  CHECK(ag__seqtab_first(t, 7) == NULL);
+  for (int i = 0; i < 3; i++) ag__seqtab_to_build(t, seen[i]);
+  CHECK(ag__seqtab_first(t, 7) != NULL);
+  ag__seqtab_ready(t, seen[0], 100);
+  ag__seqtab_ready(t, seen[1], 100);
+  ag__seqtab_touch(t, seen[0]); /* 1 is now the least recently used */
+  ag__seqtab_ready(t, seen[2], 100);
+  CHECK_INT(nevicted, ==, 1);
+  CHECK_INT(evicted[0], ==, 1);
+  CHECK_INT(seen[1]->state, ==, AG_SEQ_COUNTING);
+  CHECK_INT(ag__seqtab_graphs(t, NULL), ==, 2);
+  ag__seqtab_demote(t, seen[0]);
+  CHECK_INT(ag__seqtab_graphs(t, NULL), ==, 1);
+  for (ag_seq_t *s = ag__seqtab_first(t, 7); s; s = s->next_first) CHECK(s == seen[2]);
+
+  /* Eviction by size. */
+  ag_seqtab_t *u = ag__seqtab_new(100, 250, on_evict);
+  nevicted = 0;
+  for (int i = 0; i < 3; i++) {
+    int added;
+    seen[i] = ag__seqtab_find(u, 1 + (uint64_t)i, hs[i], 3, &added);
+    ag__seqtab_to_build(u, seen[i]);
+    ag__seqtab_ready(u, seen[i], 100);
+  }
+  CHECK_INT(nevicted, ==, 1);
+  CHECK_INT(evicted[0], ==, 0);
+  size_t bytes;
+  CHECK_INT(ag__seqtab_graphs(u, &bytes), ==, 2);
+  CHECK_INT(bytes, ==, 200);
+  return 0;
+}

@@ -1,0 +1,38 @@
+# Tools: the kernel inspector, the launcher, and installation (included by the top Makefile).
+#
+#   $(BUILD)/autograph-inspect  tools/inspect.c linked with the library's own parser (src/elf.c);
+#                               tools/autograph-inspect runs it from the source tree
+#   tools/autograph             the launcher (a shell script; nothing to build)
+#
+# Installation, honouring PREFIX and DESTDIR (and BINDIR, LIBDIR when set):
+#   make install    PREFIX/lib/libautograph.so, PREFIX/bin/autograph, PREFIX/bin/autograph-inspect,
+#                   and every script listed in AG_INSTALL_SCRIPTS (other fragments add theirs)
+#   make uninstall  removes exactly those files
+# The installed launcher finds the library as ../lib/libautograph.so next to its own folder;
+# when LIBDIR is not PREFIX/lib, the absolute LIBDIR is written into the installed copy.
+
+BINDIR  ?= $(PREFIX)/bin
+LIBDIR  ?= $(PREFIX)/lib
+INSTALL ?= install
+
+AG_INSPECT := $(BUILD)/autograph-inspect
+AG_ALL += $(AG_INSPECT)
+AG_INSTALL_SCRIPTS += tools/autograph
+
+$(AG_INSPECT): $(BUILD)/obj/tools/inspect.o $(BUILD)/obj/src/elf.o
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lelf -lzstd -lstdc++
+
+.PHONY: install uninstall
+install: $(BUILD)/libautograph.so $(AG_INSPECT)
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)
+	$(INSTALL) -m 644 $(BUILD)/libautograph.so $(DESTDIR)$(LIBDIR)/libautograph.so
+	$(INSTALL) -m 755 $(AG_INSPECT) $(DESTDIR)$(BINDIR)/autograph-inspect
+	for s in $(AG_INSTALL_SCRIPTS); do \
+	  $(INSTALL) -m 755 $$s $(DESTDIR)$(BINDIR)/$$(basename $$s) || exit 1; \
+	done
+	sed -i 's|^ag_installed_lib=.*|ag_installed_lib=$(LIBDIR)/libautograph.so|' \
+	    $(DESTDIR)$(BINDIR)/autograph
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libautograph.so $(DESTDIR)$(BINDIR)/autograph-inspect
+	for s in $(AG_INSTALL_SCRIPTS); do rm -f $(DESTDIR)$(BINDIR)/$$(basename $$s); done
