@@ -280,7 +280,7 @@ static int walk_cubin(walk_t *w, const uint8_t *p, size_t len, int arch) {
     w->info_of = ni;
     w->icap = shnum;
   }
-  memset(w->info_of, 0, shnum * sizeof(*w->info_of));
+  if (shnum) memset(w->info_of, 0, shnum * sizeof(*w->info_of)); /* info_of is NULL while icap is 0 */
   for (size_t i = 1; i < shnum; i++) {
     GElf_Shdr sh;
     Elf_Scn *s = elf_getscn(elf, i);
@@ -430,7 +430,7 @@ static int walk_containers(walk_t *w, const uint8_t *p, size_t n) {
 static size_t container_extent(const uint8_t *p, size_t lim) {
   if (lim < 16 || rd32(p) != CONTAINER_MAGIC) return 0;
   uint64_t hs = rd16(p + 6), payload = rd64(p + 8);
-  if (hs < 16 || payload > lim - hs) return 0;
+  if (hs < 16 || hs > lim || payload > lim - hs) return 0; /* hs > lim: lim - hs would wrap */
   return hs + payload;
 }
 

@@ -279,7 +279,7 @@ static void fused_test(cudnnActivationMode_t mode, float alpha1, float alpha2, i
 static volatile int gate_open;
 
 static void CUDART_CB gate(void *) {
-  for (int i = 0; i < 20000 && !gate_open; i++) usleep(500); /* gives up after 10 s */
+  for (int i = 0; i < 20000 && !__atomic_load_n(&gate_open, __ATOMIC_ACQUIRE); i++) usleep(500); /* gives up after 10 s */
 }
 
 static void async_test(void) {
@@ -311,7 +311,7 @@ static void async_test(void) {
   CHECK_CUDA(cudaStreamSynchronize(side));
   CHECK(memcmp(hy, sentinel, sizeof hy) == 0);
   CHECK_INT(cudaStreamQuery(s), ==, cudaErrorNotReady);
-  gate_open = 1;
+  __atomic_store_n(&gate_open, 1, __ATOMIC_RELEASE);
   CHECK_CUDA(cudaStreamSynchronize(s));
   CHECK_CUDA(cudaMemcpyAsync(hy, dy, sizeof hy, cudaMemcpyDeviceToHost, side));
   CHECK_CUDA(cudaStreamSynchronize(side));

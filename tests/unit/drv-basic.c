@@ -156,11 +156,11 @@ static void test_memory(void) {
 
 static void sleep_then_write(void *p) {
   drv_test_sleep_ms(2);
-  *(volatile int *)p = 1;
+  __atomic_store_n((int *)p, 1, __ATOMIC_RELAXED); /* atomic: unordered streams may race */
 }
 
 static volatile int seen;
-static void read_flag(void *p) { seen = *(volatile int *)p; }
+static void read_flag(void *p) { seen = __atomic_load_n((int *)p, __ATOMIC_RELAXED); }
 
 /* Host functions stand for kernels here: one writes after a delay, one reads. */
 static int race(CUstream a, CUstream b, int with_event) {

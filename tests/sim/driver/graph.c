@@ -361,7 +361,9 @@ static CUresult clone(struct CUgraph_st *src, struct CUgraph_st **out) {
       r = CUDA_ERROR_OUT_OF_MEMORY;
       break;
     }
-    for (size_t j = 0; j < s->ndeps; j++) dv[j] = g->nodes[s->deps[j]->index];
+    /* A node's dependencies come before it, so they are already in g->nodes. */
+    for (size_t j = 0; j < s->ndeps; j++)
+      dv[j] = g->nodes[s->deps[j]->index]; // NOLINT(clang-analyzer-core.NullDereference)
     r = drv_graph_add(g, s->type, dv, s->ndeps, &n);
     if (dv != deps) free(dv);
     if (r) break;
