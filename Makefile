@@ -44,7 +44,7 @@ include tests/sim/build.mk
 include tests/build.mk
 # Optional fragments: benchmarks, tools (inspector, launcher, install), sanitizer and analysis
 # targets.
--include tests/bench/build.mk tools/build.mk tests/check.mk
+-include tests/bench/build.mk tools/build.mk tests/check.mk tests/fuzz/build.mk examples/build.mk
 
 all: $(AG_ALL)
 
