@@ -3,7 +3,8 @@
  *
  * Every (name, ABI version, per-thread) entry of the driver API that cudaTypedefs.h describes is
  * one line of the generated table ag_cu_table.h (tools/gen-cuda-table, classified by
- * shims/cuda-class.def). Launch and ordering entries get a wrapper; harmless ones get none.
+ * shims/cuda-class.def). Launch, module (device code loading) and ordering entries get a
+ * wrapper; harmless ones get none.
  *
  * The getter wrapper calls the real getter first and only where it returned a function swaps in
  * the wrapper of the entry with the same name and per-thread flag and the highest version not
@@ -52,10 +53,11 @@ static void *cu_real[CU_COUNT_];
 #define AG_ELF_0(elf) NULL
 #define AG_ELF_1(elf) #elf
 
-enum { CLS_HARMLESS, CLS_ORDER, CLS_LAUNCH };
+enum { CLS_HARMLESS, CLS_ORDER, CLS_LAUNCH, CLS_MODULE };
 #define CLS_OF_HARMLESS CLS_HARMLESS
 #define CLS_OF_ORDER CLS_ORDER
 #define CLS_OF_LAUNCH CLS_LAUNCH
+#define CLS_OF_MODULE CLS_MODULE
 
 static const struct cu_entry {
   const char *name;
@@ -129,6 +131,10 @@ static CUresult launch_kernel(int i, void *real, int coop, CUfunction f, unsigne
 static CUresult launch_cuLaunchKernel(int i, void *real, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                       unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                       CUstream s, void **params, void **extra) {
+  /* Nested (the runtime's own launch of a runtime launch, or the engine's): the outer level
+   * recorded it, so skip building the record. This is every runtime launch, twice per launch. */
+  if (ag__tls.quiet && real)
+    return ((PFN_cuLaunchKernel_v4000)real)(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
   return launch_kernel(i, real, 0, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
 }
 
@@ -171,6 +177,110 @@ static CUresult launch_cuLaunchKernelEx(int i, void *real, const CUlaunchConfig 
   return (CUresult)ag__launch(&l);
 }
 
+/* ---- device code: loading, lookups by name, unloading ------------------------------------- */
+
+/* Each calls the real function and, when it succeeded, tells the engine where kernel handles
+ * come from (src/engine.h). That happens at every nesting depth, including the runtime's own
+ * loads of registered fatbins; only the count is kept to the outermost level. */
+
+#define MODULE_PRE(i, real)                   \
+  if (!(real)) return CUDA_ERROR_NOT_FOUND;   \
+  int active_ = ag__active();                 \
+  if (active_) ag__note(&cu_calls[i]);
+#define MODULE_OK(r) ((r) == CUDA_SUCCESS && active_)
+
+static CUresult module_cuModuleLoad(int i, void *real, CUmodule *m, const char *fname) {
+  MODULE_PRE(i, real)
+  CUresult r = ((PFN_cuModuleLoad_v2000)real)(m, fname);
+  if (MODULE_OK(r) && m) ag__image_file_loaded(*m, fname);
+  return r;
+}
+
+static CUresult module_cuModuleLoadData(int i, void *real, CUmodule *m, const void *image) {
+  MODULE_PRE(i, real)
+  CUresult r = ((PFN_cuModuleLoadData_v2000)real)(m, image);
+  if (MODULE_OK(r) && m) ag__image_loaded(*m, image);
+  return r;
+}
+
+static CUresult module_cuModuleLoadDataEx(int i, void *real, CUmodule *m, const void *image,
+                                          unsigned n, CUjit_option *opts, void **vals) {
+  MODULE_PRE(i, real)
+  CUresult r = ((PFN_cuModuleLoadDataEx_v2010)real)(m, image, n, opts, vals);
+  if (MODULE_OK(r) && m) ag__image_loaded(*m, image);
+  return r;
+}
+
+static CUresult module_cuModuleLoadFatBinary(int i, void *real, CUmodule *m, const void *fatbin) {
+  MODULE_PRE(i, real)
+  CUresult r = ((PFN_cuModuleLoadFatBinary_v2000)real)(m, fatbin);
+  if (MODULE_OK(r) && m) ag__image_loaded(*m, fatbin);
+  return r;
+}
+
+static CUresult module_cuLibraryLoadData(int i, void *real, CUlibrary *lib, const void *code,
+                                         CUjit_option *jo, void **jv, unsigned njo,
+                                         CUlibraryOption *lo, void **lv, unsigned nlo) {
+  MODULE_PRE(i, real)
+  CUresult r = ((PFN_cuLibraryLoadData_v12000)real)(lib, code, jo, jv, njo, lo, lv, nlo);
+  if (MODULE_OK(r) && lib) ag__image_loaded(*lib, code);
+  return r;
+}
+
+static CUresult module_cuLibraryLoadFromFile(int i, void *real, CUlibrary *lib, const char *path,
+                                             CUjit_option *jo, void **jv, unsigned njo,
+                                             CUlibraryOption *lo, void **lv, unsigned nlo) {
+  MODULE_PRE(i, real)
+  CUresult r = ((PFN_cuLibraryLoadFromFile_v12000)real)(lib, path, jo, jv, njo, lo, lv, nlo);
+  if (MODULE_OK(r) && lib) ag__image_file_loaded(*lib, path);
+  return r;
+}
+
+static CUresult module_cuModuleGetFunction(int i, void *real, CUfunction *f, CUmodule m,
+                                           const char *name) {
+  MODULE_PRE(i, real)
+  CUresult r = ((PFN_cuModuleGetFunction_v2000)real)(f, m, name);
+  if (MODULE_OK(r) && f) ag__func_named(*f, 0, m, name);
+  return r;
+}
+
+static CUresult module_cuLibraryGetKernel(int i, void *real, CUkernel *k, CUlibrary lib,
+                                          const char *name) {
+  MODULE_PRE(i, real)
+  CUresult r = ((PFN_cuLibraryGetKernel_v12000)real)(k, lib, name);
+  if (MODULE_OK(r) && k) ag__func_named(*k, 1, lib, name);
+  return r;
+}
+
+static CUresult module_cuLibraryGetModule(int i, void *real, CUmodule *m, CUlibrary lib) {
+  MODULE_PRE(i, real)
+  CUresult r = ((PFN_cuLibraryGetModule_v12000)real)(m, lib);
+  if (MODULE_OK(r) && m) ag__image_alias(*m, lib);
+  return r;
+}
+
+static CUresult module_cuKernelGetFunction(int i, void *real, CUfunction *f, CUkernel k) {
+  MODULE_PRE(i, real)
+  CUresult r = ((PFN_cuKernelGetFunction_v12000)real)(f, k);
+  if (MODULE_OK(r) && f) ag__func_of_kernel(*f, k);
+  return r;
+}
+
+/* Unloading orders work (queued launches may use the module) and ends its handles' meaning. */
+#define MODULE_UNLOAD(name, pfn, type)                                    \
+  static CUresult module_##name(int i, void *real, type h) {             \
+    CUresult r;                                                           \
+    if (!real) return CUDA_ERROR_NOT_FOUND;                               \
+    if (!ag__active()) return ((pfn)real)(h);                             \
+    ag__order_enter(&cu_calls[i], NULL);                                  \
+    r = ((pfn)real)(h);                                                   \
+    ag__order_leave();                                                    \
+    if (r == CUDA_SUCCESS) ag__image_unloaded(h);                         \
+    return r;                                                             \
+  }
+MODULE_UNLOAD(cuModuleUnload, PFN_cuModuleUnload_v2000, CUmodule)
+MODULE_UNLOAD(cuLibraryUnload, PFN_cuLibraryUnload_v12000, CUlibrary)
+
 /* ---- wrappers ---------------------------------------------------------------------------- */
 
 #define AG_CU(id, name, ver, pt, cls, fam, exp, elf, label, params, args, stream) \
@@ -182,6 +292,8 @@ static CUresult launch_cuLaunchKernelEx(int i, void *real, const CUlaunchConfig 
 #define AG_CU_WRAP_HARMLESS(fn, real_of, id, name, params, args, stream)
 #define AG_CU_WRAP_LAUNCH(fn, real_of, id, name, params, args, stream) \
   static CUresult fn params { return launch_##name(CU_##id, real_of(CU_##id), AG_ARGS args); }
+#define AG_CU_WRAP_MODULE(fn, real_of, id, name, params, args, stream) \
+  static CUresult fn params { return module_##name(CU_##id, real_of(CU_##id), AG_ARGS args); }
 #define AG_CU_WRAP_ORDER(fn, real_of, id, name, params, args, stream)  \
   static CUresult fn params {                                          \
     PFN_##id real = (PFN_##id)real_of(CU_##id);                        \
@@ -209,6 +321,7 @@ static void *const cu_wrappers[CU_COUNT_] = {
 #define AG_CU_PTR_HARMLESS(id) NULL,
 #define AG_CU_PTR_LAUNCH(id) (void *)w_##id,
 #define AG_CU_PTR_ORDER(id) (void *)w_##id,
+#define AG_CU_PTR_MODULE(id) (void *)w_##id,
 #include "ag_cu_table.h"
 #undef AG_CU
 };
@@ -280,7 +393,9 @@ static void *swap(const char *sym, int version, cuuint64_t flags, void *p) {
     store_real((void **)&real_getter_v1, p);
     return (void *)getter_v1;
   }
-  if (ag__is_ours(p)) return p; /* a driver that hands out our own exports */
+  /* Never wrap our own wrapper (an interposer between us and the driver that resolves names
+   * globally could hand one back): its real function would be itself. */
+  if (ag__is_ours(p)) return p;
   for (int tries = 0; tries < 2 && best < 0; tries++, pt = 0) {
     for (int i = 0; i < CU_COUNT_; i++) {
       const struct cu_entry *e = &cu_entries[i];
@@ -289,18 +404,23 @@ static void *swap(const char *sym, int version, cuuint64_t flags, void *p) {
     }
   }
   if (best < 0) {
-    ag__log(AG_LOG_DEBUG, "getter: %s (version %d, flags %llu) is not in the table; not watched",
-            sym, version, (unsigned long long)flags);
-    return p;
+    /* Nothing known about it (interop, an old ABI, a newer driver): it may order work. */
+    void *t = ag__tramp_for(sym, p);
+    ag__log(AG_LOG_DEBUG, "getter: %s (version %d, flags %llu) is not in the table; %s", sym,
+            version, (unsigned long long)flags, t ? "treated as ordering" : "not watched");
+    return t ? t : p;
   }
   if (cu_entries[best].cls == CLS_HARMLESS) return p;
   void *expected = NULL;
   if (!__atomic_compare_exchange_n(&cu_real[best], &expected, p, 0, __ATOMIC_ACQ_REL,
                                    __ATOMIC_ACQUIRE) &&
       expected != p) {
-    ag__log(AG_LOG_DEBUG, "getter: %s (version %d) differs from the known ABI; not watched", sym,
-            version);
-    return p;
+    /* A different function for the same entry: an ABI this table does not know. Its
+     * arguments cannot be read, but it can still order. */
+    void *t = ag__tramp_for(sym, p);
+    ag__log(AG_LOG_DEBUG, "getter: %s (version %d) differs from the known ABI; %s", sym, version,
+            t ? "treated as ordering" : "not watched");
+    return t ? t : p;
   }
   return cu_wrappers[best];
 }
@@ -332,17 +452,6 @@ void *ag__cu_dlsym_swap(const char *name, void *p) {
 static const char *const rt_sonames_[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
                                           NULL};
 
-/* A getter that hands out our own exports (its library's references to its own exported
- * functions bind to the preload's definitions): the real function is the next definition of
- * the exported name of that (name, version). */
-static void *real_export(const char *name, int version) {
-  for (int i = 0; i < CU_COUNT_; i++)
-    if (!cu_entries[i].per_thread && cu_entries[i].version == version && cu_entries[i].elf &&
-        !strcmp(cu_entries[i].name, name))
-      return cu_real_x_of(i);
-  return NULL;
-}
-
 /* Fills the engine's table (src/real.h) through the real getter: the real functions, never our
  * wrappers, so the engine's own calls are not seen as the program's. */
 static int resolve_real(ag_real_t *t) {
@@ -354,11 +463,13 @@ static int resolve_real(ag_real_t *t) {
     return -AG_ENOENT;
   }
   memset(t, 0, sizeof *t);
+  /* A driver's getter hands out its own functions. Should something between us and the driver
+   * hand back one of ours (another interposer asking dlsym(RTLD_DEFAULT)), the engine would
+   * call itself: that entry is treated as missing instead. */
 #define AG_REAL_GET_(name, ver)                                                       \
-  if (get(#name, (void **)&t->name, ver, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &st))      \
-    t->name = NULL;                                                                    \
-  else if (ag__is_ours((void *)t->name))                                               \
-    t->name = (__typeof(t->name))real_export(#name, ver);
+  if (get(#name, (void **)&t->name, ver, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &st) ||    \
+      ag__is_ours((void *)t->name))                                                    \
+    t->name = NULL;
   AG_REAL_DRV_MAP(AG_REAL_GET_)
 #undef AG_REAL_GET_
   t->cudaGetFuncBySymbol = (int (*)(void **, const void *))ag__real_lookup(rt_sonames_, "cudaGetFuncBySymbol");

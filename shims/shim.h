@@ -32,4 +32,9 @@ int ag__is_ours(const void *p);
  * dlsym resolved to `p`, returns the wrapper to hand out instead, or `p`. */
 void *ag__cu_dlsym_swap(const char *name, void *p);
 
+/* An ordering trampoline for a driver function the table does not describe (shims/tramp.c):
+ * flushes and counts under `name`, then jumps to `real` with the caller's arguments. One per
+ * distinct `real`. Returns NULL when none is left (or off x86-64). */
+void *ag__tramp_for(const char *name, void *real);
+
 #endif

@@ -45,6 +45,11 @@ int ag__enabled;
 
 /* ---- engine state (under `lock`) ---------------------------------------------------------- */
 
+/* Counters only written under the engine lock: a relaxed load and store, no locked instruction
+ * (the exit report reads them with relaxed loads and tolerates a launch in flight). */
+#define STAT_INC(field, n) \
+  __atomic_store_n(&(field), __atomic_load_n(&(field), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct {
@@ -62,7 +67,8 @@ static struct {
   size_t arena_used, arena_cap;
 } E;
 
-/* Guard: running mean host time of one ordinary launch (ns), sampled outside the lock. */
+/* Guard: running mean host time of one ordinary launch (ns), measured outside the lock for one
+ * launch in 32 (`sampled` counts ordinary launches, under the lock). */
 static uint64_t launch_ns, sampled;
 
 static int captures; /* program captures in progress (atomic) */
@@ -79,7 +85,7 @@ static void release_graph(ag_seq_t *s) {
 }
 
 static void on_evict(ag_seq_t *s) {
-  AG_STAT_ADD(ag__stats.evictions, 1);
+  STAT_INC(ag__stats.evictions, 1);
   release_graph(s);
 }
 
@@ -130,8 +136,8 @@ static void submit_held(int n, int reason) {
   ag__tls.quiet--;
   leave_ctx(pushed);
   if (r) ag__log(AG_LOG_WARN, "submitting %d held launches failed (CUDA error %d)", n, r);
-  AG_STAT_ADD(ag__stats.passthrough, (uint64_t)n);
-  AG_STAT_ADD(ag__stats.fallbacks[reason], (uint64_t)n);
+  STAT_INC(ag__stats.passthrough, (uint64_t)n);
+  STAT_INC(ag__stats.fallbacks[reason], (uint64_t)n);
 }
 
 static void stop_holding(void) {
@@ -145,7 +151,7 @@ static void demote(ag_seq_t *s, const char *why) {
           (unsigned long long)s->key.hash, s->n, why);
   ag__seqtab_demote(E.tab, s);
   release_graph(s);
-  AG_STAT_ADD(ag__stats.demotions, 1);
+  STAT_INC(ag__stats.demotions, 1);
 }
 
 /* The held launches form the complete sequence s: build its graph if needed, update, launch. */
@@ -165,7 +171,7 @@ static void replay(ag_seq_t *s) {
     if (r == 0) {
       s->graph = g;
       ag__seqtab_ready(E.tab, s, ag__graph_cost(n));
-      AG_STAT_ADD(ag__stats.graphs, 1);
+      STAT_INC(ag__stats.graphs, 1);
       ag__log(AG_LOG_DEBUG, "sequence %016llx: graph of %d launches built",
               (unsigned long long)s->key.hash, n);
     }
@@ -175,7 +181,7 @@ static void replay(ag_seq_t *s) {
   t1 = now_ns();
   ag__tls.quiet--;
   leave_ctx(pushed);
-  AG_STAT_ADD(ag__stats.updates, updates);
+  STAT_INC(ag__stats.updates, updates);
   if (r) {
     char why[64];
     snprintf(why, sizeof why, "graph path failed (CUDA error %d)", r);
@@ -183,8 +189,8 @@ static void replay(ag_seq_t *s) {
     submit_held(n, AG_FB_GRAPH_ERROR);
     return;
   }
-  AG_STAT_ADD(ag__stats.replayed, (uint64_t)n);
-  AG_STAT_ADD(ag__stats.graph_launches, 1);
+  STAT_INC(ag__stats.replayed, (uint64_t)n);
+  STAT_INC(ag__stats.graph_launches, 1);
   ag__seqtab_touch(E.tab, s);
   s->replays++;
   s->updates += updates;
@@ -192,7 +198,7 @@ static void replay(ag_seq_t *s) {
   /* The guard: after a few replays, a sequence whose replay (graph launch plus node updates)
    * costs clearly more host time than launching its kernels one by one is not worth holding.
    * To confirm on a GPU: both costs here are modelled by the simulator. */
-  if (s->replays >= 16 && __atomic_load_n(&sampled, __ATOMIC_RELAXED) >= 16 * 32 &&
+  if (s->replays >= 16 && sampled >= 16 * 32 &&
       s->replay_ns > 1.25 * (double)__atomic_load_n(&launch_ns, __ATOMIC_RELAXED) * s->n)
     demote(s, "replay does not pay");
 }
@@ -227,8 +233,8 @@ static void finish(int content, uint64_t hash) {
     uint64_t h = content ? hash : E.seg.hash;
     ag_seq_t *s = ag__seqtab_find(E.tab, h, E.hashes, n, &added);
     if (s) {
-      if (added) AG_STAT_ADD(ag__stats.sequences, 1);
-      if (s->state == AG_SEQ_DEMOTED) AG_STAT_ADD(ag__stats.fallbacks[AG_FB_DEMOTED], (uint64_t)n);
+      if (added) STAT_INC(ag__stats.sequences, 1);
+      if (s->state == AG_SEQ_DEMOTED) STAT_INC(ag__stats.fallbacks[AG_FB_DEMOTED], (uint64_t)n);
       if (++s->count >= (uint64_t)ag__config.repeats && s->state == AG_SEQ_COUNTING)
         ag__seqtab_to_build(E.tab, s);
     }
@@ -244,11 +250,23 @@ static void cut(void) {
 
 /* ---- launches ----------------------------------------------------------------------------- */
 
-static inline uint64_t struct_hash(const ag_kinfo_t *k, const ag_launch_t *l) {
-  uint64_t h = ag__mix64(k->id ^ ((uint64_t)l->shmem << 32));
+static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l) {
+  uint64_t h;
+  /* A kernel is mostly launched with one shape: the last one's hash is kept with the kernel. */
+  if (AG_LIKELY(k->shape[0] == l->grid[0] && k->shape[1] == l->grid[1] &&
+                k->shape[2] == l->grid[2] && k->shape[3] == l->block[0] &&
+                k->shape[4] == l->block[1] && k->shape[5] == l->block[2] &&
+                k->shape[6] == l->shmem && k->shape_known))
+    return k->shape_hash;
+  h = ag__mix64(k->id ^ ((uint64_t)l->shmem << 32));
   h = ag__mix64(h ^ l->grid[0] ^ ((uint64_t)l->grid[1] << 32));
   h = ag__mix64(h ^ l->grid[2] ^ ((uint64_t)l->block[0] << 32));
-  return ag__mix64(h ^ l->block[1] ^ ((uint64_t)l->block[2] << 32));
+  h = ag__mix64(h ^ l->block[1] ^ ((uint64_t)l->block[2] << 32));
+  k->shape[0] = l->grid[0], k->shape[1] = l->grid[1], k->shape[2] = l->grid[2];
+  k->shape[3] = l->block[0], k->shape[4] = l->block[1], k->shape[5] = l->block[2];
+  k->shape[6] = l->shmem;
+  k->shape_hash = h, k->shape_known = 1;
+  return h;
 }
 
 /* Why this launch cannot be held (enum ag_fallback + 1), or 0. */
@@ -288,12 +306,12 @@ static int hold(int i, ag_kinfo_t *k, const ag_launch_t *l) {
   return 0;
 }
 
-static int pass(const ag_launch_t *l) {
+/* Submits a launch the engine did not hold (outside the lock). `sample`: measure its host cost
+ * for the guard. */
+static int pass(const ag_launch_t *l, int sample) {
   int r;
-  AG_STAT_ADD(ag__stats.passthrough, 1);
   ag__tls.quiet++;
-  /* Sample the host cost of an ordinary launch for the guard, one launch in 32. */
-  if (AG_UNLIKELY((__atomic_fetch_add(&sampled, 1, __ATOMIC_RELAXED) & 31) == 0)) {
+  if (AG_UNLIKELY(sample)) {
     uint64_t t0 = now_ns();
     r = l->submit(l);
     int64_t ns = (int64_t)(now_ns() - t0), old = (int64_t)__atomic_load_n(&launch_ns, __ATOMIC_RELAXED);
@@ -308,8 +326,7 @@ static int pass(const ag_launch_t *l) {
 
 /* Handles a launch that may be held; returns 1 when it was held (or replayed), 0 when the
  * caller must submit it. Called under the lock. */
-static int step(const ag_launch_t *l, void *stream, void *ctx) {
-  ag_kinfo_t *k = ag__kinfo_get(l->func, l->fkind, ctx);
+static int step(const ag_launch_t *l, void *stream, void *ctx, ag_kinfo_t *k) {
   int reason, i;
   uint64_t h, done;
 
@@ -326,12 +343,12 @@ static int step(const ag_launch_t *l, void *stream, void *ctx) {
                                               : CUDA_ERROR_NOT_FOUND;
     cut();
     if (r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE)
-      AG_STAT_ADD(ag__stats.fallbacks[AG_FB_CAPTURING], 1);
+      STAT_INC(ag__stats.fallbacks[AG_FB_CAPTURING], 1);
     return 0;
   }
   if (reason) {
     cut();
-    AG_STAT_ADD(ag__stats.fallbacks[reason - 1], 1);
+    STAT_INC(ag__stats.fallbacks[reason - 1], 1);
     return 0;
   }
   if (E.seg.len && (stream != E.stream || ctx != E.ctx)) cut();
@@ -369,31 +386,46 @@ static int step(const ag_launch_t *l, void *stream, void *ctx) {
 
 int ag__launch(const ag_launch_t *l) {
   void *stream, *ctx;
-  int held;
+  ag_kinfo_t *k;
+  int sample;
   if (ag__tls.quiet) return l->submit(l); /* nested: the outer launch was recorded */
-  AG_STAT_ADD(ag__stats.launches, 1);
-  AG_STAT_ADD(ag__stats.by_path[ag__tls.lib ? AG_PATH_CUDNN : l->path], 1);
-  if (l->call) AG_STAT_ADD(l->call->count, 1);
-  AG_STAT_ADD(ag__stats.families[AG_FAM_LAUNCH], 1);
 
   stream = l->stream;
   if (!stream) stream = l->per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
   pthread_mutex_lock(&lock);
-  if (AG_UNLIKELY(E.off || !ag__real_ready() || (!E.tab && engine_setup() != 0))) {
-    pthread_mutex_unlock(&lock);
-    return pass(l);
-  }
+  /* Every counter of the launch path is written here, under the lock: no atomics per launch. */
+  STAT_INC(ag__stats.launches, 1);
+  STAT_INC(ag__stats.by_path[ag__tls.lib ? AG_PATH_CUDNN : l->path], 1);
+  if (l->call) STAT_INC(l->call->count, 1);
+  STAT_INC(ag__stats.families[AG_FAM_LAUNCH], 1);
+  if (AG_UNLIKELY(E.off || !ag__real_ready() || (!E.tab && engine_setup() != 0))) goto pass;
   ctx = current_ctx();
   if (stream == CU_STREAM_PER_THREAD) {
     /* Never held: only the owning thread can submit to its per-thread stream, and a flush may
      * have to happen on another thread. */
     cut();
-    held = 0;
-  } else {
-    held = step(l, stream, ctx);
+    goto pass;
   }
+  k = ag__kinfo_find(l->func, ctx);
+  if (AG_UNLIKELY(!k)) {
+    /* First sight: learning calls the driver and the runtime, which take locks of their own
+     * and call back into the wrappers, so it runs outside the engine lock, quietly. */
+    pthread_mutex_unlock(&lock);
+    ag__tls.quiet++;
+    k = ag__kinfo_learn(l->func, l->fkind, ctx);
+    ag__tls.quiet--;
+    pthread_mutex_lock(&lock);
+    if (k) k = ag__kinfo_add(k);
+  }
+  if (step(l, stream, ctx, k)) {
+    pthread_mutex_unlock(&lock);
+    return 0;
+  }
+pass:
+  STAT_INC(ag__stats.passthrough, 1);
+  sample = (sampled++ & 31) == 0;
   pthread_mutex_unlock(&lock);
-  return held ? 0 : pass(l);
+  return pass(l, sample);
 }
 
 void ag__flush_all(void) {
@@ -450,17 +482,48 @@ void ag__note(ag_call_t *call) {
   if (!ag__tls.quiet && !ag__tls.lib) count_call(call, call->family);
 }
 
-void ag__image_loaded(const void *image) {
-  if (!image) return;
-  pthread_mutex_lock(&lock);
-  (void)ag__kinfo_image(image);
-  pthread_mutex_unlock(&lock);
+/* The image bookkeeping has its own leaf lock (kinfo.c): these are called from driver wrappers
+ * that may run inside the runtime, or inside the engine's own calls into it. */
+void ag__image_loaded(const void *mod, const void *image) {
+  int saved = errno;
+  (void)ag__kinfo_image(mod, image, 0);
+  errno = saved;
 }
 
-void ag__func_named(const void *func, const char *name) {
+void ag__image_file_loaded(const void *mod, const char *path) {
+  int saved = errno;
+  (void)ag__kinfo_image_file(mod, path);
+  errno = saved;
+}
+
+void ag__image_alias(const void *alias, const void *mod) {
+  int saved = errno;
+  ag__kinfo_image_alias(alias, mod);
+  errno = saved;
+}
+
+void ag__func_named(const void *func, int is_kernel, const void *mod, const char *name) {
+  int saved = errno;
+  ag__kinfo_name(func, is_kernel, mod, name);
+  errno = saved;
+}
+
+void ag__func_of_kernel(const void *func, const void *kernel) {
+  int saved = errno;
+  ag__kinfo_func_of(func, kernel);
+  errno = saved;
+}
+
+void ag__image_unloaded(const void *mod) {
+  int saved = errno, n;
   pthread_mutex_lock(&lock);
-  ag__kinfo_name(func, name);
+  /* The unload was an ordering call, but another thread may have begun holding since: nothing
+   * held may refer to a kernel about to be forgotten. */
+  cut();
+  n = ag__kinfo_unload(mod);
   pthread_mutex_unlock(&lock);
+  if (n) ag__log(AG_LOG_DEBUG, "module %p unloaded: %d kernels forgotten", mod, n);
+  errno = saved;
 }
 
 /* ---- process life -------------------------------------------------------------------------- */

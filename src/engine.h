@@ -2,8 +2,8 @@
  *
  * Every exported wrapper does one of four things, all through this header:
  *   - launch:   fills an ag_launch_t and returns ag__launch(&l), the CUDA status of the launch.
- *               The engine decides whether to submit it now (l->submit) or, in a later stage,
- *               to hold it and replay it as part of a graph; today it always submits.
+ *               The engine decides whether to submit it now (l->submit) or to hold it and
+ *               replay it later as part of a graph.
  *   - ordering: ag__order_enter(call, stream) before forwarding, ag__order_leave() after. The
  *               engine flushes what it holds (nothing yet) and counts the call.
  *   - library:  ag__lib_enter(call) / ag__lib_leave() around a call into a library that
@@ -119,12 +119,24 @@ void ag__lib_leave(void);
 /* Counts a call of a harmless-but-observed function (registration) at the outermost level. */
 void ag__note(ag_call_t *call);
 
-/* A device code image the program loaded through the driver (cuModuleLoadData and friends):
- * the engine reads kernel layouts from it now, since the program may free the buffer. */
-void ag__image_loaded(const void *image);
-/* A function or kernel handle the driver returned for `name` (cuModuleGetFunction,
- * cuLibraryGetKernel…), so the engine can find its layout among the loaded images. */
-void ag__func_named(const void *func, const char *name);
+/* Device code loaded through the driver (shims/cuda.c, after the real call succeeded). The
+ * engine reads kernel layouts from an image when it is loaded, since the program may free the
+ * buffer right after, and keeps them by (module, kernel name) for drivers that cannot describe
+ * a kernel's parameters (before 12.4). Safe to call from any thread, at any nesting depth
+ * (the runtime loads its own fatbins from inside other calls); they never call CUDA.
+ *   image_loaded:  `image` (cubin, fatbin, wrapper; anything else has no layouts) as `mod`, a
+ *                  CUmodule or CUlibrary; image_file_loaded: the same from a file;
+ *   image_alias:   `alias` is another handle of `mod`'s image (cuLibraryGetModule);
+ *   func_named:    `func` (a CUkernel when is_kernel, else a CUfunction) is kernel `name` of
+ *                  `mod` (cuModuleGetFunction, cuLibraryGetKernel);
+ *   func_of_kernel: `func` is the CUfunction of CUkernel `kernel` (cuKernelGetFunction);
+ *   image_unloaded: `mod` was unloaded; its kernels are forgotten (handles may be reused). */
+void ag__image_loaded(const void *mod, const void *image);
+void ag__image_file_loaded(const void *mod, const char *path);
+void ag__image_alias(const void *alias, const void *mod);
+void ag__func_named(const void *func, int is_kernel, const void *mod, const char *name);
+void ag__func_of_kernel(const void *func, const void *kernel);
+void ag__image_unloaded(const void *mod);
 
 /* Submits every held launch (at exit, before fork, or when the caller needs the device to be
  * up to date). */

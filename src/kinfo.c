@@ -1,15 +1,32 @@
-/* kinfo.c — the kernel cache (see kinfo.h).
+/* kinfo.c — the kernel cache and the layouts of loaded images (see kinfo.h).
  *
- * Three uthash tables, all under the engine lock: kernels by (handle, context); layouts read
- * from images the program loaded through the driver, by kernel name; and names of driver
- * handles (cuModuleGetFunction / cuLibraryGetKernel results). Images are parsed when loaded,
- * since the program may free its buffer afterwards; registered fatbins stay mapped for the life
- * of the program, so they are parsed only when one of their kernels is first launched.
+ * Kernels: a uthash table by (handle, context), fronted by a small direct-mapped cache so that
+ * the launch path usually finds its kernel with one compare. Both belong to the engine's lock.
+ *
+ * Images: every image the program (or the runtime on its behalf) loads through the driver is an
+ * img_t reached from each handle that names it (the CUmodule or CUlibrary, and the CUmodule
+ * cuLibraryGetModule gives for a library), holding the layouts of its kernels by name; each
+ * function or kernel handle obtained by name from it points back to it (fname_t). Layouts are
+ * keyed by (image, name), never by name alone: two modules may hold different kernels of the
+ * same name (JIT compilers reuse names). An image in the program's heap is read when loaded,
+ * since the program may free the buffer right after; an image inside a loaded object file
+ * (registered fatbins, which the runtime loads lazily, cuBLASLt's tens of thousands of kernels)
+ * stays mapped and is read only when one of its kernels first needs a layout. Fatbins
+ * registered with the runtime (__cudaRegisterFatBinary) are images of the same kind, keyed by
+ * their address. All of this is under `img_lock`, a leaf lock: nothing here calls CUDA.
  */
+#define _GNU_SOURCE
 #include "kinfo.h"
 
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <uthash.h>
 
 #include "config.h"
@@ -18,6 +35,8 @@
 #include "real.h"
 #include "registry.h"
 #include "stats.h"
+
+/* ---- kernels (engine lock) --------------------------------------------------------------- */
 
 typedef struct kkey {
   const void *func;
@@ -30,6 +49,18 @@ typedef struct kent {
   UT_hash_handle hh;
 } kent_t;
 
+#define KCACHE 256 /* power of two */
+static struct kslot {
+  const void *func;
+  void *ctx;
+  ag_kinfo_t *k;
+} kcache[KCACHE];
+
+static kent_t *kernels;
+static uint32_t next_id = 1; /* atomic: records are numbered outside the engine lock */
+
+/* ---- images (img_lock) ------------------------------------------------------------------- */
+
 typedef struct layout {
   char *name; /* key */
   uint32_t nparams, param_bytes;
@@ -37,16 +68,30 @@ typedef struct layout {
   UT_hash_handle hh;
 } layout_t;
 
-typedef struct hname {
-  const void *func; /* key */
+typedef struct img {
+  const void *pending; /* still to be read (it stays mapped), or NULL */
+  int failed;          /* reading it failed: it has no layouts */
+  layout_t *layouts;
+} img_t;
+
+typedef struct handle {
+  const void *h; /* key: CUmodule, CUlibrary, or a registered fatbin's address */
+  img_t *img;
+  int owner;     /* the loading handle (unloading it frees the image), not an alias */
+  UT_hash_handle hh;
+} handle_t;
+
+typedef struct fname {
+  const void *func; /* key: CUfunction or CUkernel */
+  img_t *img;
+  int is_kernel;
   char *name;
   UT_hash_handle hh;
-} hname_t;
+} fname_t;
 
-static kent_t *kernels;
-static layout_t *layouts;
-static hname_t *hnames;
-static uint32_t next_id = 1;
+static pthread_mutex_t img_lock = PTHREAD_MUTEX_INITIALIZER;
+static handle_t *mods, *fatbins;
+static fname_t *fnames;
 
 int ag__kinfo_is_nccl(const char *name) {
   /* NCCL's device kernels are ncclKernel_* (up to 2.18) and ncclDevKernel_* (2.19 and later);
@@ -54,12 +99,10 @@ int ag__kinfo_is_nccl(const char *name) {
   return name && strstr(name, "nccl") != NULL;
 }
 
-/* ---- layouts from images ----------------------------------------------------------------- */
-
 static int keep_layout(const ag_kernel_desc_t *d, void *ctx) {
+  img_t *img = ctx;
   layout_t *l;
-  (void)ctx;
-  HASH_FIND_STR(layouts, d->name, l);
+  HASH_FIND_STR(img->layouts, d->name, l);
   if (l) return 0; /* same kernel in another cubin of the image: the layout is the same */
   if (!(l = calloc(1, sizeof *l))) return -AG_ENOMEM;
   l->name = strdup(d->name);
@@ -71,55 +114,163 @@ static int keep_layout(const ag_kernel_desc_t *d, void *ctx) {
   if (d->nparams) memcpy(l->params, d->params, d->nparams * sizeof *l->params);
   l->nparams = d->nparams;
   l->param_bytes = d->param_bytes;
-  HASH_ADD_KEYPTR(hh, layouts, l->name, strlen(l->name), l);
+  HASH_ADD_KEYPTR(hh, img->layouts, l->name, strlen(l->name), l);
   return 0;
 }
 
-int ag__kinfo_image(const void *image) {
+/* Reads the image's layouts (img_lock held). A failed read keeps what it found so far. */
+static int img_read(img_t *img, const void *image, size_t size) {
   ag_image_err_t err;
-  int r = ag__image_kernels(image, 0, keep_layout, NULL, &err);
-  if (r < 0) ag__log(AG_LOG_DEBUG, "image %p: no layouts (%s)", image, err.msg);
+  int r = ag__image_kernels(image, size, keep_layout, img, &err);
+  if (r < 0) {
+    img->failed = 1;
+    ag__log(AG_LOG_DEBUG, "image %p: no layouts (%s)", image, err.msg);
+  }
   return r < 0 ? r : 0;
 }
 
-void ag__kinfo_name(const void *func, const char *name) {
-  hname_t *h;
-  if (!func || !name) return;
-  HASH_FIND_PTR(hnames, &func, h);
-  if (h) return;
-  if (!(h = malloc(sizeof *h))) return;
-  h->func = func;
-  if (!(h->name = strdup(name))) {
-    free(h);
+static void img_free(img_t *img) {
+  layout_t *l, *tmp;
+  if (!img) return;
+  HASH_ITER(hh, img->layouts, l, tmp) {
+    HASH_DEL(img->layouts, l);
+    free(l->name), free(l->params), free(l);
+  }
+  free(img);
+}
+
+/* The layout of `name` in `img`, reading a pending image first (img_lock held). */
+static const layout_t *img_layout(img_t *img, const char *name) {
+  layout_t *l;
+  if (img->pending) {
+    const void *p = img->pending;
+    img->pending = NULL;
+    (void)img_read(img, p, 0);
+  }
+  HASH_FIND_STR(img->layouts, name, l);
+  return l;
+}
+
+static handle_t *handle_add(handle_t **tab, const void *h, img_t *img, int owner) {
+  handle_t *e;
+  HASH_FIND_PTR(*tab, &h, e);
+  if (e) { /* a handle the driver reuses after an unload we did not see: the new image wins */
+    if (e->owner && e->img != img) {
+      /* Names still pointing at the old image would find no layouts; forget them too. */
+      fname_t *f, *tmp;
+      HASH_ITER(hh, fnames, f, tmp) if (f->img == e->img) {
+        HASH_DEL(fnames, f);
+        free(f->name), free(f);
+      }
+      img_free(e->img);
+    }
+    e->img = img, e->owner = owner;
+    return e;
+  }
+  if (!(e = calloc(1, sizeof *e))) return NULL;
+  e->h = h, e->img = img, e->owner = owner;
+  HASH_ADD_PTR(*tab, h, e);
+  return e;
+}
+
+static int object_backed(const void *p) {
+  Dl_info info;
+  return dladdr(p, &info) != 0;
+}
+
+int ag__kinfo_image(const void *mod, const void *image, size_t size) {
+  img_t *img;
+  int r = 0;
+  if (!mod || !image) return -AG_EINVAL;
+  if (!(img = calloc(1, sizeof *img))) return -AG_ENOMEM;
+  pthread_mutex_lock(&img_lock);
+  if (!size && object_backed(image))
+    img->pending = image;
+  else
+    r = img_read(img, image, size);
+  if (!handle_add(&mods, mod, img, 1)) {
+    img_free(img);
+    r = -AG_ENOMEM;
+  }
+  pthread_mutex_unlock(&img_lock);
+  return r;
+}
+
+int ag__kinfo_image_file(const void *mod, const char *path) {
+  struct stat st;
+  void *map = MAP_FAILED;
+  int fd, r;
+  if (!mod || !path || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) return -AG_ENOENT;
+  if (fstat(fd, &st) == 0 && st.st_size > 0)
+    map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return -AG_ENOENT;
+  /* Read now: the file may change or go away once loaded. */
+  r = ag__kinfo_image(mod, map, (size_t)st.st_size);
+  munmap(map, (size_t)st.st_size);
+  return r;
+}
+
+void ag__kinfo_image_alias(const void *alias, const void *mod) {
+  handle_t *e;
+  if (!alias || !mod || alias == mod) return;
+  pthread_mutex_lock(&img_lock);
+  HASH_FIND_PTR(mods, &mod, e);
+  if (e) (void)handle_add(&mods, alias, e->img, 0);
+  pthread_mutex_unlock(&img_lock);
+}
+
+static void name_add(const void *func, int is_kernel, img_t *img, const char *name) {
+  fname_t *f;
+  HASH_FIND_PTR(fnames, &func, f);
+  if (f) { /* the driver hands out the same handle again (or reuses a freed one) */
+    if (f->img == img && !strcmp(f->name, name)) {
+      f->is_kernel |= is_kernel;
+      return;
+    }
+    HASH_DEL(fnames, f);
+    free(f->name), free(f);
+  }
+  if (!(f = calloc(1, sizeof *f))) return;
+  if (!(f->name = strdup(name))) {
+    free(f);
     return;
   }
-  HASH_ADD_PTR(hnames, func, h);
+  f->func = func, f->img = img, f->is_kernel = is_kernel;
+  HASH_ADD_PTR(fnames, func, f);
 }
 
-/* Layout of `name` in a registered fatbin: parsed on demand into the same table. */
-typedef struct find_ctx {
-  const char *name;
-  int found;
-} find_ctx_t;
-
-static int keep_if_named(const ag_kernel_desc_t *d, void *ctx) {
-  find_ctx_t *f = ctx;
-  int r = keep_layout(d, NULL);
-  if (r) return r;
-  if (!strcmp(d->name, f->name)) f->found = 1;
-  return 0;
+void ag__kinfo_name(const void *func, int is_kernel, const void *mod, const char *name) {
+  handle_t *e;
+  if (!func || !name) return;
+  pthread_mutex_lock(&img_lock);
+  HASH_FIND_PTR(mods, &mod, e);
+  name_add(func, is_kernel, e ? e->img : NULL, name);
+  pthread_mutex_unlock(&img_lock);
 }
 
-static layout_t *layout_from_fatbin(const char *name, const void *fatbin) {
-  layout_t *l;
-  find_ctx_t f = {name, 0};
-  HASH_FIND_STR(layouts, name, l);
-  if (l || !fatbin) return l;
-  ag_image_err_t err;
-  int r = ag__image_kernels(fatbin, 0, keep_if_named, &f, &err);
-  if (r < 0) ag__log(AG_LOG_DEBUG, "fatbin %p: %s (error %d)", fatbin, err.msg, r);
-  HASH_FIND_STR(layouts, name, l);
-  return l;
+void ag__kinfo_func_of(const void *func, const void *kernel) {
+  fname_t *k;
+  if (!func || !kernel || func == kernel) return;
+  pthread_mutex_lock(&img_lock);
+  HASH_FIND_PTR(fnames, &kernel, k);
+  if (k) name_add(func, 0, k->img, k->name);
+  pthread_mutex_unlock(&img_lock);
+}
+
+/* The image of a registered fatbin, read lazily (img_lock held). */
+static img_t *fatbin_img(const void *fatbin) {
+  handle_t *e;
+  img_t *img;
+  HASH_FIND_PTR(fatbins, &fatbin, e);
+  if (e) return e->img;
+  if (!(img = calloc(1, sizeof *img))) return NULL;
+  img->pending = fatbin; /* registered fatbins stay mapped for the life of the program */
+  if (!handle_add(&fatbins, fatbin, img, 1)) {
+    free(img);
+    return NULL;
+  }
+  return img;
 }
 
 /* ---- learning one kernel ----------------------------------------------------------------- */
@@ -152,56 +303,93 @@ static int layout_from_driver(ag_kinfo_t *k, int as_kernel) {
   return 0;
 }
 
-static void learn(ag_kinfo_t *k) {
-  const char *name = NULL;
-  const void *fatbin = NULL;
-  char regname[512];
-  int have_layout = 0;
+/* Copies a layout found in an image (img_lock held). */
+static int layout_copy(ag_kinfo_t *k, const layout_t *l) {
+  if (!l || (l->nparams && !(k->params = malloc(l->nparams * sizeof *k->params)))) return -AG_ENOENT;
+  if (l->nparams) memcpy(k->params, l->params, l->nparams * sizeof *k->params);
+  k->nparams = l->nparams, k->param_bytes = l->param_bytes;
+  return 0;
+}
 
-  /* The CUfunction to launch with. */
+static void learn(ag_kinfo_t *k) {
+  char name[512] = "";
+  const void *fatbin = NULL;
+  img_t *img = NULL;
+  int is_kernel = k->fkind == AG_FN_KERNEL, have_layout = 0;
+
+  /* What the module lookups said about a driver handle: its name and image. */
+  if (k->fkind != AG_FN_STUB) {
+    fname_t *f;
+    pthread_mutex_lock(&img_lock);
+    HASH_FIND_PTR(fnames, &k->func, f);
+    if (f) {
+      snprintf(name, sizeof name, "%s", f->name);
+      img = f->img;
+      is_kernel |= f->is_kernel;
+    }
+    pthread_mutex_unlock(&img_lock);
+  }
+
+  /* The CUfunction to launch with. A CUkernel handed to cuLaunchKernel as a CUfunction is
+   * launched through its function, which is what graph nodes take. */
   if (k->fkind == AG_FN_STUB) {
     void *fn = NULL;
     if (ag__real.cudaGetFuncBySymbol && ag__real.cudaGetFuncBySymbol(&fn, k->func) == 0) k->fn = fn;
-  } else if (k->fkind == AG_FN_KERNEL) {
+  } else if (is_kernel) {
     CUfunction fn = NULL;
     if (ag__real.cuKernelGetFunction && ag__real.cuKernelGetFunction(&fn, (CUkernel)k->func) == 0)
       k->fn = fn;
+    else if (k->fkind == AG_FN_FUNCTION)
+      k->fn = (void *)k->func;
   } else {
     k->fn = (void *)k->func;
   }
 
-  /* The name: the driver's, else what registration or module lookup said. */
-  if (k->fn && ag__real.cuFuncGetName && ag__real.cuFuncGetName(&name, (CUfunction)k->fn) != 0)
-    name = NULL;
-  if (k->fkind == AG_FN_STUB &&
-      ag__registry_lookup(k->func, regname, sizeof regname, &fatbin) == 0 && !name)
-    name = regname;
-  if (!name) {
-    hname_t *h;
-    HASH_FIND_PTR(hnames, &k->func, h);
-    if (h) name = h->name;
+  /* The name: what a module lookup said, else the driver's, else the registration's. */
+  if (!name[0] && k->fn) {
+    const char *n = NULL;
+    if (ag__real.cuFuncGetName && ag__real.cuFuncGetName(&n, (CUfunction)k->fn) == 0 && n)
+      snprintf(name, sizeof name, "%s", n);
   }
-  if (name) k->name = strdup(name);
+  if (k->fkind == AG_FN_STUB) {
+    char regname[512];
+    if (ag__registry_lookup(k->func, regname, sizeof regname, &fatbin) == 0 && !name[0])
+      snprintf(name, sizeof name, "%s", regname);
+  }
+  if (name[0]) k->name = strdup(name);
 
-  /* The layout: the driver, else the cubin. */
+  /* The layout: the driver, else the image the handle came from, else the registered fatbin. */
   if (k->fn && layout_from_driver(k, 0) == 0) have_layout = 1;
   if (!have_layout && k->fkind != AG_FN_STUB && layout_from_driver(k, 1) == 0) {
-    /* A CUkernel handed to cuLaunchKernel as a CUfunction: launch it through its function. */
     CUfunction fn = NULL;
     have_layout = 1;
-    if (k->fkind == AG_FN_FUNCTION && ag__real.cuKernelGetFunction &&
+    if (!is_kernel && k->fkind == AG_FN_FUNCTION && ag__real.cuKernelGetFunction &&
         ag__real.cuKernelGetFunction(&fn, (CUkernel)k->func) == 0)
       k->fn = fn;
   }
-  if (!have_layout && k->name) {
-    if (!fatbin) (void)ag__registry_fatbin_of(k->name, &fatbin);
-    layout_t *l = layout_from_fatbin(k->name, fatbin);
-    if (l && (!l->nparams || (k->params = malloc(l->nparams * sizeof *k->params)))) {
-      if (l->nparams) memcpy(k->params, l->params, l->nparams * sizeof *k->params);
-      k->nparams = l->nparams, k->param_bytes = l->param_bytes;
-      have_layout = 1;
+  if (!have_layout && name[0]) {
+    CUmodule mod = NULL;
+    /* A function found without a module lookup (enumerated, or from the runtime): ask the
+     * driver which module it belongs to. */
+    if (!img && !fatbin && k->fn && ag__real.cuFuncGetModule &&
+        ag__real.cuFuncGetModule(&mod, (CUfunction)k->fn) != CUDA_SUCCESS)
+      mod = NULL;
+    pthread_mutex_lock(&img_lock);
+    if (!img && mod) {
+      handle_t *e;
+      HASH_FIND_PTR(mods, &mod, e);
+      if (e) img = e->img;
     }
+    if (img) {
+      have_layout = layout_copy(k, img_layout(img, name)) == 0;
+    } else {
+      if (!fatbin) (void)ag__registry_fatbin_of(name, &fatbin);
+      img_t *fb = fatbin ? fatbin_img(fatbin) : NULL;
+      if (fb) have_layout = layout_copy(k, img_layout(fb, name)) == 0;
+    }
+    pthread_mutex_unlock(&img_lock);
   }
+  k->img = img; /* even when the driver gave the layout: unloading the image forgets it */
 
   if (!k->fn || !have_layout || k->nparams > 256)
     k->reason = AG_FB_LAYOUT_UNKNOWN + 1;
@@ -214,23 +402,97 @@ static void learn(ag_kinfo_t *k) {
                                                 : "");
 }
 
-ag_kinfo_t *ag__kinfo_get(const void *func, int fkind, void *ctx) {
+static inline unsigned kslot(const void *func, void *ctx) {
+  uintptr_t p = (uintptr_t)func ^ ((uintptr_t)ctx >> 4);
+  return (unsigned)((p >> 4) ^ (p >> 12)) & (KCACHE - 1);
+}
+
+ag_kinfo_t *ag__kinfo_find(const void *func, void *ctx) {
+  struct kslot *s = &kcache[kslot(func, ctx)];
   kkey_t key;
   kent_t *e;
+  if (AG_LIKELY(s->func == func && s->ctx == ctx && s->k)) return s->k;
   memset(&key, 0, sizeof key);
   key.func = func, key.ctx = ctx;
   HASH_FIND(hh, kernels, &key, sizeof key, e);
-  if (AG_LIKELY(e)) return &e->k;
-  if (!(e = calloc(1, sizeof *e))) return NULL;
-  e->key = key;
-  e->k.func = func, e->k.ctx = ctx, e->k.fkind = fkind, e->k.id = next_id++;
-  learn(&e->k);
-  HASH_ADD(hh, kernels, key, sizeof key, e);
+  if (!e) return NULL;
+  s->func = func, s->ctx = ctx, s->k = &e->k;
   return &e->k;
+}
+
+ag_kinfo_t *ag__kinfo_learn(const void *func, int fkind, void *ctx) {
+  kent_t *e = calloc(1, sizeof *e);
+  if (!e) return NULL;
+  e->key.func = func, e->key.ctx = ctx;
+  e->k.func = func, e->k.ctx = ctx, e->k.fkind = fkind;
+  e->k.id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+  learn(&e->k);
+  return &e->k;
+}
+
+static kent_t *kent_of(ag_kinfo_t *k) { return (kent_t *)((char *)k - offsetof(kent_t, k)); }
+
+void ag__kinfo_free(ag_kinfo_t *k) {
+  if (!k) return;
+  free(k->params), free(k->name), free(kent_of(k));
+}
+
+ag_kinfo_t *ag__kinfo_add(ag_kinfo_t *k) {
+  kent_t *e = kent_of(k);
+  ag_kinfo_t *have = ag__kinfo_find(k->func, k->ctx);
+  if (have) {
+    ag__kinfo_free(k);
+    return have;
+  }
+  HASH_ADD(hh, kernels, key, sizeof e->key, e);
+  return k;
+}
+
+int ag__kinfo_unload(const void *mod) {
+  handle_t *h, *htmp;
+  fname_t *f, *ftmp;
+  kent_t *e, *etmp;
+  img_t *img;
+  int n = 0;
+  if (!mod) return 0;
+  pthread_mutex_lock(&img_lock);
+  HASH_FIND_PTR(mods, &mod, h);
+  if (!h) {
+    pthread_mutex_unlock(&img_lock);
+    return 0;
+  }
+  img = h->img;
+  if (!h->owner) { /* an alias: the library still holds the image */
+    HASH_DEL(mods, h);
+    free(h);
+    pthread_mutex_unlock(&img_lock);
+    return 0;
+  }
+  HASH_ITER(hh, mods, h, htmp) if (h->img == img) {
+    HASH_DEL(mods, h);
+    free(h);
+  }
+  HASH_ITER(hh, fnames, f, ftmp) if (f->img == img) {
+    HASH_DEL(fnames, f);
+    free(f->name), free(f);
+  }
+  img_free(img);
+  pthread_mutex_unlock(&img_lock);
+  /* Kernels obtained from it: their handles may come back for other kernels. Their ids are
+   * never reused, so sequences that name them can never match again. */
+  HASH_ITER(hh, kernels, e, etmp) if (e->k.img == img) {
+    HASH_DEL(kernels, e);
+    ag__kinfo_free(&e->k);
+    n++;
+  }
+  if (n) memset(kcache, 0, sizeof kcache);
+  return n;
 }
 
 void ag__kinfo_reset(void) {
   /* In a forked child: the parent's handles mean nothing here. Leak rather than free: another
    * thread of the parent may have been in the middle of changing these tables. */
-  kernels = NULL, layouts = NULL, hnames = NULL;
+  kernels = NULL, mods = NULL, fatbins = NULL, fnames = NULL;
+  memset(kcache, 0, sizeof kcache);
+  pthread_mutex_init(&img_lock, NULL);
 }

@@ -4,17 +4,25 @@
  * A kernel is identified by the handle a launch names (host stub, cudaKernel_t/CUkernel or
  * CUfunction) together with the context it was launched in, because one host stub stands for a
  * different CUfunction on each device. The layout comes from the driver where it can answer
- * (cuFuncGetParamInfo / cuKernelGetParamInfo), otherwise from the kernel's cubin: the fatbin
- * registered for a host stub (src/registry.c), or an image loaded through the driver
- * (ag__kinfo_image). A kernel whose layout cannot be learned, an NCCL kernel and a kernel the
- * deny list names are marked so and never held.
+ * (cuFuncGetParamInfo / cuKernelGetParamInfo), otherwise from the kernel's cubin: the image its
+ * handle was obtained from through the driver (cuModuleGetFunction, cuLibraryGetKernel…, keyed
+ * by module and name), else the fatbin registered for a host stub (src/registry.c). A kernel
+ * whose layout cannot be learned, an NCCL kernel and a kernel the deny list names are marked so
+ * and never held.
  *
- * Not thread-safe: the engine calls everything here under its lock. Lookups of known kernels
- * are one hash probe and never allocate.
+ * Two kinds of state, two locks:
+ *   - the kernel cache (ag__kinfo_find / _add / _unload) belongs to the engine and is used under
+ *     its lock; a lookup of a known kernel is one probe of a small direct-mapped cache, else one
+ *     hash probe, and never allocates;
+ *   - images and handle names (ag__kinfo_image … _func_of) have a private leaf lock that is
+ *     never held while calling CUDA: their callers are driver wrappers, which may run inside the
+ *     runtime while it holds its own locks, or inside the engine's own calls into the runtime.
+ * ag__kinfo_learn holds neither lock while it calls the driver.
  */
 #ifndef AG_KINFO_H
 #define AG_KINFO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "elf.h"
@@ -29,18 +37,53 @@ typedef struct ag_kinfo {
   uint32_t nparams, param_bytes;
   ag_kparam_t *params;
   char *name;       /* device name, or NULL */
+  const void *img;  /* the driver-loaded image it came from (for unloading), or NULL */
+  /* The engine's cache of the last launch shape (grid, block, shared memory) and its
+   * structural hash. Engine lock. */
+  unsigned shape[7];
+  int shape_known;
+  uint64_t shape_hash;
 } ag_kinfo_t;
 
-/* The record for (func, ctx), learning it on first sight. Returns NULL only when memory ran
- * out (the launch then passes through). */
-ag_kinfo_t *ag__kinfo_get(const void *func, int fkind, void *ctx);
+/* The cached record for (func, ctx), or NULL. Engine lock held. */
+ag_kinfo_t *ag__kinfo_find(const void *func, void *ctx);
 
-/* Reads the layouts of every kernel in a device code image (cubin, fatbin, wrapper) and keeps
- * them by name, for kernels loaded through the driver. Returns 0 or -AG_E…. */
-int ag__kinfo_image(const void *image);
+/* Learns (func, ctx) from the driver and the known images; the record is not cached yet.
+ * Called without the engine lock (it calls the driver and the runtime, whose own calls pass
+ * through the wrappers quietly). Returns NULL only when memory ran out. */
+ag_kinfo_t *ag__kinfo_learn(const void *func, int fkind, void *ctx);
 
-/* Records the name a driver handle was obtained under (cuModuleGetFunction…). */
-void ag__kinfo_name(const void *func, const char *name);
+/* Caches a record from ag__kinfo_learn and returns it, or, when another thread cached the same
+ * kernel meanwhile, frees it and returns that one. Engine lock held. */
+ag_kinfo_t *ag__kinfo_add(ag_kinfo_t *k);
+
+/* Frees a record from ag__kinfo_learn that was never cached. */
+void ag__kinfo_free(ag_kinfo_t *k);
+
+/* An image loaded through the driver under handle `mod` (CUmodule or CUlibrary). Its layouts
+ * are read now unless the image lies in a loaded object file, which stays mapped (the runtime
+ * loading a registered fatbin): then at the first kernel that needs them. `size` is the number
+ * of readable bytes, or 0 when unknown. Returns 0 or -AG_E… (the image is then remembered as
+ * one without layouts). */
+int ag__kinfo_image(const void *mod, const void *image, size_t size);
+
+/* As ag__kinfo_image for an image file (cuModuleLoad, cuLibraryLoadFromFile): read now. */
+int ag__kinfo_image_file(const void *mod, const char *path);
+
+/* `alias` (the CUmodule of a CUlibrary, cuLibraryGetModule) names the image of `mod`. */
+void ag__kinfo_image_alias(const void *alias, const void *mod);
+
+/* Handle `func` (a CUkernel when is_kernel, else a CUfunction) was obtained for `name` from the
+ * image loaded as `mod`. */
+void ag__kinfo_name(const void *func, int is_kernel, const void *mod, const char *name);
+
+/* `func` is the CUfunction of CUkernel `kernel` (cuKernelGetFunction): same name and image. */
+void ag__kinfo_func_of(const void *func, const void *kernel);
+
+/* The image loaded as `mod` was unloaded: forgets its layouts and handle names, and every cached
+ * kernel obtained from it (a later module may reuse the handles). Engine lock held, nothing
+ * held by the engine refers to those kernels. Returns the number of kernels forgotten. */
+int ag__kinfo_unload(const void *mod);
 
 /* Nonzero when `name` is an NCCL kernel (never held: its progress depends on other ranks). */
 int ag__kinfo_is_nccl(const char *name);

@@ -26,6 +26,7 @@
   XX(cuKernelGetParamInfo, 12040)                                         \
   XX(cuKernelGetFunction, 12000)                                          \
   XX(cuFuncGetName, 12030)                                                \
+  XX(cuFuncGetModule, 11000)                                              \
   XX(cuStreamIsCapturing, 10000)                                          \
   XX(cuGraphCreate, 10000)                                                \
   XX(cuGraphDestroy, 10000)                                               \

@@ -8,7 +8,10 @@
 # driver's cuLaunchKernel and cudaMemcpy copies through cuMemcpyHtoD_v2. The program makes
 # runtime launches, driver launches (getter and direct dlsym), a versioned query, and checks
 # that every result is what the fake returned. The stats must count each launch once, at the
-# outermost level, with the right path.
+# outermost level, with the right path. The fake also serves functions the library's table does
+# not describe (GL interop, cuDevicePrimaryCtxReset at the 7000 ABI, a made-up function with
+# arguments in every register class and on the stack): each must reach the driver with every
+# argument intact and count as an ordering call of family "unclassified".
 set -eu
 : "${AG_LIB:?}" "${AG_TMP:?}"
 CC=${CC:-cc}
@@ -48,6 +51,10 @@ eq("cuCtxSynchronize", c.get("cuCtxSynchronize"), 1)
 eq("cuStreamGetCaptureInfo (harmless)", c.get("cuStreamGetCaptureInfo"), None)
 eq("families.copy", s["families"]["copy"], 2)
 eq("families.sync", s["families"]["sync"], 1)
-eq("ordering", s["ordering"], 3)
+eq("cuGraphicsGLRegisterBuffer", c.get("cuGraphicsGLRegisterBuffer"), 1)
+eq("cuDevicePrimaryCtxReset (7000 ABI)", c.get("cuDevicePrimaryCtxReset"), 2)
+eq("cuFakeWide", c.get("cuFakeWide"), 2)
+eq("families.unclassified", s["families"]["unclassified"], 5)
+eq("ordering", s["ordering"], 3 + 5)
 PY
 echo ok

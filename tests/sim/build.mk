@@ -21,12 +21,12 @@ $(BUILD)/sim/obj/%.o: %.c
 	$(CC) $(SIM_CFLAGS) $(CFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/sim/libcuda.so.1: $(SIM_DRV) $(SIM_COMMON) $(SIM_ELF) tests/sim/driver/libcuda.map
-	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,--version-script=tests/sim/driver/libcuda.map \
+	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic-functions -Wl,--version-script=tests/sim/driver/libcuda.map \
 	    -o $@ $(SIM_DRV) $(SIM_COMMON) $(SIM_ELF) $(LDFLAGS) -lelf -lzstd -ldl -lpthread
 	ln -sf libcuda.so.1 $(BUILD)/sim/libcuda.so
 
 $(BUILD)/sim/libcudart.so.13: $(SIM_RT) $(SIM_COMMON) tests/sim/runtime/libcudart.map
-	$(CC) -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/sim/runtime/libcudart.map \
+	$(CC) -shared -Wl,-soname,libcudart.so.13 -Wl,-Bsymbolic-functions -Wl,--version-script=tests/sim/runtime/libcudart.map \
 	    -o $@ $(SIM_RT) $(SIM_COMMON) $(LDFLAGS) -ldl -lpthread
 	ln -sf libcudart.so.13 $(BUILD)/sim/libcudart.so
 
@@ -48,6 +48,6 @@ $(BUILD)/sim/obj/tests/sim/cudnn/fatbin.o: tests/sim/cudnn/fatbin.S $(SIM_DNN_FA
 	$(CC) -c -Wa,-I$(BUILD)/sim/cudnn -o $@ $<
 
 $(BUILD)/sim/libcudnn.so.9: $(SIM_DNN) $(SIM_COMMON) tests/sim/cudnn/libcudnn.map
-	$(CC) -shared -Wl,-soname,libcudnn.so.9 -Wl,--version-script=tests/sim/cudnn/libcudnn.map \
+	$(CC) -shared -Wl,-soname,libcudnn.so.9 -Wl,-Bsymbolic-functions -Wl,--version-script=tests/sim/cudnn/libcudnn.map \
 	    -o $@ $(SIM_DNN) $(SIM_COMMON) $(LDFLAGS) -ldl -lpthread -lm
 	ln -sf libcudnn.so.9 $(BUILD)/sim/libcudnn.so

@@ -45,6 +45,20 @@ static CUresult capinfo_v12030(void *s, int *st, uint64_t *id, void *g, void *d,
   return fake_calls[F_CAPINFO12]++, 0;
 }
 
+/* Functions no prototype in cudaTypedefs.h describes: GL interop, an old ABI, and a made-up one
+ * with arguments in every kind of register and on the stack. Each checks what it received. */
+static CUresult gl_register_buffer(void **res, unsigned buffer, unsigned flags) {
+  *res = (void *)(uintptr_t)(buffer * 10u + flags);
+  return 0;
+}
+static CUresult reset_v7000(int dev) { return dev == 3 ? 0 : 1; }
+static CUresult wide(int a1, int a2, int a3, int a4, int a5, int a6, int a7, int a8, double d1,
+                     double d2, double d3, double d4, double d5, double d6, double d7, double d8,
+                     double d9, long *out) {
+  *out = a1 + 2L * a2 + 3L * a3 + 4L * a4 + 5L * a5 + 6L * a6 + 7L * a7 + 8L * a8;
+  return (CUresult)(d1 + 2 * d2 + 3 * d3 + 4 * d4 + 5 * d5 + 6 * d6 + 7 * d7 + 8 * d8 + 9 * d9);
+}
+
 EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, uint64_t flags,
                                     int *status);
 EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, uint64_t flags) {
@@ -65,6 +79,9 @@ EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, uint64
   else if (!strcmp(sym, "cuCtxSynchronize")) p = ver >= 13000 ? (void *)sync_v13000 : (void *)sync_v2000;
   else if (!strcmp(sym, "cuStreamGetCaptureInfo"))
     p = ver >= 12030 ? (void *)capinfo_v12030 : (void *)capinfo_v10010;
+  else if (!strcmp(sym, "cuGraphicsGLRegisterBuffer")) p = (void *)gl_register_buffer;
+  else if (!strcmp(sym, "cuDevicePrimaryCtxReset") && ver < 11000) p = (void *)reset_v7000;
+  else if (!strcmp(sym, "cuFakeWide")) p = (void *)wide;
   if (status) *status = p ? 0 : 1;
   *pfn = p;
   return p ? 0 : 500; /* CUDA_ERROR_NOT_FOUND */

@@ -53,6 +53,24 @@ int main(void) {
   CHECK(get("cuStreamGetCaptureInfo", (void **)&ci12, 12030, 0, NULL) == 0);
   CHECK(ci10(NULL, &st, &id) == 0 && st == 0 && calls[5] == 1);
   CHECK(ci12(NULL, &st, &id, NULL, NULL, NULL, NULL) == 0 && calls[6] == 1);
+  /* Functions the library's table does not describe reach the driver with every argument. */
+  int (*gl)(void **, unsigned, unsigned);
+  int (*reset)(int);
+  int (*wide)(int, int, int, int, int, int, int, int, double, double, double, double, double,
+              double, double, double, double, long *);
+  CHECK(get("cuGraphicsGLRegisterBuffer", (void **)&gl, 3000, 0, NULL) == 0);
+  CHECK(get("cuDevicePrimaryCtxReset", (void **)&reset, 7000, 0, NULL) == 0);
+  CHECK(get("cuFakeWide", (void **)&wide, 13000, 0, NULL) == 0);
+  void *res = NULL;
+  CHECK(gl(&res, 7, 2) == 0 && res == (void *)72);
+  CHECK(reset(3) == 0 && reset(4) == 1);
+  long out = 0;
+  for (int i = 0; i < 2; i++) {
+    out = 0;
+    CHECK(wide(1, 2, 3, 4, 5, 6, 7, 8, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 10.0, &out) ==
+          36 + 90);
+    CHECK(out == 1 + 4 + 9 + 16 + 25 + 36 + 49 + 64);
+  }
   /* A missing entry keeps the driver's status. */
   void *p = (void *)1;
   CHECK(get("cuNoSuchFunction", &p, 12000, 0, NULL) == 500 && p == NULL);

@@ -181,6 +181,10 @@ struct CUfunc_st {
 };
 typedef struct CUfunc_st drv_func_t;
 CUresult drv_func(CUfunction f, drv_func_t **out);
+/* PTX text images (ptx.c): nonzero when `image` is PTX text; walks its kernels as
+ * ag__image_kernels walks a cubin's (0, the callback's value, or -AG_E…). */
+int drv_is_ptx(const void *image);
+int drv_ptx_kernels(const void *image, ag_kernel_cb cb, void *ctx);
 drv_twin_fn drv_func_twin(drv_func_t *f);
 
 /* A kernel launch with its argument values copied (used by launches and kernel nodes). */

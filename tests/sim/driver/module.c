@@ -1,7 +1,8 @@
 /* module.c — modules, libraries, kernels and launches.
  *
  * Images (cubin, fatbin container, fatbin wrapper; zstd-compressed entries included) are read
- * with the library's parser, ag__image_kernels(). A function is one kernel name of the image,
+ * with the library's parser, ag__image_kernels(); PTX text with ptx.c, which reads the entries'
+ * parameter lists (a real driver compiles PTX at load time). A function is one kernel name of the image,
  * with the parameter layout of its highest-architecture cubin; cubins of any architecture are
  * accepted (the simulated device runs every kernel that has a CPU twin). CUmodule and CUlibrary
  * are the same object, and so are CUfunction and CUkernel: the real driver accepts a CUkernel
@@ -124,7 +125,9 @@ static CUresult load(struct CUmod_st **out, const void *image) {
   struct CUmod_st *m = calloc(1, sizeof *m);
   if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
   m->magic = MOD_MAGIC;
-  int e = ag__image_kernels(image, 0, add_kernel, m, NULL);
+  /* PTX text is what a real driver compiles at load time; anything else goes to the parser. */
+  int e = drv_is_ptx(image) ? drv_ptx_kernels(image, add_kernel, m)
+                            : ag__image_kernels(image, 0, add_kernel, m, NULL);
   if (e) {
     mod_free(m);
     return e == -AG_ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
