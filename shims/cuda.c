@@ -114,21 +114,45 @@ static int submit_coop(const ag_launch_t *l) {
       c->f, c->g[0], c->g[1], c->g[2], c->b[0], c->b[1], c->b[2], c->shmem, c->s, c->params);
 }
 
-static CUresult launch_kernel(int i, void *real, int coop, CUfunction f, unsigned gx, unsigned gy,
-                              unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem,
-                              CUstream s, void **params, void **extra) {
-  cu_kl_t c = {(PFN_cuLaunchKernel_v4000)real, f, {gx, gy, gz}, {bx, by, bz},
-               shmem, s, params, extra};
+/* The common case (no `extra` buffer): the launch record holds every argument but the real
+ * function, which is l->ctx. */
+static int submit_plain(const ag_launch_t *l) {
+  return ((PFN_cuLaunchKernel_v4000)l->ctx)(
+      (CUfunction)l->func, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+      l->block[2], l->shmem, (CUstream)l->stream, l->args, NULL);
+}
+
+static int submit_plain_coop(const ag_launch_t *l) {
+  return ((PFN_cuLaunchCooperativeKernel_v9000)l->ctx)(
+      (CUfunction)l->func, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+      l->block[2], l->shmem, (CUstream)l->stream, l->args);
+}
+
+/* Inlined into each wrapper, where `i` and `coop` are constants. */
+static inline __attribute__((always_inline)) CUresult
+launch_kernel(int i, void *real, int coop, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+              unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+              void **extra) {
+  if (AG_UNLIKELY(!real)) return CUDA_ERROR_NOT_FOUND;
+  if (AG_UNLIKELY(extra != NULL)) {
+    cu_kl_t c = {(PFN_cuLaunchKernel_v4000)real, f, {gx, gy, gz}, {bx, by, bz},
+                 shmem, s, params, extra};
+    ag_launch_t l = {&cu_calls[i], AG_PATH_DRIVER, f, {gx, gy, gz}, {bx, by, bz}, shmem, s,
+                     params, NULL, coop ? submit_coop : submit_kernel, &c,
+                     AG_FN_FUNCTION, (unsigned char)coop, (unsigned char)cu_entries[i].per_thread,
+                     1, 0, NULL};
+    if (!ag__active()) return (CUresult)l.submit(&l);
+    return (CUresult)ag__launch(&l);
+  }
   ag_launch_t l = {&cu_calls[i], AG_PATH_DRIVER, f, {gx, gy, gz}, {bx, by, bz}, shmem, s,
-                   params, NULL, coop ? submit_coop : submit_kernel, &c,
+                   params, NULL, coop ? submit_plain_coop : submit_plain, real,
                    AG_FN_FUNCTION, (unsigned char)coop, (unsigned char)cu_entries[i].per_thread,
-                   extra != NULL, 0, NULL};
-  if (!c.real) return CUDA_ERROR_NOT_FOUND;
+                   0, 0, NULL};
   if (!ag__active()) return (CUresult)l.submit(&l);
   return (CUresult)ag__launch(&l);
 }
 
-static CUresult launch_cuLaunchKernel(int i, void *real, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+static inline __attribute__((always_inline)) CUresult launch_cuLaunchKernel(int i, void *real, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                       unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                       CUstream s, void **params, void **extra) {
   /* Nested (the runtime's own launch of a runtime launch, or the engine's): the outer level
@@ -138,7 +162,7 @@ static CUresult launch_cuLaunchKernel(int i, void *real, CUfunction f, unsigned 
   return launch_kernel(i, real, 0, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
 }
 
-static CUresult launch_cuLaunchCooperativeKernel(int i, void *real, CUfunction f, unsigned gx, unsigned gy,
+static inline __attribute__((always_inline)) CUresult launch_cuLaunchCooperativeKernel(int i, void *real, CUfunction f, unsigned gx, unsigned gy,
                                                  unsigned gz, unsigned bx, unsigned by,
                                                  unsigned bz, unsigned shmem, CUstream s,
                                                  void **params) {
@@ -473,6 +497,7 @@ static int resolve_real(ag_real_t *t) {
   AG_REAL_DRV_MAP(AG_REAL_GET_)
 #undef AG_REAL_GET_
   t->cudaGetFuncBySymbol = (int (*)(void **, const void *))ag__real_lookup(rt_sonames_, "cudaGetFuncBySymbol");
+  t->cudaRuntimeGetVersion = (int (*)(int *))ag__real_lookup(rt_sonames_, "cudaRuntimeGetVersion");
   if (!t->cuLaunchKernel) ag__log(AG_LOG_DEBUG, "engine: the driver has no cuLaunchKernel");
   return t->cuLaunchKernel ? 0 : -AG_ENOENT;
 }

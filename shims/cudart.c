@@ -76,7 +76,7 @@ static const unsigned char rt_per_thread[RT_COUNT_] = {
 
 static void *rt_real[RT_COUNT_];
 
-static void *rt_real_of(int i) {
+static inline void *rt_real_of(int i) {
   void *p = __atomic_load_n(&rt_real[i], __ATOMIC_ACQUIRE);
   if (AG_LIKELY(p)) return p;
   p = ag__real_lookup(rt_sonames, rt_names[i]);
@@ -104,35 +104,53 @@ static int submit_kernel(const ag_launch_t *l) {
   return ((rt_launch_fn)c->real)(c->func, c->grid, c->block, c->args, c->shmem, c->stream);
 }
 
+/* The common case of the <<<>>> forms: the launch record holds every argument but the real
+ * function (l->ctx) and a shared memory size that fits the record's unsigned. */
+static int submit_plain(const ag_launch_t *l) {
+  dim3 grid = {l->grid[0], l->grid[1], l->grid[2]}, block = {l->block[0], l->block[1], l->block[2]};
+  return ((rt_launch_fn)l->ctx)(l->func, grid, block, l->args, l->shmem, (cudaStream_t)l->stream);
+}
+
 static int submit_ex(const ag_launch_t *l) {
   const rt_kl_t *c = l->ctx;
   return ((rt_launch_ex_fn)c->real)(c->config, c->func, c->args);
 }
 
-static cudaError_t launch(int i, int fkind, int coop, const void *func, dim3 grid, dim3 block,
-                          void **args, size_t shmem, cudaStream_t stream) {
-  rt_kl_t c = {rt_real_of(i), func, grid, block, args, shmem, stream, NULL};
+/* Inlined into each entry point, where `i`, `fkind` and `coop` are constants. */
+static inline __attribute__((always_inline)) cudaError_t
+launch(int i, int fkind, int coop, const void *func, dim3 grid, dim3 block, void **args,
+       size_t shmem, cudaStream_t stream) {
+  void *real = rt_real_of(i);
+  if (AG_UNLIKELY(!real)) return cudaErrorNotSupported;
+  if (AG_UNLIKELY(!ag__active())) return ((rt_launch_fn)real)(func, grid, block, args, shmem, stream);
+  if (AG_UNLIKELY(shmem != (unsigned)shmem)) {
+    /* Too large for the record (the runtime rejects it): submitted with the size as given. */
+    rt_kl_t c = {real, func, grid, block, args, shmem, stream, NULL};
+    ag_launch_t l = {&rt_calls[i], AG_PATH_RUNTIME, func, {grid.x, grid.y, grid.z},
+                     {block.x, block.y, block.z}, (unsigned)shmem, stream, args, NULL,
+                     submit_kernel, &c, (unsigned char)fkind, (unsigned char)coop,
+                     rt_per_thread[i], 0, 0, NULL};
+    return (cudaError_t)ag__launch(&l);
+  }
   ag_launch_t l = {&rt_calls[i], AG_PATH_RUNTIME, func, {grid.x, grid.y, grid.z},
                    {block.x, block.y, block.z}, (unsigned)shmem, stream, args, NULL,
-                   submit_kernel, &c, (unsigned char)fkind, (unsigned char)coop,
+                   submit_plain, real, (unsigned char)fkind, (unsigned char)coop,
                    rt_per_thread[i], 0, 0, NULL};
-  if (!c.real) return cudaErrorNotSupported;
-  if (!ag__active()) return (cudaError_t)submit_kernel(&l);
   return (cudaError_t)ag__launch(&l);
 }
 
-static cudaError_t launch_cudaLaunchKernel(int i, const void *func, dim3 grid, dim3 block,
+static inline __attribute__((always_inline)) cudaError_t launch_cudaLaunchKernel(int i, const void *func, dim3 grid, dim3 block,
                                            void **args, size_t shmem, cudaStream_t stream) {
   return launch(i, AG_FN_STUB, 0, func, grid, block, args, shmem, stream);
 }
 
-static cudaError_t launch_cudaLaunchCooperativeKernel(int i, const void *func, dim3 grid,
+static inline __attribute__((always_inline)) cudaError_t launch_cudaLaunchCooperativeKernel(int i, const void *func, dim3 grid,
                                                       dim3 block, void **args, size_t shmem,
                                                       cudaStream_t stream) {
   return launch(i, AG_FN_STUB, 1, func, grid, block, args, shmem, stream);
 }
 
-static cudaError_t launch___cudaLaunchKernel(int i, cudaKernel_t kernel, dim3 grid, dim3 block,
+static inline __attribute__((always_inline)) cudaError_t launch___cudaLaunchKernel(int i, cudaKernel_t kernel, dim3 grid, dim3 block,
                                              void **args, size_t shmem, cudaStream_t stream) {
   return launch(i, AG_FN_KERNEL, 0, (const void *)kernel, grid, block, args, shmem, stream);
 }

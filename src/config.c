@@ -15,7 +15,8 @@
 #include "log.h"
 
 ag_config_t ag__config = {.log_level = AG_LOG_WARN, .repeats = 2, .min_seq = 2, .max_seq = 256,
-                          .max_graphs = 512, .max_graph_mb = 2048};
+                          .max_graphs = 512, .max_graph_mb = 2048,
+                          .dump_max_seq = 1000};
 
 typedef struct ag_option_desc {
   const char *name;
@@ -32,6 +33,9 @@ static const ag_option_desc_t options[AG_OPT_COUNT_] = {
     [AG_OPT_MAX_GRAPHS] = {"AUTOGRAPH_MAX_GRAPHS", "512"},
     [AG_OPT_MAX_GRAPH_MB] = {"AUTOGRAPH_MAX_GRAPH_MB", "2048"},
     [AG_OPT_DENY] = {"AUTOGRAPH_DENY", ""},
+    [AG_OPT_DUMP] = {"AUTOGRAPH_DUMP", ""},
+    [AG_OPT_DUMP_INTERVAL] = {"AUTOGRAPH_DUMP_INTERVAL", "0"},
+    [AG_OPT_DUMP_MAX_SEQ] = {"AUTOGRAPH_DUMP_MAX_SEQ", "1000"},
 };
 
 static void bad(void (*warn)(const char *), ag_option_t o, const char *value, const char *want) {
@@ -129,7 +133,45 @@ int ag__config_parse(ag_config_t *cfg, const char *(*getenv_fn)(const char *name
     else
       strcpy(cfg->deny, v);
   }
+
+  v = getenv_fn(options[AG_OPT_DUMP].name);
+  if (v && *v) {
+    if (strlen(v) + sizeof ".tmp" > sizeof cfg->dump_path)
+      bad(warn, AG_OPT_DUMP, v, "path too long"), nbad++;
+    else
+      strcpy(cfg->dump_path, v);
+  }
+  int_option(getenv_fn, warn, AG_OPT_DUMP_INTERVAL, 0, 1000000, &cfg->dump_interval, &nbad);
+  int_option(getenv_fn, warn, AG_OPT_DUMP_MAX_SEQ, 0, 1000000, &cfg->dump_max_seq, &nbad);
   return nbad;
+}
+
+const char *ag__config_name(ag_option_t o) {
+  return (unsigned)o < AG_OPT_COUNT_ ? options[o].name : NULL;
+}
+
+size_t ag__config_value(const ag_config_t *cfg, ag_option_t o, char *buf, size_t size) {
+  static const char *const levels[] = {"error", "warn", "info", "debug"};
+  int n = 0;
+  switch (o) {
+  case AG_OPT_DISABLE: n = snprintf(buf, size, "%d", cfg->disable); break;
+  case AG_OPT_LOG:
+    n = snprintf(buf, size, "%s",
+                 (unsigned)cfg->log_level < AG_ARRAY_SIZE(levels) ? levels[cfg->log_level] : "");
+    break;
+  case AG_OPT_STATS: n = snprintf(buf, size, "%s", cfg->stats_summary ? "1" : cfg->stats_path); break;
+  case AG_OPT_REPEATS: n = snprintf(buf, size, "%d", cfg->repeats); break;
+  case AG_OPT_MIN_SEQ: n = snprintf(buf, size, "%d", cfg->min_seq); break;
+  case AG_OPT_MAX_SEQ: n = snprintf(buf, size, "%d", cfg->max_seq); break;
+  case AG_OPT_MAX_GRAPHS: n = snprintf(buf, size, "%d", cfg->max_graphs); break;
+  case AG_OPT_MAX_GRAPH_MB: n = snprintf(buf, size, "%d", cfg->max_graph_mb); break;
+  case AG_OPT_DENY: n = snprintf(buf, size, "%s", cfg->deny); break;
+  case AG_OPT_DUMP: n = snprintf(buf, size, "%s", cfg->dump_path); break;
+  case AG_OPT_DUMP_INTERVAL: n = snprintf(buf, size, "%d", cfg->dump_interval); break;
+  case AG_OPT_DUMP_MAX_SEQ: n = snprintf(buf, size, "%d", cfg->dump_max_seq); break;
+  default: n = snprintf(buf, size, "%s", ""); break;
+  }
+  return n < 0 ? 0 : (size_t)n;
 }
 
 int ag__config_denied(const char *deny, const char *name) {

@@ -22,6 +22,9 @@ typedef enum ag_option {
   AG_OPT_MAX_GRAPHS,   /* AUTOGRAPH_MAX_GRAPHS: instantiated graphs kept */
   AG_OPT_MAX_GRAPH_MB, /* AUTOGRAPH_MAX_GRAPH_MB: estimated device memory of kept graphs */
   AG_OPT_DENY,    /* AUTOGRAPH_DENY: comma-separated fnmatch patterns of kernels never held */
+  AG_OPT_DUMP,    /* AUTOGRAPH_DUMP: path of the sequence dump (src/dump.h), else unset */
+  AG_OPT_DUMP_INTERVAL, /* AUTOGRAPH_DUMP_INTERVAL: seconds between periodic dumps, 0: none */
+  AG_OPT_DUMP_MAX_SEQ,  /* AUTOGRAPH_DUMP_MAX_SEQ: sequences written per dump at most */
   AG_OPT_COUNT_
 } ag_option_t;
 
@@ -35,6 +38,9 @@ typedef struct ag_config {
   int max_graphs;          /* >= 1 */
   int max_graph_mb;        /* >= 1 */
   char deny[1024];         /* AUTOGRAPH_DENY as given (patterns separated by commas) */
+  char dump_path[4096];    /* AUTOGRAPH_DUMP, else empty */
+  int dump_interval;       /* seconds, 0: no periodic dump */
+  int dump_max_seq;        /* >= 0 */
 } ag_config_t;
 
 /* Hard upper bound of AUTOGRAPH_MAX_SEQ: the per-sequence buffers are sized by it. */
@@ -51,6 +57,11 @@ extern ag_config_t ag__config;
  * of malformed values. */
 int ag__config_parse(ag_config_t *cfg, const char *(*getenv_fn)(const char *name),
                      void (*warn)(const char *msg));
+
+/* The variable name of option `o`, and its effective value in `cfg` as text (into buf, as
+ * snprintf does). For the dump's record of the options in force. */
+const char *ag__config_name(ag_option_t o);
+size_t ag__config_value(const ag_config_t *cfg, ag_option_t o, char *buf, size_t size);
 
 /* Loads ag__config from the process environment, once. */
 void ag__config_load(void);

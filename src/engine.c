@@ -24,13 +24,18 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "config.h"
+#include "dump.h"
 #include "graph.h"
 #include "kinfo.h"
 #include "log.h"
@@ -50,18 +55,68 @@ int ag__enabled;
 #define STAT_INC(field, n) \
   __atomic_store_n(&(field), __atomic_load_n(&(field), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* The engine lock. Every launch takes it, so it is a bare futex lock (0 free, 1 held, 2 held
+ * with waiters; Drepper, "Futexes Are Tricky", mutex 2): one locked instruction each way and no
+ * call into libc when uncontended, where pthread_mutex_lock/unlock cost some fifty instructions
+ * per launch. Under ThreadSanitizer it is a pthread mutex, so that lock-order checking sees it. */
+#if defined(__SANITIZE_THREAD__)
+#define AG_ENGINE_PTHREAD_LOCK 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define AG_ENGINE_PTHREAD_LOCK 1
+#endif
+#endif
+
+#ifdef AG_ENGINE_PTHREAD_LOCK
+static pthread_mutex_t lock_mu = PTHREAD_MUTEX_INITIALIZER;
+static inline void engine_lock(void) { pthread_mutex_lock(&lock_mu); }
+static inline void engine_unlock(void) { pthread_mutex_unlock(&lock_mu); }
+static void engine_lock_reinit(void) { pthread_mutex_init(&lock_mu, NULL); }
+#else
+static int lock_word;
+
+static long futex(int op, int val) { return syscall(SYS_futex, &lock_word, op, val, NULL, NULL, 0); }
+
+static void __attribute__((noinline)) engine_lock_slow(int c) {
+  int saved = errno; /* the futex wait may fail with EAGAIN or EINTR: the program's errno stays */
+  if (c != 2) c = __atomic_exchange_n(&lock_word, 2, __ATOMIC_ACQUIRE);
+  while (c != 0) {
+    futex(FUTEX_WAIT_PRIVATE, 2);
+    c = __atomic_exchange_n(&lock_word, 2, __ATOMIC_ACQUIRE);
+  }
+  errno = saved;
+}
+
+static inline void engine_lock(void) {
+  int c = 0;
+  if (AG_UNLIKELY(!__atomic_compare_exchange_n(&lock_word, &c, 1, 0, __ATOMIC_ACQUIRE,
+                                               __ATOMIC_RELAXED)))
+    engine_lock_slow(c);
+}
+
+static inline void engine_unlock(void) {
+  if (AG_UNLIKELY(__atomic_exchange_n(&lock_word, 0, __ATOMIC_RELEASE) == 2)) {
+    int saved = errno;
+    futex(FUTEX_WAKE_PRIVATE, 1);
+    errno = saved;
+  }
+}
+
+static void engine_lock_reinit(void) { __atomic_store_n(&lock_word, 0, __ATOMIC_RELAXED); }
+#endif
 
 static struct {
-  int off;                /* no holding at all (forked child, no driver table, out of memory) */
-  ag_seqtab_t *tab;
+  /* What every launch reads and writes comes first, so that it fits one or two cache lines. */
+  int live;               /* set up, with the real driver table: the launch path may run */
+  int holding;
   ag_seg_t seg;
   void *stream, *ctx;     /* of the current sequence */
-  pthread_t thread;       /* the thread that began it */
   uint64_t *hashes;       /* structural hashes of the current sequence, max_seq of them */
-  /* Holding. */
-  int holding;
   ag_seq_t *cand;         /* a sequence the held launches are a prefix of */
+  int off;                /* no holding at all (forked child, no driver table, out of memory) */
+  ag_seqtab_t *tab;
+  pthread_t thread;       /* the thread that began it */
+  /* Holding. */
   ag_held_t *held;        /* max_seq entries, parallel to hashes */
   uint8_t *arena;
   size_t arena_used, arena_cap;
@@ -86,6 +141,7 @@ static void release_graph(ag_seq_t *s) {
 
 static void on_evict(ag_seq_t *s) {
   STAT_INC(ag__stats.evictions, 1);
+  if (ag__dump_armed) ag__dump_graph_gone(s, 1);
   release_graph(s);
 }
 
@@ -150,6 +206,7 @@ static void demote(ag_seq_t *s, const char *why) {
   ag__log(AG_LOG_INFO, "sequence %016llx (%d launches) demoted: %s",
           (unsigned long long)s->key.hash, s->n, why);
   ag__seqtab_demote(E.tab, s);
+  if (ag__dump_armed) ag__dump_demoted(s, why), ag__dump_graph_gone(s, 0);
   release_graph(s);
   STAT_INC(ag__stats.demotions, 1);
 }
@@ -250,13 +307,16 @@ static void cut(void) {
 
 /* ---- launches ----------------------------------------------------------------------------- */
 
+/* The shape (grid, block, shared memory) is compared as one block of seven unsigneds. */
+_Static_assert(offsetof(ag_launch_t, block) == offsetof(ag_launch_t, grid) + 3 * sizeof(unsigned) &&
+                   offsetof(ag_launch_t, shmem) == offsetof(ag_launch_t, grid) + 6 * sizeof(unsigned),
+               "ag_launch_t: grid, block and shmem must be contiguous");
+_Static_assert(sizeof(((ag_kinfo_t *)0)->shape) == 7 * sizeof(unsigned), "ag_kinfo_t: shape");
+
 static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l) {
   uint64_t h;
   /* A kernel is mostly launched with one shape: the last one's hash is kept with the kernel. */
-  if (AG_LIKELY(k->shape[0] == l->grid[0] && k->shape[1] == l->grid[1] &&
-                k->shape[2] == l->grid[2] && k->shape[3] == l->block[0] &&
-                k->shape[4] == l->block[1] && k->shape[5] == l->block[2] &&
-                k->shape[6] == l->shmem && k->shape_known))
+  if (AG_LIKELY(k->shape_known && !memcmp(k->shape, l->grid, sizeof k->shape)))
     return k->shape_hash;
   h = ag__mix64(k->id ^ ((uint64_t)l->shmem << 32));
   h = ag__mix64(h ^ l->grid[0] ^ ((uint64_t)l->grid[1] << 32));
@@ -266,13 +326,17 @@ static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l) {
   k->shape[3] = l->block[0], k->shape[4] = l->block[1], k->shape[5] = l->block[2];
   k->shape[6] = l->shmem;
   k->shape_hash = h, k->shape_known = 1;
+  if (AG_UNLIKELY(ag__dump_armed))
+    ag__dump_shape(h, k, l, ag__tls.lib ? AG_PATH_CUDNN : l->path,
+                    ag__tls.lib ? ag__tls.lib_call : NULL);
   return h;
 }
 
 /* Why this launch cannot be held (enum ag_fallback + 1), or 0. */
-static int attr_reason(const ag_launch_t *l) {
-  if (l->coop) return AG_FB_COOPERATIVE + 1;
-  if (l->extra || !l->args) return AG_FB_ATTRIBUTES + 1;
+static inline int attr_reason(const ag_launch_t *l) {
+  if (AG_UNLIKELY(l->coop)) return AG_FB_COOPERATIVE + 1;
+  if (AG_UNLIKELY(l->extra || !l->args)) return AG_FB_ATTRIBUTES + 1;
+  if (AG_LIKELY(!l->nattrs)) return 0;
   for (unsigned i = 0; i < l->nattrs; i++) {
     const CUlaunchAttribute *a = (const CUlaunchAttribute *)l->attrs + i;
     if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
@@ -326,16 +390,16 @@ static int pass(const ag_launch_t *l, int sample) {
 
 /* Handles a launch that may be held; returns 1 when it was held (or replayed), 0 when the
  * caller must submit it. Called under the lock. */
-static int step(const ag_launch_t *l, void *stream, void *ctx, ag_kinfo_t *k) {
+static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void *stream, void *ctx, ag_kinfo_t *k) {
   int reason, i;
   uint64_t h, done;
 
-  if (!k) {
+  if (AG_UNLIKELY(!k)) {
     cut();
     return 0;
   }
-  reason = k->reason ? k->reason : attr_reason(l);
-  if (!reason && __atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0) {
+  reason = AG_UNLIKELY(k->reason) ? k->reason : attr_reason(l);
+  if (AG_UNLIKELY(!reason && __atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0)) {
     /* The program is capturing somewhere: nothing is held meanwhile, and a launch on a
      * capturing stream (or one joined to a capture by an event wait) is its own business. */
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -346,15 +410,18 @@ static int step(const ag_launch_t *l, void *stream, void *ctx, ag_kinfo_t *k) {
       STAT_INC(ag__stats.fallbacks[AG_FB_CAPTURING], 1);
     return 0;
   }
-  if (reason) {
+  if (AG_UNLIKELY(reason)) {
     cut();
     STAT_INC(ag__stats.fallbacks[reason - 1], 1);
+    if (AG_UNLIKELY(ag__dump_armed) && reason == AG_FB_DENIED + 1)
+      ag__dump_denied(k, l, ag__tls.lib ? AG_PATH_CUDNN : l->path,
+                    ag__tls.lib ? ag__tls.lib_call : NULL);
     return 0;
   }
-  if (E.seg.len && (stream != E.stream || ctx != E.ctx)) cut();
+  if (E.seg.len && AG_UNLIKELY(stream != E.stream || ctx != E.ctx)) cut();
   i = E.seg.len;
   h = struct_hash(k, l);
-  if (i == 0) {
+  if (AG_UNLIKELY(i == 0)) {
     E.stream = stream, E.ctx = ctx, E.thread = pthread_self();
     E.hashes[0] = h;
     /* A sequence boundary: hold if a known sequence may begin here. */
@@ -369,7 +436,7 @@ static int step(const ag_launch_t *l, void *stream, void *ctx, ag_kinfo_t *k) {
     }
   }
   int held = 0;
-  if (E.holding) {
+  if (AG_UNLIKELY(E.holding)) {
     if (hold(i, k, l) == 0) {
       held = 1;
     } else {
@@ -377,7 +444,7 @@ static int step(const ag_launch_t *l, void *stream, void *ctx, ag_kinfo_t *k) {
       stop_holding();
     }
   }
-  if (ag__seg_push(&E.seg, h, &done)) {
+  if (AG_UNLIKELY(ag__seg_push(&E.seg, h, &done))) {
     E.seg.len = i + 1; /* the segmenter reset itself; finish() needs the length */
     finish(1, done);
   }
@@ -387,20 +454,25 @@ static int step(const ag_launch_t *l, void *stream, void *ctx, ag_kinfo_t *k) {
 int ag__launch(const ag_launch_t *l) {
   void *stream, *ctx;
   ag_kinfo_t *k;
-  int sample;
+  int sample, path;
   if (ag__tls.quiet) return l->submit(l); /* nested: the outer launch was recorded */
+  if (AG_UNLIKELY(ag__dump_armed)) ag__dump_poll(0);
 
   stream = l->stream;
   if (!stream) stream = l->per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
-  pthread_mutex_lock(&lock);
+  engine_lock();
   /* Every counter of the launch path is written here, under the lock: no atomics per launch. */
   STAT_INC(ag__stats.launches, 1);
-  STAT_INC(ag__stats.by_path[ag__tls.lib ? AG_PATH_CUDNN : l->path], 1);
+  path = AG_UNLIKELY(ag__tls.lib) ? AG_PATH_CUDNN : l->path;
+  STAT_INC(ag__stats.by_path[path], 1);
   if (l->call) STAT_INC(l->call->count, 1);
   STAT_INC(ag__stats.families[AG_FAM_LAUNCH], 1);
-  if (AG_UNLIKELY(E.off || !ag__real_ready() || (!E.tab && engine_setup() != 0))) goto pass;
+  if (AG_UNLIKELY(!E.live)) {
+    if (E.off || !ag__real_ready() || (!E.tab && engine_setup() != 0)) goto pass;
+    E.live = 1;
+  }
   ctx = current_ctx();
-  if (stream == CU_STREAM_PER_THREAD) {
+  if (AG_UNLIKELY(stream == CU_STREAM_PER_THREAD)) {
     /* Never held: only the owning thread can submit to its per-thread stream, and a flush may
      * have to happen on another thread. */
     cut();
@@ -410,29 +482,35 @@ int ag__launch(const ag_launch_t *l) {
   if (AG_UNLIKELY(!k)) {
     /* First sight: learning calls the driver and the runtime, which take locks of their own
      * and call back into the wrappers, so it runs outside the engine lock, quietly. */
-    pthread_mutex_unlock(&lock);
+    engine_unlock();
     ag__tls.quiet++;
     k = ag__kinfo_learn(l->func, l->fkind, ctx);
     ag__tls.quiet--;
-    pthread_mutex_lock(&lock);
+    engine_lock();
     if (k) k = ag__kinfo_add(k);
   }
   if (step(l, stream, ctx, k)) {
-    pthread_mutex_unlock(&lock);
+    engine_unlock();
     return 0;
   }
 pass:
   STAT_INC(ag__stats.passthrough, 1);
   sample = (sampled++ & 31) == 0;
-  pthread_mutex_unlock(&lock);
+  engine_unlock();
   return pass(l, sample);
+}
+
+void ag__engine_snapshot(void (*fn)(ag_seqtab_t *t, double launch_ns, void *arg), void *arg) {
+  engine_lock();
+  fn(E.tab, (double)__atomic_load_n(&launch_ns, __ATOMIC_RELAXED), arg);
+  engine_unlock();
 }
 
 void ag__flush_all(void) {
   if (!ag__enabled) return;
-  pthread_mutex_lock(&lock);
+  engine_lock();
   cut();
-  pthread_mutex_unlock(&lock);
+  engine_unlock();
 }
 
 /* ---- ordering and library calls ------------------------------------------------------------ */
@@ -451,6 +529,7 @@ void ag__order_enter(ag_call_t *call, void *stream) {
       count_call(call, call ? call->family : AG_FAM_UNCLASSIFIED);
     }
     ag__flush_all();
+    if (AG_UNLIKELY(ag__dump_armed)) ag__dump_poll(1);
   }
   ag__tls.quiet++;
 }
@@ -472,6 +551,7 @@ void ag__order_leave_status(ag_call_t *call, int ok) {
 }
 
 void ag__lib_enter(ag_call_t *call) {
+  if (!ag__tls.lib) ag__tls.lib_call = call ? call->name : NULL;
   if (!ag__tls.quiet && !ag__tls.lib) count_call(call, call->family);
   ag__tls.lib++;
 }
@@ -516,12 +596,12 @@ void ag__func_of_kernel(const void *func, const void *kernel) {
 
 void ag__image_unloaded(const void *mod) {
   int saved = errno, n;
-  pthread_mutex_lock(&lock);
+  engine_lock();
   /* The unload was an ordering call, but another thread may have begun holding since: nothing
    * held may refer to a kernel about to be forgotten. */
   cut();
   n = ag__kinfo_unload(mod);
-  pthread_mutex_unlock(&lock);
+  engine_unlock();
   if (n) ag__log(AG_LOG_DEBUG, "module %p unloaded: %d kernels forgotten", mod, n);
   errno = saved;
 }
@@ -532,24 +612,26 @@ static void at_exit(void) {
   /* Held launches run before the report, so that replayed + passthrough == launches. */
   ag__flush_all();
   if (ag__enabled) ag__stats_report();
+  if (ag__enabled && ag__dump_armed) ag__dump_write(AG_DUMP_EXIT);
 }
 
 static void atfork_prepare(void) {
   /* The child must not inherit held work it cannot submit; take the lock so that no thread is
    * in the middle of changing the engine's state when the process is copied. */
   ag__flush_all();
-  pthread_mutex_lock(&lock);
+  engine_lock();
 }
 
-static void atfork_parent(void) { pthread_mutex_unlock(&lock); }
+static void atfork_parent(void) { engine_unlock(); }
 
 static void atfork_child(void) {
   /* The child starts with one thread: per-thread nesting of other threads is gone, and the
    * counters describe the parent's work. CUDA is unusable in a forked child, so the engine
    * passes everything through there. */
-  pthread_mutex_init(&lock, NULL);
-  ag__tls = (ag_tls_t){0, 0, NULL};
+  engine_lock_reinit();
+  ag__tls = (ag_tls_t){0};
   E.off = 1;
+  E.live = 0;
   E.holding = 0;
   E.seg.len = 0;
   ag__kinfo_reset();
@@ -565,6 +647,7 @@ void ag__init(void) {
     return; /* done, or running on some thread: the caller forwards untouched meanwhile */
   ag__config_load();
   if (!ag__config.disable) {
+    ag__dump_init();
     atexit(at_exit);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     ag__log(AG_LOG_DEBUG, "initialised (stats %s, repeats %d, sequences %d..%d)",

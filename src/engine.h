@@ -85,6 +85,7 @@ typedef struct ag_tls {
   int quiet; /* wrapped runtime/driver calls in progress: nested calls pass through */
   int lib;   /* library calls (cuDNN) in progress: their launches are labelled AG_PATH_CUDNN */
   void *ctx; /* this thread's current context as last seen (NULL: ask the driver) */
+  const char *lib_call; /* the outermost library call in progress (the dump's cudnn_call) */
 } ag_tls_t;
 extern __thread ag_tls_t ag__tls;
 

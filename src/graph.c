@@ -11,9 +11,11 @@
  */
 #include "graph.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dump.h"
 #include "real.h"
 
 struct ag_graph {
@@ -25,7 +27,31 @@ struct ag_graph {
   uint8_t *args;
   void **ptrs;     /* scratch: parameter pointers of one node */
   uint32_t maxp;   /* its capacity */
+  /* For the dump, per node: [2i] parameters (bit j: parameter j < 64) that an update changed,
+   * [2i+1] those of them whose change did not look like an address. */
+  uint64_t *varied;
 };
+
+/* Records which parameters of node i differ between the graph's copy and the new bytes. */
+static void note_varied(ag_graph_t *g, int i, const ag_kinfo_t *k, const uint8_t *old,
+                        const uint8_t *new) {
+  uint32_t np = k->nparams < 64 ? k->nparams : 64;
+  for (uint32_t j = 0; j < np; j++) {
+    const ag_kparam_t *p = &k->params[j];
+    if (!memcmp(old + p->offset, new + p->offset, p->size)) continue;
+    g->varied[2 * i] |= 1ull << j;
+    uint64_t a = 0, b = 0;
+    if (p->size == 8) memcpy(&a, old + p->offset, 8), memcpy(&b, new + p->offset, 8);
+    if (p->size != 8 || !ag__dump_looks_like_address(a) || !ag__dump_looks_like_address(b))
+      g->varied[2 * i + 1] |= 1ull << j;
+  }
+}
+
+void ag__graph_varied(const ag_graph_t *g, int i, uint64_t *changed, uint64_t *value) {
+  *changed = *value = 0;
+  if (!g || !g->varied || i < 0 || i >= g->n) return;
+  *changed = g->varied[2 * i], *value = g->varied[2 * i + 1];
+}
 
 static void fill_ptrs(void **ptrs, const ag_kinfo_t *k, const uint8_t *base) {
   for (uint32_t j = 0; j < k->nparams; j++) ptrs[j] = (void *)(base + k->params[j].offset);
@@ -61,11 +87,42 @@ size_t ag__graph_cost(int n) {
   return (size_t)n * per_node;
 }
 
+/* Handles whose destroy failed. A driver that refuses a destroy still owns the object, so the
+ * handle is not dropped: it is kept here and the destroy tried again at the next release. Only
+ * if even this list cannot grow is a handle given up. */
+typedef struct kept {
+  CUgraphExec exec;
+  CUgraph g;
+} kept_t;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static kept_t *kept;
+static size_t nkept, capkept;
+
+/* Destroys what it can of k; returns 1 when nothing is left. */
+static int destroy(kept_t *k) {
+  if (k->exec && (!ag__real.cuGraphExecDestroy || !ag__real.cuGraphExecDestroy(k->exec)))
+    k->exec = NULL;
+  /* An exec does not need the graph it was made from. */
+  if (k->g && (!ag__real.cuGraphDestroy || !ag__real.cuGraphDestroy(k->g))) k->g = NULL;
+  return !k->exec && !k->g;
+}
+
 void ag__graph_free(ag_graph_t *g) {
   if (!g) return;
-  if (g->exec && ag__real.cuGraphExecDestroy) ag__real.cuGraphExecDestroy(g->exec);
-  if (g->g && ag__real.cuGraphDestroy) ag__real.cuGraphDestroy(g->g);
-  free(g->nodes), free(g->off), free(g->args), free(g->ptrs), free(g);
+  kept_t k = {g->exec, g->g};
+  free(g->nodes), free(g->off), free(g->args), free(g->ptrs), free(g->varied), free(g);
+  pthread_mutex_lock(&kept_lock);
+  for (size_t i = 0; i < nkept;)
+    if (destroy(&kept[i])) kept[i] = kept[--nkept]; else i++;
+  if (!destroy(&k)) {
+    if (nkept == capkept) {
+      size_t ncap = capkept ? 2 * capkept : 16;
+      kept_t *grown = realloc(kept, ncap * sizeof *grown);
+      if (grown) kept = grown, capkept = ncap;
+    }
+    if (nkept < capkept) kept[nkept++] = k;
+  }
+  pthread_mutex_unlock(&kept_lock);
 }
 
 int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *arena) {
@@ -87,7 +144,8 @@ int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *
   g->off = calloc((size_t)n, sizeof *g->off);
   g->args = malloc(bytes ? bytes : 1);
   g->ptrs = calloc(g->maxp ? g->maxp : 1, sizeof *g->ptrs);
-  if (!g->nodes || !g->off || !g->args || !g->ptrs) goto fail;
+  g->varied = calloc(2 * (size_t)n, sizeof *g->varied);
+  if (!g->nodes || !g->off || !g->args || !g->ptrs || !g->varied) goto fail;
   bytes = 0;
   for (int i = 0; i < n; i++) {
     g->off[i] = (uint32_t)bytes;
@@ -122,6 +180,7 @@ int ag__graph_replay(ag_graph_t *g, const ag_held_t *h, const uint8_t *arena, vo
     /* Parameters are copied by the driver at the call, so the graph's own copy may be
      * overwritten first and pointed to. */
     CUDA_KERNEL_NODE_PARAMS_v2 p;
+    note_varied(g, i, k, mine, arena + h[i].off);
     memcpy(mine, arena + h[i].off, k->param_bytes);
     fill_ptrs(g->ptrs, k, mine);
     node_params(&p, &h[i], g->ptrs);

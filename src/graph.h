@@ -39,6 +39,11 @@ int ag__graph_replay(ag_graph_t *g, const ag_held_t *h, const uint8_t *arena, vo
 /* Estimated device memory of a graph of n kernel nodes (bytes). */
 size_t ag__graph_cost(int n);
 
+/* Which parameters of node i replays have changed (bit j: parameter j, the first 64 only) and
+ * which of those changes did not look like an address (src/dump.h). Zero for a NULL graph. */
+void ag__graph_varied(const ag_graph_t *g, int i, uint64_t *changed, uint64_t *value);
+
+/* Destroys the graph and its exec; a handle whose destroy fails is kept and retried later. */
 void ag__graph_free(ag_graph_t *g);
 
 #endif

@@ -48,6 +48,11 @@ void ag__json_u64(ag_json_t *j, uint64_t v) {
   puts_(j, tmp);
 }
 
+void ag__json_raw(ag_json_t *j, const char *text) {
+  sep(j);
+  puts_(j, text);
+}
+
 void ag__json_str(ag_json_t *j, const char *s) {
   sep(j);
   put(j, '"');

@@ -21,6 +21,8 @@ void ag__json_end(ag_json_t *j, char close);           /* '}' or ']' */
 void ag__json_key(ag_json_t *j, const char *key);      /* writes "key": */
 void ag__json_u64(ag_json_t *j, uint64_t v);
 void ag__json_str(ag_json_t *j, const char *s);
+/* Writes `text`, which must already be one valid JSON value (a number, true, false, null). */
+void ag__json_raw(ag_json_t *j, const char *text);
 /* Terminates the buffer; returns the full length needed (excluding the NUL). */
 size_t ag__json_finish(ag_json_t *j);
 

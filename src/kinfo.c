@@ -49,12 +49,7 @@ typedef struct kent {
   UT_hash_handle hh;
 } kent_t;
 
-#define KCACHE 256 /* power of two */
-static struct kslot {
-  const void *func;
-  void *ctx;
-  ag_kinfo_t *k;
-} kcache[KCACHE];
+ag_kslot_t ag__kcache[AG_KCACHE];
 
 static kent_t *kernels;
 static uint32_t next_id = 1; /* atomic: records are numbered outside the engine lock */
@@ -402,16 +397,10 @@ static void learn(ag_kinfo_t *k) {
                                                 : "");
 }
 
-static inline unsigned kslot(const void *func, void *ctx) {
-  uintptr_t p = (uintptr_t)func ^ ((uintptr_t)ctx >> 4);
-  return (unsigned)((p >> 4) ^ (p >> 12)) & (KCACHE - 1);
-}
-
-ag_kinfo_t *ag__kinfo_find(const void *func, void *ctx) {
-  struct kslot *s = &kcache[kslot(func, ctx)];
+ag_kinfo_t *ag__kinfo_find_slow(const void *func, void *ctx) {
+  ag_kslot_t *s = &ag__kcache[ag__kslot(func, ctx)];
   kkey_t key;
   kent_t *e;
-  if (AG_LIKELY(s->func == func && s->ctx == ctx && s->k)) return s->k;
   memset(&key, 0, sizeof key);
   key.func = func, key.ctx = ctx;
   HASH_FIND(hh, kernels, &key, sizeof key, e);
@@ -485,14 +474,19 @@ int ag__kinfo_unload(const void *mod) {
     ag__kinfo_free(&e->k);
     n++;
   }
-  if (n) memset(kcache, 0, sizeof kcache);
+  if (n) memset(ag__kcache, 0, sizeof ag__kcache);
   return n;
 }
 
+/* Tables given up in a forked child (volatile: stores that are never read must still happen). */
+static void *volatile forsaken[4];
+
 void ag__kinfo_reset(void) {
   /* In a forked child: the parent's handles mean nothing here. Leak rather than free: another
-   * thread of the parent may have been in the middle of changing these tables. */
+   * thread of the parent may have been in the middle of changing these tables. They stay
+   * pointed to, so that a leak checker sees them kept on purpose rather than lost. */
+  forsaken[0] = kernels, forsaken[1] = mods, forsaken[2] = fatbins, forsaken[3] = fnames;
   kernels = NULL, mods = NULL, fatbins = NULL, fnames = NULL;
-  memset(kcache, 0, sizeof kcache);
+  memset(ag__kcache, 0, sizeof ag__kcache);
   pthread_mutex_init(&img_lock, NULL);
 }

@@ -45,8 +45,30 @@ typedef struct ag_kinfo {
   uint64_t shape_hash;
 } ag_kinfo_t;
 
+/* The direct-mapped front of the kernel cache, probed inline on every launch (engine lock). */
+#define AG_KCACHE 256 /* power of two */
+typedef struct ag_kslot {
+  const void *func;
+  void *ctx;
+  ag_kinfo_t *k;
+} ag_kslot_t;
+extern __attribute__((visibility("hidden"))) ag_kslot_t ag__kcache[AG_KCACHE];
+
+static inline unsigned ag__kslot(const void *func, void *ctx) {
+  uintptr_t p = (uintptr_t)func ^ ((uintptr_t)ctx >> 4);
+  return (unsigned)((p >> 4) ^ (p >> 12)) & (AG_KCACHE - 1);
+}
+
+/* ag__kinfo_find past a miss of the direct-mapped cache: one hash probe, which refills the slot
+ * on a hit. */
+ag_kinfo_t *ag__kinfo_find_slow(const void *func, void *ctx);
+
 /* The cached record for (func, ctx), or NULL. Engine lock held. */
-ag_kinfo_t *ag__kinfo_find(const void *func, void *ctx);
+static inline ag_kinfo_t *ag__kinfo_find(const void *func, void *ctx) {
+  const ag_kslot_t *s = &ag__kcache[ag__kslot(func, ctx)];
+  if (__builtin_expect(s->func == func && s->ctx == ctx && s->k != NULL, 1)) return s->k;
+  return ag__kinfo_find_slow(func, ctx);
+}
 
 /* Learns (func, ctx) from the driver and the known images; the record is not cached yet.
  * Called without the engine lock (it calls the driver and the runtime, whose own calls pass

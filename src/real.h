@@ -42,6 +42,8 @@ typedef struct ag_real {
 #undef AG_REAL_FIELD_
   /* Runtime: host stub → CUfunction (cudaFunction_t is a CUfunction). */
   int (*cudaGetFuncBySymbol)(void **func, const void *symbol);
+  /* Runtime: its version, for the dump only (may be NULL). */
+  int (*cudaRuntimeGetVersion)(int *version);
   int driver_version;
 } ag_real_t;
 

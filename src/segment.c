@@ -1,10 +1,8 @@
 /* segment.c — the segmenter and the sequence table (see segment.h).
  *
- * The cut test hashes the window afresh at every launch (four rotations and a mix) rather than
- * keeping a true rolling sum: the window is tiny and this keeps the cut a pure function of the
- * last AG_SEG_WINDOW launches. The table is a uthash map keyed by (content hash, length), and
- * lookups confirm the match on the full list of structural hashes, so a collision of content
- * hashes can never replay the wrong graph.
+ * The segmenter's per-launch step, ag__seg_push, is inline in segment.h. The table is a uthash
+ * map keyed by (content hash, length), and lookups confirm the match on the full list of
+ * structural hashes, so a collision of content hashes can never replay the wrong graph.
  */
 #include "segment.h"
 
@@ -26,25 +24,6 @@ void ag__seg_reset(ag_seg_t *s) {
   memset(s->ring, 0, sizeof s->ring);
 }
 
-static inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-
-int ag__seg_push(ag_seg_t *s, uint64_t h, uint64_t *done_hash) {
-  uint64_t w = 0;
-  s->ring[s->len % AG_SEG_WINDOW] = h;
-  s->len++;
-  s->hash = ag__mix64(s->hash ^ h) + (uint64_t)s->len;
-  if (s->len < s->min) return 0;
-  if (s->len < s->max) {
-    /* Only the launches since the last cut are in the window (the ring was zeroed). */
-    for (int i = 0; i < AG_SEG_WINDOW; i++)
-      w ^= rotl(s->ring[(s->len - 1 - i + 2 * AG_SEG_WINDOW) % AG_SEG_WINDOW], 13 * i + 1);
-    if ((ag__mix64(w) & AG_SEG_MASK) != 0) return 0;
-  }
-  *done_hash = s->hash;
-  ag__seg_reset(s);
-  return 1;
-}
-
 /* ---- the table --------------------------------------------------------------------------- */
 
 typedef struct first {
@@ -58,6 +37,7 @@ struct ag_seqtab {
   first_t *firsts;
   ag_seq_t *lru_head, *lru_tail;
   int ngraphs, max_graphs;
+  uint32_t next_id;
   size_t bytes, max_bytes;
   void (*evict)(ag_seq_t *seq);
 };
@@ -86,6 +66,7 @@ ag_seq_t *ag__seqtab_find(ag_seqtab_t *t, uint64_t hash, const uint64_t *hashes,
   memcpy(s->hashes, hashes, (size_t)n * sizeof *hashes);
   s->key = probe.key;
   s->n = n;
+  s->id = ++t->next_id;
   HASH_ADD(hh, t->seqs, key, sizeof s->key, s);
   *added = 1;
   return s;
@@ -188,4 +169,24 @@ size_t ag__seqtab_count(const ag_seqtab_t *t) { return HASH_COUNT(t->seqs); }
 
 void ag__seqtab_each_ready(ag_seqtab_t *t, void (*fn)(ag_seq_t *seq)) {
   for (ag_seq_t *s = t->lru_head; s; s = s->lru_next) fn(s);
+}
+
+void ag__seqtab_each(ag_seqtab_t *t, void (*fn)(ag_seq_t *seq, void *arg), void *arg) {
+  for (ag_seq_t *s = t->seqs; s; s = s->hh.next) fn(s, arg);
+}
+
+void ag__seqtab_free(ag_seqtab_t *t) {
+  if (!t) return;
+  ag_seq_t *s, *stmp;
+  HASH_ITER(hh, t->seqs, s, stmp) {
+    HASH_DEL(t->seqs, s);
+    free(s->hashes);
+    free(s);
+  }
+  first_t *f, *ftmp;
+  HASH_ITER(hh, t->firsts, f, ftmp) {
+    HASH_DEL(t->firsts, f);
+    free(f);
+  }
+  free(t);
 }

@@ -34,15 +34,44 @@ typedef struct ag_seg {
 
 void ag__seg_init(ag_seg_t *s, int min, int max);
 void ag__seg_reset(ag_seg_t *s);
-/* Adds one launch; returns 1 when the sequence ends after it (the segmenter is then reset and
- * *done_hash holds the finished sequence's content hash), else 0. */
-int ag__seg_push(ag_seg_t *s, uint64_t h, uint64_t *done_hash);
 
 /* A 64-bit mix (splitmix64's finaliser). */
 static inline uint64_t ag__mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+
+static inline uint64_t ag__rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+/* Adds one launch; returns 1 when the sequence ends after it (the segmenter is then reset and
+ * *done_hash holds the finished sequence's content hash), else 0.
+ *
+ * Inline because it runs on every launch. The cut test hashes the window afresh (four
+ * rotations and a mix) rather than keeping a true rolling sum: the window is tiny and this
+ * keeps the cut a pure function of the last AG_SEG_WINDOW launches. Slot j of the ring holds
+ * the launch whose 1-based position p has (p - 1) & (AG_SEG_WINDOW - 1) == j; the window term
+ * of the launch i places back is rotated by 13 * i + 1. Cut points depend on these exact
+ * values: any change here moves every cut. */
+_Static_assert((AG_SEG_WINDOW & (AG_SEG_WINDOW - 1)) == 0, "AG_SEG_WINDOW: a power of two");
+_Static_assert(AG_SEG_WINDOW == 4, "ag__seg_push unrolls a window of 4");
+static inline int ag__seg_push(ag_seg_t *s, uint64_t h, uint64_t *done_hash) {
+  unsigned last = (unsigned)s->len; /* slot index of this launch, before the increment */
+  int len = s->len + 1;
+  s->ring[last & (AG_SEG_WINDOW - 1)] = h;
+  s->len = len;
+  s->hash = ag__mix64(s->hash ^ h) + (uint64_t)len;
+  if (AG_LIKELY(len < s->min)) return 0;
+  if (AG_LIKELY(len < s->max)) {
+    /* Only the launches since the last cut are in the window (the ring was zeroed). */
+    uint64_t w = ag__rotl64(h, 1) ^ ag__rotl64(s->ring[(last - 1) & (AG_SEG_WINDOW - 1)], 14) ^
+                 ag__rotl64(s->ring[(last - 2) & (AG_SEG_WINDOW - 1)], 27) ^
+                 ag__rotl64(s->ring[(last - 3) & (AG_SEG_WINDOW - 1)], 40);
+    if (AG_LIKELY((ag__mix64(w) & AG_SEG_MASK) != 0)) return 0;
+  }
+  *done_hash = s->hash;
+  ag__seg_reset(s);
+  return 1;
 }
 
 /* ---- the sequence table ------------------------------------------------------------------ */
@@ -61,6 +90,7 @@ struct ag_seq {
     int64_t n;          /* … and length: the key */
   } key;
   int n;
+  uint32_t id;          /* 1, 2, … in the order sequences were first seen (the dump's id) */
   uint64_t *hashes;     /* n structural hashes */
   uint64_t count;       /* occurrences seen */
   int state;            /* enum ag_seq_state */
@@ -103,5 +133,12 @@ size_t ag__seqtab_count(const ag_seqtab_t *t);
 
 /* Calls fn on every READY sequence (at exit, to release graphs). */
 void ag__seqtab_each_ready(ag_seqtab_t *t, void (*fn)(ag_seq_t *seq));
+
+/* Calls fn(seq, arg) on every sequence known, in no particular order (the dump's snapshot). */
+void ag__seqtab_each(ag_seqtab_t *t, void (*fn)(ag_seq_t *seq, void *arg), void *arg);
+
+/* Frees the table and every sequence in it (NULL is allowed). Graphs are the caller's: release
+ * them first (ag__seqtab_each_ready). */
+void ag__seqtab_free(ag_seqtab_t *t);
 
 #endif

@@ -18,6 +18,7 @@ INSTALL ?= install
 AG_INSPECT := $(BUILD)/autograph-inspect
 AG_ALL += $(AG_INSPECT)
 AG_INSTALL_SCRIPTS += tools/autograph
+AG_INSTALL_SCRIPTS += tools/autograph-report
 
 $(AG_INSPECT): $(BUILD)/obj/tools/inspect.o $(BUILD)/obj/src/elf.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lelf -lzstd -lstdc++

@@ -21,7 +21,7 @@ files() { (cd "$1" && find . -type f -o -type l | sort); }
 
 inst install PREFIX="$d/prefix"
 files "$d/prefix"
-[ "$(files "$d/prefix" | tr '\n' ' ')" = "./bin/autograph ./bin/autograph-inspect ./lib/libautograph.so " ] ||
+[ "$(files "$d/prefix" | tr '\n' ' ')" = "./bin/autograph ./bin/autograph-inspect ./bin/autograph-report ./lib/libautograph.so " ] ||
   ag_fail "installed files: $(files "$d/prefix")"
 cmp -s "$AG_LIB" "$d/prefix/lib/libautograph.so" || ag_fail "the installed library differs"
 

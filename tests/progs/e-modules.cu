@@ -51,7 +51,9 @@ SIM_KERNEL(pd_mixed) {
   int *out = SIM_ARG(4, int *);
   int n = SIM_ARG(5, int);
   SIM_FOR_EACH_THREAD(i)
-  if (i < (unsigned long)n) out[i] = 3 * out[i] + c + (int)d + s + (int)(v.x + v.y + v.z + v.w) + (int)i;
+  /* Unsigned: the value wraps over the iterations, which signed int may not. */
+  if (i < (unsigned long)n)
+    out[i] = (int)(3u * (unsigned)out[i] + (unsigned)(c + (int)d + s + (int)(v.x + v.y + v.z + v.w) + (int)i));
 }
 SIM_KERNEL(pd_pair) {
   struct pd_pair p = SIM_ARG(0, struct pd_pair);

@@ -98,5 +98,7 @@ int main(void) {
   size_t bytes;
   CHECK_INT(ag__seqtab_graphs(u, &bytes), ==, 2);
   CHECK_INT(bytes, ==, 200);
+  ag__seqtab_free(u);
+  ag__seqtab_free(t);
   return 0;
 }

@@ -57,10 +57,14 @@ static int op_ready(const drv_op_t *op) {
   return 1;
 }
 
+/* Scratch list of runnable streams, shared by the device threads and used only under drv_lock.
+ * Not a local: a child of fork has no device threads, and the buffer must stay reachable there
+ * (it is the driver's, not lost). */
+static drv_stream_t **ready;
+static size_t cap;
+
 static void *device_main(void *unused) {
   (void)unused;
-  drv_stream_t **ready = NULL;
-  size_t cap = 0;
   pthread_mutex_lock(&drv_lock);
   for (;;) {
     size_t n = 0;

@@ -68,7 +68,7 @@ static int add_kernel(const ag_kernel_desc_t *k, void *ctx) {
     if (k->arch <= f->arch) return 0;
     ag_kparam_t *p = malloc((k->nparams ? k->nparams : 1) * sizeof *p);
     if (!p) return -AG_ENOMEM;
-    memcpy(p, k->params, k->nparams * sizeof *p);
+    if (k->nparams) memcpy(p, k->params, k->nparams * sizeof *p); /* may be NULL */
     free(f->params);
     f->params = p;
     f->nparams = k->nparams;
@@ -95,7 +95,7 @@ static int add_kernel(const ag_kernel_desc_t *k, void *ctx) {
     free(f);
     return -AG_ENOMEM;
   }
-  memcpy(f->params, k->params, k->nparams * sizeof *f->params);
+  if (k->nparams) memcpy(f->params, k->params, k->nparams * sizeof *f->params); /* may be NULL */
   f->nparams = k->nparams;
   f->param_bytes = k->param_bytes;
   f->arch = k->arch;

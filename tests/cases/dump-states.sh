@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# dump-states.sh — the states and reasons a dump reports, each in the run that produces it.
+#  - denied: e-long-loop with AUTOGRAPH_DENY=el_step: el_step appears as a "denied" sequence
+#    (negative id, length 1) seen 500 times, reason naming AUTOGRAPH_DENY; e-nccl: the NCCL
+#    kernel is "denied" with a reason naming NCCL, seen 12 times;
+#  - demoted: e-long-loop with every cuGraphLaunch failing (SIM_FAIL): the sequence is
+#    "demoted" with the CUDA error as its reason, nothing replayed;
+#  - cudnn: cudnn-net: kernels launched inside cuDNN calls have path "cudnn" and name the call,
+#    the others have path "runtime" and no call.
+# Every run's output must equal the plain run's and every dump must pass dump-schema.sh.
+. "$(dirname "$0")/dump-schema.sh"
+AG_EXPECT_REPLAY=1 ag_compare_prog e-long-loop -- launch
+d=$AG_TMP/deny.json
+AUTOGRAPH_DUMP=$d AUTOGRAPH_DENY=el_step AG_EXPECT_REPLAY=1 ag_rerun e-long-loop deny -- launch
+dump_check "$d" "states['denied'] == 1" "states['graphed'] >= 1" \
+  "[(s['id'] < 0, s['length'], s['seen'], s['kernels'][0]['name']) for s in seqs if s['state'] == 'denied'] == [(True, 1, 500, 'el_step')]" \
+  "all('AUTOGRAPH_DENY' in s['reason'] for s in seqs if s['state'] == 'denied')" \
+  "totals['fallbacks']['denied'] == 500"
+
+d=$AG_TMP/demote.json
+AUTOGRAPH_DUMP=$d SIM_FAIL=cuGraphLaunch:1+ ag_rerun e-long-loop demote -- launch
+dump_check "$d" "states['demoted'] >= 1" "totals['replayed'] == 0" \
+  "all('CUDA error' in s['reason'] for s in seqs if s['state'] == 'demoted')" \
+  "totals['demotions'] == states['demoted']"
+
+AG_EXPECT_REPLAY=1 ag_compare_prog e-nccl -- launch
+d=$AG_TMP/nccl.json
+AUTOGRAPH_DUMP=$d AG_EXPECT_REPLAY=1 ag_rerun e-nccl dump -- launch
+dump_check "$d" "states['denied'] == 1" \
+  "[s['seen'] for s in seqs if s['state'] == 'denied'] == [12]" \
+  "all('NCCL' in s['reason'] and s['kernels'][0]['name'].startswith('ncclDevKernel') for s in seqs if s['state'] == 'denied')"
+
+ag_compare_prog cudnn-net
+d=$AG_TMP/cudnn.json
+AUTOGRAPH_DUMP=$d ag_rerun cudnn-net dump
+dump_check "$d" "any(k['path'] == 'cudnn' for k in kernels)" \
+  "all((k['path'] == 'cudnn') == (k['cudnn_call'] is not None) for k in kernels)" \
+  "all(k['cudnn_call'].startswith('cudnn') for k in kernels if k['cudnn_call'])"
