@@ -26,14 +26,8 @@
 
 enum { N = 256, BLOCK = 64, GRID = N / BLOCK, ITERS = 10 };
 
-/* CPU twin of pd_axpy in tests/kernels/prog-driver.cu. */
-SIM_KERNEL(pd_axpy) {
-  float a = SIM_ARG(0, float);
-  const float *x = SIM_ARG(1, const float *);
-  float *y = SIM_ARG(2, float *);
-  int n = SIM_ARG(3, int);
-  SIM_FOR_EACH_THREAD(i) if (i < (unsigned long)n) y[i] = a * x[i] + y[i];
-}
+/* CPU twins of tests/kernels/prog-driver.cu. */
+#include "prog-driver-twins.h"
 
 __host__ __device__ static inline void half_body(unsigned long i, float *y, float c, int n) {
   if (i < (unsigned long)n) y[i] = y[i] * 0.5f + c;
