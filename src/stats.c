@@ -48,6 +48,39 @@ int ag__stats_register(ag_call_t *calls, size_t n) {
   return 0;
 }
 
+/* Fused-pattern counters: a slot is claimed once by storing its name (compare-and-swap), so
+ * counting needs no lock; names are compared by content since each owner passes a literal. */
+static struct {
+  const char *name;
+  uint64_t count;
+} patterns[AG_STATS_PATTERNS];
+
+static int pattern_slot(const char *pattern, int claim) {
+  for (int i = 0; i < AG_STATS_PATTERNS; i++) {
+    const char *have = __atomic_load_n(&patterns[i].name, __ATOMIC_ACQUIRE);
+    if (!have) {
+      if (!claim) return -1;
+      if (__atomic_compare_exchange_n(&patterns[i].name, &have, pattern, 0, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE))
+        return i;
+      /* Lost the race: `have` is now the winner's name. */
+    }
+    if (have == pattern || !strcmp(have, pattern)) return i;
+  }
+  return -1;
+}
+
+void ag__stats_fused(const char *pattern, uint64_t n) {
+  AG_STAT_ADD(ag__stats.fused, n);
+  int i = pattern ? pattern_slot(pattern, 1) : -1;
+  if (i >= 0) AG_STAT_ADD(patterns[i].count, n);
+}
+
+uint64_t ag__stats_fused_count(const char *pattern) {
+  int i = pattern_slot(pattern, 0);
+  return i < 0 ? 0 : __atomic_load_n(&patterns[i].count, __ATOMIC_RELAXED);
+}
+
 static uint64_t load(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
 typedef struct named {
@@ -110,6 +143,15 @@ size_t ag__stats_json(char *buf, size_t size) {
   ag__json_key(&j, "sequences"), ag__json_u64(&j, load(&ag__stats.sequences));
   ag__json_key(&j, "demotions"), ag__json_u64(&j, load(&ag__stats.demotions));
   ag__json_key(&j, "evictions"), ag__json_u64(&j, load(&ag__stats.evictions));
+  ag__json_key(&j, "fused"), ag__json_u64(&j, load(&ag__stats.fused));
+  ag__json_key(&j, "fused_by_pattern");
+  ag__json_begin(&j, '{');
+  for (int i = 0; i < AG_STATS_PATTERNS; i++) {
+    const char *name = __atomic_load_n(&patterns[i].name, __ATOMIC_ACQUIRE);
+    if (name && load(&patterns[i].count))
+      ag__json_key(&j, name), ag__json_u64(&j, load(&patterns[i].count));
+  }
+  ag__json_end(&j, '}');
   ag__json_key(&j, "by_path");
   ag__json_begin(&j, '{');
   for (int i = 0; i < AG_PATH_COUNT_; i++)
@@ -131,7 +173,7 @@ size_t ag__stats_json(char *buf, size_t size) {
 
 size_t ag__stats_summary(char *buf, size_t size) {
   uint64_t n = load(&ag__stats.launches), r = load(&ag__stats.replayed);
-  char top[160] = "";
+  char top[160] = "", fused[48] = "";
   int used = 0, shown = 0;
   uint64_t done = 0; /* bit i: reason i already listed */
 
@@ -149,16 +191,18 @@ size_t ag__stats_summary(char *buf, size_t size) {
     if (used >= (int)sizeof top) break;
     shown++;
   }
+  if (load(&ag__stats.fused))
+    snprintf(fused, sizeof fused, ", %llu fused", (unsigned long long)load(&ag__stats.fused));
   int len = snprintf(buf, size,
                      "autograph: %llu launches (runtime %llu, driver %llu, cudnn %llu), "
-                     "%llu replayed (%.1f%%), %llu graphs, %llu updates; %llu ordering calls%s\n",
+                     "%llu replayed (%.1f%%), %llu graphs, %llu updates%s; %llu ordering calls%s\n",
                      (unsigned long long)n,
                      (unsigned long long)load(&ag__stats.by_path[AG_PATH_RUNTIME]),
                      (unsigned long long)load(&ag__stats.by_path[AG_PATH_DRIVER]),
                      (unsigned long long)load(&ag__stats.by_path[AG_PATH_CUDNN]),
                      (unsigned long long)r, n ? 100.0 * (double)r / (double)n : 0.0,
                      (unsigned long long)load(&ag__stats.graphs),
-                     (unsigned long long)load(&ag__stats.updates),
+                     (unsigned long long)load(&ag__stats.updates), fused,
                      (unsigned long long)load(&ag__stats.ordering), top);
   return len < 0 ? 0 : (size_t)len;
 }
@@ -213,6 +257,7 @@ void ag__stats_report(void) {
 
 void ag__stats_reset(void) {
   memset(&ag__stats, 0, sizeof ag__stats);
+  for (int i = 0; i < AG_STATS_PATTERNS; i++) __atomic_store_n(&patterns[i].count, 0, __ATOMIC_RELAXED);
   int nt = ntables < (int)AG_ARRAY_SIZE(tables) ? ntables : (int)AG_ARRAY_SIZE(tables);
   for (int t = 0; t < nt; t++)
     for (size_t i = 0; i < tables[t].n; i++) tables[t].calls[i].count = 0;

@@ -35,6 +35,7 @@ typedef struct ag_stats {
   uint64_t ordering; /* ordering calls (flush points) */
   uint64_t fallbacks[AG_FB_COUNT_];
   uint64_t sequences, demotions, evictions;
+  uint64_t fused; /* times a fused replacement ran in place of the originals, all patterns */
 } ag_stats_t;
 
 extern ag_stats_t ag__stats;
@@ -44,6 +45,16 @@ extern ag_stats_t ag__stats;
 /* Registers a table of per-name counters (kept for the life of the process). Returns 0 or
  * -AG_ENOMEM when the fixed registry is full. */
 int ag__stats_register(ag_call_t *calls, size_t n);
+
+/* Counts `n` runs of the fused replacement `pattern` (a string with static storage, e.g.
+ * "cudnn_conv_bias_act"): adds to `fused` and to the pattern's own count (stats key
+ * "fused_by_pattern"). Up to AG_STATS_PATTERNS distinct names; further names count in `fused`
+ * only. Thread-safe, lock-free. */
+#define AG_STATS_PATTERNS 32
+void ag__stats_fused(const char *pattern, uint64_t n);
+
+/* The count of one pattern so far (0 if never counted); for tests. */
+uint64_t ag__stats_fused_count(const char *pattern);
 
 /* Writes the JSON report into buf (NUL-terminated, truncated to size). Returns the length it
  * needed, as snprintf does. */

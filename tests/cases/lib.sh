@@ -216,8 +216,9 @@ ag_rerun() {
 
 # ag_expect STATS_JSON EXPR… — each Python expression holds over the statistics. Names: every
 # top-level integer field (launches, replayed, graphs, graph_launches, updates, passthrough,
-# sequences, demotions, evictions; 0 when absent), fb (fallbacks: a mapping whose missing
-# reasons read 0), fam (families, likewise) and st (the whole object). Prints each expression
+# sequences, demotions, evictions, fused; 0 when absent), fb (fallbacks: a mapping whose missing
+# reasons read 0), fam (families, likewise), fp (fused_by_pattern, likewise) and st (the whole
+# object). Prints each expression
 # and the values; fails when one does not hold or cannot be evaluated.
 ag_expect() {
   local stats=$1
@@ -229,12 +230,13 @@ import collections, json, sys
 with open(sys.argv[1]) as f:
     st = json.load(f)
 env = {k: 0 for k in ("launches", "replayed", "graphs", "graph_launches", "updates",
-                      "passthrough", "sequences", "demotions", "evictions")}
+                      "passthrough", "sequences", "demotions", "evictions", "fused")}
 for k, v in st.items():
     if isinstance(v, int) and not isinstance(v, bool):
         env[k] = v
 env["fb"] = collections.defaultdict(int, st.get("fallbacks") or {})
 env["fam"] = collections.defaultdict(int, st.get("families") or {})
+env["fp"] = collections.defaultdict(int, st.get("fused_by_pattern") or {})
 env["st"] = st
 shown = ("launches", "replayed", "passthrough", "graphs", "graph_launches", "updates")
 values = " ".join(f"{k}={env[k]}" for k in shown)

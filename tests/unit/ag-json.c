@@ -50,5 +50,25 @@ int main(void) {
   n = ag__stats_summary(big, sizeof big);
   CHECK_STR(big, "autograph: 5 launches (runtime 0, driver 5, cudnn 0), 0 replayed (0.0%), "
                  "0 graphs, 0 updates; 0 ordering calls\n");
+
+  /* Fused-pattern counts: by name (a copy of the literal counts in the same slot), into the
+   * total, in the report and the summary. */
+  CHECK(strstr(big, "fused") == NULL);
+  n = ag__stats_json(big, sizeof big);
+  CHECK(strstr(big, "\"fused\":0,\"fused_by_pattern\":{}") != NULL);
+  char name[] = "p_one";
+  ag__stats_fused("p_one", 2);
+  ag__stats_fused(name, 1);
+  ag__stats_fused("p_two", 4);
+  CHECK_INT(ag__stats_fused_count("p_one"), ==, 3);
+  CHECK_INT(ag__stats_fused_count("p_two"), ==, 4);
+  CHECK_INT(ag__stats_fused_count("p_none"), ==, 0);
+  n = ag__stats_json(big, sizeof big);
+  CHECK(strstr(big, "\"fused\":7,\"fused_by_pattern\":{\"p_one\":3,\"p_two\":4}") != NULL);
+  n = ag__stats_summary(big, sizeof big);
+  CHECK(strstr(big, "0 updates, 7 fused; 0 ordering calls") != NULL);
+  ag__stats_reset();
+  CHECK_INT(ag__stats_fused_count("p_one"), ==, 0);
+  CHECK_INT(ag__stats.fused, ==, 0);
   return 0;
 }
