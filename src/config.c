@@ -16,7 +16,7 @@
 
 ag_config_t ag__config = {.log_level = AG_LOG_WARN, .repeats = 2, .min_seq = 2, .max_seq = 256,
                           .max_graphs = 512, .max_graph_mb = 2048,
-                          .dump_max_seq = 1000};
+                          .dump_max_seq = 1000, .trace_max_events = 1000000};
 
 typedef struct ag_option_desc {
   const char *name;
@@ -36,7 +36,12 @@ static const ag_option_desc_t options[AG_OPT_COUNT_] = {
     [AG_OPT_DUMP] = {"AUTOGRAPH_DUMP", ""},
     [AG_OPT_DUMP_INTERVAL] = {"AUTOGRAPH_DUMP_INTERVAL", "0"},
     [AG_OPT_DUMP_MAX_SEQ] = {"AUTOGRAPH_DUMP_MAX_SEQ", "1000"},
+    [AG_OPT_FUSE] = {"AUTOGRAPH_FUSE", "off"},
+    [AG_OPT_TRACE] = {"AUTOGRAPH_TRACE", ""},
+    [AG_OPT_TRACE_MAX_EVENTS] = {"AUTOGRAPH_TRACE_MAX_EVENTS", "1000000"},
 };
+
+static const char *const fuse_levels[] = {"off", "exact", "all"};
 
 static void bad(void (*warn)(const char *), ag_option_t o, const char *value, const char *want) {
   char msg[256];
@@ -143,6 +148,27 @@ int ag__config_parse(ag_config_t *cfg, const char *(*getenv_fn)(const char *name
   }
   int_option(getenv_fn, warn, AG_OPT_DUMP_INTERVAL, 0, 1000000, &cfg->dump_interval, &nbad);
   int_option(getenv_fn, warn, AG_OPT_DUMP_MAX_SEQ, 0, 1000000, &cfg->dump_max_seq, &nbad);
+
+  v = getenv_fn(options[AG_OPT_FUSE].name);
+  if (v && *v) {
+    int found = -1;
+    for (size_t i = 0; i < AG_ARRAY_SIZE(fuse_levels); i++)
+      if (!strcmp(v, fuse_levels[i])) found = (int)i;
+    if (found >= 0)
+      cfg->fuse = found;
+    else
+      bad(warn, AG_OPT_FUSE, v, "expected off, exact or all"), nbad++;
+  }
+
+  v = getenv_fn(options[AG_OPT_TRACE].name);
+  if (v && *v) {
+    if (strlen(v) + sizeof ".tmp" > sizeof cfg->trace_path)
+      bad(warn, AG_OPT_TRACE, v, "path too long"), nbad++;
+    else
+      strcpy(cfg->trace_path, v);
+  }
+  int_option(getenv_fn, warn, AG_OPT_TRACE_MAX_EVENTS, 1, 100000000, &cfg->trace_max_events,
+             &nbad);
   return nbad;
 }
 
@@ -169,6 +195,12 @@ size_t ag__config_value(const ag_config_t *cfg, ag_option_t o, char *buf, size_t
   case AG_OPT_DUMP: n = snprintf(buf, size, "%s", cfg->dump_path); break;
   case AG_OPT_DUMP_INTERVAL: n = snprintf(buf, size, "%d", cfg->dump_interval); break;
   case AG_OPT_DUMP_MAX_SEQ: n = snprintf(buf, size, "%d", cfg->dump_max_seq); break;
+  case AG_OPT_FUSE:
+    n = snprintf(buf, size, "%s",
+                 (unsigned)cfg->fuse < AG_ARRAY_SIZE(fuse_levels) ? fuse_levels[cfg->fuse] : "");
+    break;
+  case AG_OPT_TRACE: n = snprintf(buf, size, "%s", cfg->trace_path); break;
+  case AG_OPT_TRACE_MAX_EVENTS: n = snprintf(buf, size, "%d", cfg->trace_max_events); break;
   default: n = snprintf(buf, size, "%s", ""); break;
   }
   return n < 0 ? 0 : (size_t)n;

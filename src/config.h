@@ -25,6 +25,9 @@ typedef enum ag_option {
   AG_OPT_DUMP,    /* AUTOGRAPH_DUMP: path of the sequence dump (src/dump.h), else unset */
   AG_OPT_DUMP_INTERVAL, /* AUTOGRAPH_DUMP_INTERVAL: seconds between periodic dumps, 0: none */
   AG_OPT_DUMP_MAX_SEQ,  /* AUTOGRAPH_DUMP_MAX_SEQ: sequences written per dump at most */
+  AG_OPT_FUSE,    /* AUTOGRAPH_FUSE: off|exact|all, which fused replacements may run */
+  AG_OPT_TRACE,   /* AUTOGRAPH_TRACE: path of the Chrome trace (src/trace.h), else unset */
+  AG_OPT_TRACE_MAX_EVENTS, /* AUTOGRAPH_TRACE_MAX_EVENTS: events recorded at most */
   AG_OPT_COUNT_
 } ag_option_t;
 
@@ -41,7 +44,18 @@ typedef struct ag_config {
   char dump_path[4096];    /* AUTOGRAPH_DUMP, else empty */
   int dump_interval;       /* seconds, 0: no periodic dump */
   int dump_max_seq;        /* >= 0 */
+  int fuse;                /* enum ag_fuse_level */
+  char trace_path[4096];   /* AUTOGRAPH_TRACE, else empty */
+  int trace_max_events;    /* >= 1 */
 } ag_config_t;
+
+/* AUTOGRAPH_FUSE. Each level includes the ones before it.
+ *   off:   no substitution (the default);
+ *   exact: substitutions whose result is bit-identical by construction (the same element-wise
+ *          float operations in the same order, every intermediate still written);
+ *   all:   also substitutions that compute the same function but may round differently on a
+ *          GPU (a fused cuDNN call may pick other kernels than the calls it replaces). */
+enum ag_fuse_level { AG_FUSE_OFF, AG_FUSE_EXACT, AG_FUSE_ALL };
 
 /* Hard upper bound of AUTOGRAPH_MAX_SEQ: the per-sequence buffers are sized by it. */
 #define AG_MAX_SEQ_LIMIT 4096

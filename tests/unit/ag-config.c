@@ -5,12 +5,12 @@
 #include "check.h"
 #include "config.h"
 
-static const char *vals[9][2];
+static const char *vals[12][2];
 static int nwarn;
 static char last[256];
 
 static const char *fake_env(const char *name) {
-  for (int i = 0; i < 9; i++)
+  for (int i = 0; i < 12; i++)
     if (vals[i][0] && !strcmp(vals[i][0], name)) return vals[i][1];
   return NULL;
 }
@@ -108,5 +108,34 @@ int main(void) {
   CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 1);
   CHECK_INT(c.min_seq, ==, 2);
   CHECK_INT(c.max_seq, ==, 256);
+
+  /* Fusion level and trace: defaults, every accepted value, the value as the dump records it,
+   * and the malformed values. */
+  vals[4][1] = "2", vals[5][1] = "256";
+  char buf[64];
+  set(NULL, NULL, NULL);
+  CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 0);
+  CHECK_INT(c.fuse, ==, AG_FUSE_OFF);
+  CHECK_STR(c.trace_path, "");
+  CHECK_INT(c.trace_max_events, ==, 1000000);
+  ag__config_value(&c, AG_OPT_FUSE, buf, sizeof buf);
+  CHECK_STR(buf, "off");
+  CHECK_STR(ag__config_name(AG_OPT_TRACE_MAX_EVENTS), "AUTOGRAPH_TRACE_MAX_EVENTS");
+  static const char *const levels[] = {"off", "exact", "all"};
+  for (int i = 0; i < 3; i++) {
+    vals[9][0] = "AUTOGRAPH_FUSE", vals[9][1] = levels[i];
+    vals[10][0] = "AUTOGRAPH_TRACE", vals[10][1] = "t.json";
+    vals[11][0] = "AUTOGRAPH_TRACE_MAX_EVENTS", vals[11][1] = "7";
+    CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 0);
+    CHECK_INT(c.fuse, ==, i);
+    ag__config_value(&c, AG_OPT_FUSE, buf, sizeof buf);
+    CHECK_STR(buf, levels[i]);
+    CHECK_STR(c.trace_path, "t.json");
+    CHECK_INT(c.trace_max_events, ==, 7);
+  }
+  vals[9][1] = "1", vals[11][1] = "0";
+  CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 2);
+  CHECK_INT(c.fuse, ==, AG_FUSE_OFF);
+  CHECK_INT(c.trace_max_events, ==, 1000000);
   return 0;
 }
