@@ -59,4 +59,29 @@
       CHECK_FAIL_("%s returned %d, expected %d", text, check_g_, check_w_);                \
   } while (0)
 
+/* Reads the whole file `path` into a malloc'd buffer (the caller frees it); fails the test when
+ * it cannot be read or holds fewer than `min` bytes. */
+static inline unsigned char *check_read_file(const char *path, size_t min, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) CHECK_FAIL_("cannot open %s", path);
+  CHECK(fseek(f, 0, SEEK_END) == 0);
+  long n = ftell(f);
+  CHECK(n >= 0 && (size_t)n >= min);
+  rewind(f);
+  unsigned char *buf = (unsigned char *)malloc(n ? (size_t)n : 1);
+  CHECK(buf);
+  CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
+  fclose(f);
+  *len = (size_t)n;
+  return buf;
+}
+
+/* check_read_file of `rel` under the build folder ($BUILD, default "build"). */
+static inline unsigned char *check_read_build(const char *rel, size_t *len) {
+  const char *build = getenv("BUILD");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", build ? build : "build", rel);
+  return check_read_file(path, 1, len);
+}
+
 #endif

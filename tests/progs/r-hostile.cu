@@ -73,19 +73,7 @@ RH_100(RH_K, 1)
 enum { KERNELS = 100, ALIASES = 3000 };
 static char alias_keys[ALIASES]; /* a host "stub" is only a key: any distinct address will do */
 
-static uint8_t *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) CHECK_FAIL_("cannot open %s", path);
-  CHECK(fseek(f, 0, SEEK_END) == 0);
-  long len = ftell(f);
-  CHECK(len > 16);
-  rewind(f);
-  uint8_t *b = (uint8_t *)malloc((size_t)len);
-  CHECK(b && fread(b, 1, (size_t)len, f) == (size_t)len);
-  fclose(f);
-  *n = (size_t)len;
-  return b;
-}
+static uint8_t *slurp(const char *path, size_t *n) { return check_read_file(path, 17, n); }
 
 /* Host stubs: distinct functions whose addresses name the registered kernels. */
 enum { STUBS = 24 };

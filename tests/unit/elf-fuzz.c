@@ -19,24 +19,6 @@
 
 #include "check.h"
 
-static uint8_t *read_build(const char *rel, size_t *len) {
-  const char *build = getenv("BUILD");
-  char path[4096];
-  snprintf(path, sizeof(path), "%s/%s", build ? build : "build", rel);
-  FILE *f = fopen(path, "rb");
-  if (!f) CHECK_FAIL_("cannot open %s", path);
-  CHECK(fseek(f, 0, SEEK_END) == 0);
-  long n = ftell(f);
-  CHECK(n > 0);
-  rewind(f);
-  uint8_t *buf = malloc((size_t)n);
-  CHECK(buf);
-  CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
-  fclose(f);
-  *len = (size_t)n;
-  return buf;
-}
-
 typedef struct tally {
   long kernels;
   uint64_t sum; /* touches every byte of every description so bad pointers show */
@@ -80,7 +62,7 @@ static int parse_exact(const uint8_t *p, size_t n, tally_t *t) {
 
 static void prefixes(const char *rel, size_t stride) {
   size_t n;
-  uint8_t *p = read_build(rel, &n);
+  uint8_t *p = check_read_build(rel, &n);
   tally_t t = {0};
   int counts[16] = {0};
   CHECK_INT(parse_exact(p, n, &t), ==, 0);
@@ -99,7 +81,7 @@ static void prefixes(const char *rel, size_t stride) {
 
 static void flips(const char *rel, int rounds) {
   size_t n;
-  uint8_t *p = read_build(rel, &n);
+  uint8_t *p = check_read_build(rel, &n);
   uint8_t *q = malloc(n);
   CHECK(q);
   int ok = 0, bad = 0;

@@ -122,33 +122,11 @@ static seen_t walk(const void *p, size_t n, int arch1, int arch2, int *rc) {
 
 /* ---- files ---------------------------------------------------------------------------------- */
 
-static uint8_t *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) CHECK_FAIL_("cannot open %s", path);
-  CHECK(fseek(f, 0, SEEK_END) == 0);
-  long n = ftell(f);
-  CHECK(n > 0);
-  rewind(f);
-  uint8_t *buf = malloc((size_t)n);
-  CHECK(buf);
-  CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
-  fclose(f);
-  *len = (size_t)n;
-  return buf;
-}
-
-static uint8_t *read_build(const char *rel, size_t *len) {
-  const char *build = getenv("BUILD");
-  char path[4096];
-  snprintf(path, sizeof(path), "%s/%s", build ? build : "build", rel);
-  return read_file(path, len);
-}
-
 /* ---- tests ---------------------------------------------------------------------------------- */
 
 static void test_cubin(void) {
   size_t n;
-  uint8_t *p = read_build("tests/kernels/elf-kernels.cubin", &n);
+  uint8_t *p = check_read_build("tests/kernels/elf-kernels.cubin", &n);
   int rc;
   seen_t s = walk(p, n, 80, 0, &rc);
   CHECK_INT(rc, ==, 0);
@@ -165,7 +143,7 @@ static void test_cubin(void) {
 
 static void test_fatbin(const char *rel) {
   size_t n;
-  uint8_t *p = read_build(rel, &n);
+  uint8_t *p = check_read_build(rel, &n);
   int rc;
   seen_t s = walk(p, n, 75, 80, &rc);
   CHECK_INT(rc, ==, 0);
@@ -239,7 +217,7 @@ static size_t first_cubin_entry(const uint8_t *p) {
 
 static void test_compression_flags(void) {
   size_t n;
-  uint8_t *p = read_build("tests/kernels/elf-kernels.z.fatbin", &n);
+  uint8_t *p = check_read_build("tests/kernels/elf-kernels.z.fatbin", &n);
   size_t e = first_cubin_entry(p);
   uint64_t flags;
   memcpy(&flags, p + e + 40, 8);
@@ -304,7 +282,7 @@ static void test_host_elf(void) {
   munmap((void *)m, n);
 
   /* This test's own executable has no device code. */
-  uint8_t *p = read_file("/proc/self/exe", &n);
+  uint8_t *p = check_read_file("/proc/self/exe", 1, &n);
   rc = ag__elf_fatbins(p, n, on_kernel, &s, &err);
   CHECK_INT(rc, ==, -AG_ENOENT);
   CHECK_INT(ag__elf_fatbins(p, 0, on_kernel, &s, &err), ==, -AG_EINVAL);
@@ -348,8 +326,8 @@ static void *walk_many(void *arg) {
 /* Walks share nothing: several threads parse the same images at once. */
 static void test_threads(void) {
   size_t n1, n2;
-  uint8_t *a = read_build("tests/kernels/elf-kernels.z.fatbin", &n1);
-  uint8_t *b = read_build("tests/kernels/elf-kernels.fatbin", &n2);
+  uint8_t *a = check_read_build("tests/kernels/elf-kernels.z.fatbin", &n1);
+  uint8_t *b = check_read_build("tests/kernels/elf-kernels.fatbin", &n2);
   job_t jobs[6];
   pthread_t th[6];
   for (int i = 0; i < 6; i++) {
