@@ -9,6 +9,26 @@
 #                  symbol versions, and an unversioned definition satisfies versioned references
 #                  such as cudaMemcpy@libcudart.so.13)
 AG_LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/*.c shims/*.c))
+
+# The fused kernels of kernel-pattern substitution (src/pattern.h): shims/fused/elementwise.cu
+# compiled by nvcc into one fatbin, with SASS for every architecture nvcc supports from sm_75 up
+# and PTX for the newest (future GPUs JIT it), embedded with .incbin as ag__fused_fatbin.
+AG_FUSED_ARCHS ?= $(shell $(NVCC) --list-gpu-arch 2>/dev/null | sed -n 's/^compute_\([0-9]*\)$$/\1/p' | \
+                    awk '$$1 >= 75' | sort -n | tr '\n' ' ')
+AG_FUSED_PTX := $(lastword $(AG_FUSED_ARCHS))
+AG_LIB_OBJS += $(BUILD)/obj/fused-blob.o
+
+$(BUILD)/gen/fused.fatbin: shims/fused/elementwise.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -fatbin $(foreach a,$(AG_FUSED_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+	    -gencode arch=compute_$(AG_FUSED_PTX),code=compute_$(AG_FUSED_PTX) -o $@ $<
+
+$(BUILD)/obj/fused-blob.o: $(BUILD)/gen/fused.fatbin
+	@mkdir -p $(dir $@)
+	printf '%s\n' '.section .rodata' '.balign 16' '.globl ag__fused_fatbin' \
+	    '.hidden ag__fused_fatbin' 'ag__fused_fatbin:' '.incbin "$<"' \
+	    '.section .note.GNU-stack,"",@progbits' > $(BUILD)/gen/fused-blob.s
+	$(CC) -c -o $@ $(BUILD)/gen/fused-blob.s
 AG_ALL += $(BUILD)/libautograph.so
 AG_GEN := $(BUILD)/gen/ag_cu_table.h $(BUILD)/gen/exports.txt $(BUILD)/gen/exports.map
 

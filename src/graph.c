@@ -5,9 +5,27 @@
  * Parameter pointers are rebuilt from the layout for every call that needs them, into a buffer
  * on the stack or owned by the graph: nothing is allocated per replay.
  *
+ * Kernel-pattern substitution (AUTOGRAPH_FUSE=exact or above, src/pattern.h): a run of held
+ * launches that a pattern matches becomes one node running a fused kernel from the library's
+ * embedded module. Per node the graph keeps the held launches it stands for (first, count) and
+ * its pattern; the copies of the arguments stay per held launch, so a replay compares each
+ * original's held bytes with the graph's copy as for any node, and on a change re-checks the
+ * pattern's conditions on the new arguments and rebuilds the fused node's parameters through
+ * the same rule (one cuGraphExecKernelNodeSetParams). When the conditions no longer hold (a
+ * later occurrence aliases its buffers differently), the graph is rebuilt at once without any
+ * substitution and stays so: that sequence never substitutes again, which keeps a sequence
+ * whose aliasing changes between occurrences from rebuilding at every replay. The dump's
+ * per-launch "varied" bookkeeping is per held launch, whatever node a launch belongs to.
+ *
+ * The embedded module is loaded through the real driver on first use in each context, when a
+ * graph that would use it is built; the caller (the engine's replay, under the engine lock,
+ * quiet) makes that context current. If it cannot be loaded, substitution is off in that
+ * context (logged once) and graphs are built without it.
+ *
  * To confirm on a GPU: the cost model (ag__graph_cost: 64 KiB of device memory per kernel node
- * before driver 550 / CUDA 12.4, far less since), and that cuGraphExecKernelNodeSetParams on a
- * node of a straight-line graph is cheaper than the launches it saves.
+ * before driver 550 / CUDA 12.4, far less since), that cuGraphExecKernelNodeSetParams on a
+ * node of a straight-line graph is cheaper than the launches it saves, and that the real driver
+ * loads the embedded fatbin (only the simulator has shown it).
  */
 #include "graph.h"
 
@@ -15,22 +33,89 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "dump.h"
+#include "log.h"
+#include "pattern.h"
 #include "real.h"
+#include "stats.h"
+
+/* The fused kernels' fatbin, linked in by shims/build.mk. Weak: the unit tests link the engine
+ * without it, and then substitution simply never happens. */
+extern const unsigned char ag__fused_fatbin[] __attribute__((weak, visibility("hidden")));
+
+/* One held launch, or a run of them replaced by a fused kernel. */
+typedef struct gnode {
+  int first, count;          /* the held launches [first, first + count) it stands for */
+  const ag_pattern_t *pat;   /* NULL: an original launch */
+  CUfunction fn;             /* the fused kernel */
+} gnode_t;
 
 struct ag_graph {
   CUgraph g;
   CUgraphExec exec;
-  int n;
+  int n;           /* held launches */
+  int nn;          /* nodes (n when nothing was substituted) */
   CUgraphNode *nodes;
-  uint32_t *off;   /* node i's arguments at args + off[i] */
+  gnode_t *map;    /* per node */
+  uint32_t *off;   /* held launch i's arguments at args + off[i] */
   uint8_t *args;
+  uint8_t *fargs;  /* per node, AG_PAT_MAX_ARGS 8-byte slots: a fused node's parameters */
   void **ptrs;     /* scratch: parameter pointers of one node */
   uint32_t maxp;   /* its capacity */
-  /* For the dump, per node: [2i] parameters (bit j: parameter j < 64) that an update changed,
-   * [2i+1] those of them whose change did not look like an address. */
+  int nofuse;      /* built without substitution, for good */
+  /* For the dump, per held launch: [2i] parameters (bit j: parameter j < 64) that an update
+   * changed, [2i+1] those of them whose change did not look like an address. */
   uint64_t *varied;
 };
+
+/* ---- the embedded module, per context ------------------------------------------------------ */
+
+/* Contexts the module was tried in. Only used under the engine lock (graphs are built and
+ * replayed there), which is never needed by the driver calls made here. */
+#define AG_FUSED_CTXS 16
+#define AG_FUSED_PATTERNS 8
+typedef struct fmod {
+  void *ctx;
+  int failed;
+  CUmodule mod;
+  CUfunction fn[AG_FUSED_PATTERNS];
+} fmod_t;
+static fmod_t fmods[AG_FUSED_CTXS];
+static int nfmods;
+
+static fmod_t *fused_module(void) {
+  CUcontext ctx = NULL;
+  fmod_t *m;
+  if (!ag__real.cuCtxGetCurrent || ag__real.cuCtxGetCurrent(&ctx) || !ctx) return NULL;
+  for (int i = 0; i < nfmods; i++)
+    if (fmods[i].ctx == ctx) return fmods[i].failed ? NULL : &fmods[i];
+  if (nfmods == AG_FUSED_CTXS) return NULL;
+  m = &fmods[nfmods++];
+  memset(m, 0, sizeof *m);
+  m->ctx = ctx;
+  CUresult r = CUDA_ERROR_NOT_FOUND;
+  if (!ag__fused_fatbin || !ag__real.cuModuleLoadData || !ag__real.cuModuleGetFunction ||
+      (r = ag__real.cuModuleLoadData(&m->mod, ag__fused_fatbin))) {
+    m->failed = 1;
+    ag__log(AG_LOG_WARN, "fused kernels unavailable in context %p (CUDA error %d): graphs are "
+            "built without kernel-pattern substitution there", (void *)ctx, (int)r);
+    return NULL;
+  }
+  for (int i = 0; i < ag__pattern_count() && i < AG_FUSED_PATTERNS; i++) {
+    const ag_pattern_t *p = ag__pattern_at(i);
+    if ((r = ag__real.cuModuleGetFunction(&m->fn[i], m->mod, ag__pattern_kernel(p)))) {
+      m->fn[i] = NULL;
+      ag__log(AG_LOG_WARN, "fused kernel %s not found (CUDA error %d): pattern %s disabled",
+              ag__pattern_kernel(p), (int)r, ag__pattern_name(p));
+    }
+  }
+  return m;
+}
+
+static void pat_view(ag_pat_launch_t *l, const ag_held_t *h, int n, const uint8_t *arena) {
+  for (int i = 0; i < n; i++) l[i].k = h[i].k, l[i].args = arena + h[i].off;
+}
 
 /* Records which parameters of node i differ between the graph's copy and the new bytes. */
 static void note_varied(ag_graph_t *g, int i, const ag_kinfo_t *k, const uint8_t *old,
@@ -107,10 +192,11 @@ static int destroy(kept_t *k) {
   return !k->exec && !k->g;
 }
 
-void ag__graph_free(ag_graph_t *g) {
-  if (!g) return;
+/* Frees what g owns and destroys (or keeps) its driver objects; not g itself. */
+static void release(ag_graph_t *g) {
   kept_t k = {g->exec, g->g};
-  free(g->nodes), free(g->off), free(g->args), free(g->ptrs), free(g->varied), free(g);
+  free(g->nodes), free(g->map), free(g->off), free(g->args), free(g->fargs), free(g->ptrs);
+  free(g->varied);
   pthread_mutex_lock(&kept_lock);
   for (size_t i = 0; i < nkept;)
     if (destroy(&kept[i])) kept[i] = kept[--nkept]; else i++;
@@ -125,10 +211,44 @@ void ag__graph_free(ag_graph_t *g) {
   pthread_mutex_unlock(&kept_lock);
 }
 
-int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *arena) {
+void ag__graph_free(ag_graph_t *g) {
+  if (!g) return;
+  release(g);
+  free(g);
+}
+
+/* Fills node j's kernel parameters from the held launches (an original's from the graph's copy
+ * of its arguments, a fused node's through its pattern's rule into fargs). */
+static int gnode_params(ag_graph_t *g, int j, const ag_held_t *h, CUDA_KERNEL_NODE_PARAMS_v2 *p) {
+  const gnode_t *m = &g->map[j];
+  if (!m->pat) {
+    const ag_held_t *hi = &h[m->first];
+    fill_ptrs(g->ptrs, hi->k, g->args + g->off[m->first]);
+    node_params(p, hi, hi->k->nparams ? g->ptrs : NULL);
+    return 0;
+  }
+  ag_pat_launch_t l[AG_PAT_MAX_OPS];
+  unsigned grid[3], block[3];
+  int nargs;
+  uint8_t *buf = g->fargs + (size_t)j * AG_PAT_MAX_ARGS * 8;
+  for (int i = 0; i < m->count; i++)
+    l[i].k = h[m->first + i].k, l[i].args = g->args + g->off[m->first + i];
+  if (ag__pattern_params(m->pat, l, buf, &nargs, grid, block)) return CUDA_ERROR_INVALID_VALUE;
+  for (int a = 0; a < nargs; a++) g->ptrs[a] = buf + 8 * a;
+  memset(p, 0, sizeof *p);
+  p->func = m->fn;
+  p->gridDimX = grid[0], p->gridDimY = grid[1], p->gridDimZ = grid[2];
+  p->blockDimX = block[0], p->blockDimY = block[1], p->blockDimZ = block[2];
+  p->kernelParams = g->ptrs;
+  return 0;
+}
+
+/* Builds the graph, substituting fused kernels where `fuse` allows and patterns match. */
+static int build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *arena, int fuse) {
   ag_graph_t *g;
   size_t bytes = 0;
   CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+  fmod_t *fm = NULL;
   *out = NULL;
   if (!ag__real.cuGraphCreate || !ag__real.cuGraphAddKernelNode ||
       !ag__real.cuGraphInstantiateWithFlags || !ag__real.cuGraphLaunch ||
@@ -136,30 +256,50 @@ int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *
     return CUDA_ERROR_NOT_SUPPORTED;
   if (!(g = calloc(1, sizeof *g))) return r;
   g->n = n;
+  g->nofuse = !fuse;
+  g->maxp = AG_PAT_MAX_ARGS;
   for (int i = 0; i < n; i++) {
     bytes += h[i].k->param_bytes;
     if (h[i].k->nparams > g->maxp) g->maxp = h[i].k->nparams;
   }
   g->nodes = calloc((size_t)n, sizeof *g->nodes);
+  g->map = calloc((size_t)n, sizeof *g->map);
   g->off = calloc((size_t)n, sizeof *g->off);
   g->args = malloc(bytes ? bytes : 1);
-  g->ptrs = calloc(g->maxp ? g->maxp : 1, sizeof *g->ptrs);
+  g->ptrs = calloc(g->maxp, sizeof *g->ptrs);
   g->varied = calloc(2 * (size_t)n, sizeof *g->varied);
-  if (!g->nodes || !g->off || !g->args || !g->ptrs || !g->varied) goto fail;
+  if (!g->nodes || !g->map || !g->off || !g->args || !g->ptrs || !g->varied) goto fail;
   bytes = 0;
   for (int i = 0; i < n; i++) {
     g->off[i] = (uint32_t)bytes;
     memcpy(g->args + bytes, arena + h[i].off, h[i].k->param_bytes);
     bytes += h[i].k->param_bytes;
   }
+  /* Which held launches each node stands for. */
+  for (int i = 0; i < n;) {
+    gnode_t *m = &g->map[g->nn++];
+    const ag_pattern_t *p = NULL;
+    m->first = i, m->count = 1;
+    if (fuse) {
+      ag_pat_launch_t l[AG_PAT_MAX_OPS];
+      int avail = n - i < AG_PAT_MAX_OPS ? n - i : AG_PAT_MAX_OPS;
+      pat_view(l, h + i, avail, arena);
+      p = ag__pattern_match(l, avail);
+      if (p && !fm && !(fm = fused_module())) fuse = 0, p = NULL;
+      if (p && ag__pattern_index(p) < AG_FUSED_PATTERNS && fm->fn[ag__pattern_index(p)]) {
+        m->pat = p, m->fn = fm->fn[ag__pattern_index(p)], m->count = ag__pattern_len(p);
+      }
+    }
+    i += m->count;
+  }
+  if (g->nn < n && !(g->fargs = calloc((size_t)g->nn, AG_PAT_MAX_ARGS * 8))) goto fail;
   if ((r = ag__real.cuGraphCreate(&g->g, 0))) goto fail;
-  for (int i = 0; i < n; i++) {
+  for (int j = 0; j < g->nn; j++) {
     CUDA_KERNEL_NODE_PARAMS_v2 p;
-    fill_ptrs(g->ptrs, h[i].k, g->args + g->off[i]);
-    node_params(&p, &h[i], h[i].k->nparams ? g->ptrs : NULL);
+    if ((r = gnode_params(g, j, h, &p))) goto fail;
     /* A chain: each node depends on the one before, as the launches did in their stream. */
-    if ((r = ag__real.cuGraphAddKernelNode(&g->nodes[i], g->g, i ? &g->nodes[i - 1] : NULL,
-                                           i ? 1 : 0, &p)))
+    if ((r = ag__real.cuGraphAddKernelNode(&g->nodes[j], g->g, j ? &g->nodes[j - 1] : NULL,
+                                           j ? 1 : 0, &p)))
       goto fail;
   }
   if ((r = ag__real.cuGraphInstantiateWithFlags(&g->exec, g->g, 0))) goto fail;
@@ -170,27 +310,87 @@ fail:
   return r ? r : CUDA_ERROR_UNKNOWN;
 }
 
+int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *arena) {
+  return build(out, h, n, arena, ag__config.fuse >= AG_FUSE_EXACT);
+}
+
+/* The conditions of a fused node no longer hold on the held arguments: records what varied,
+ * then replaces g's contents with a graph of the same launches without substitution. */
+static int rebuild_plain(ag_graph_t *g, const ag_held_t *h, const uint8_t *arena) {
+  ag_graph_t *ng;
+  int r;
+  for (int i = 0; i < g->n; i++) {
+    const ag_kinfo_t *k = h[i].k;
+    if (k->param_bytes && memcmp(g->args + g->off[i], arena + h[i].off, k->param_bytes))
+      note_varied(g, i, k, g->args + g->off[i], arena + h[i].off);
+  }
+  if ((r = build(&ng, h, g->n, arena, 0))) return r;
+  memcpy(ng->varied, g->varied, 2 * (size_t)g->n * sizeof *g->varied);
+  /* g keeps its address (the sequence table points to it) and takes the new graph's contents. */
+  release(g);
+  *g = *ng;
+  free(ng);
+  return 0;
+}
+
 int ag__graph_replay(ag_graph_t *g, const ag_held_t *h, const uint8_t *arena, void *stream,
                      uint64_t *updates) {
   CUresult r;
-  for (int i = 0; i < g->n; i++) {
-    const ag_kinfo_t *k = h[i].k;
-    uint8_t *mine = g->args + g->off[i];
-    if (!k->param_bytes || !memcmp(mine, arena + h[i].off, k->param_bytes)) continue;
-    /* Parameters are copied by the driver at the call, so the graph's own copy may be
+again:
+  for (int j = 0; j < g->nn; j++) {
+    /* After rebuild_plain, g->map is the new graph's array (release() freed the old one and
+     * the struct assignment installed the new one); the analyzer does not follow the struct
+     * copy and takes the old pointer for the current one. */
+    const gnode_t *m = &g->map[j];
+    int changed = 0;
+    for (int i = m->first; i < m->first + m->count; i++) { // NOLINT(clang-analyzer-unix.Malloc)
+      const ag_kinfo_t *k = h[i].k;
+      if (k->param_bytes && memcmp(g->args + g->off[i], arena + h[i].off, k->param_bytes))
+        changed = 1;
+    }
+    if (!changed) continue;
+    if (m->pat) {
+      ag_pat_launch_t l[AG_PAT_MAX_OPS];
+      pat_view(l, h + m->first, m->count, arena);
+      if (!ag__pattern_check(m->pat, l)) {
+        ag__log(AG_LOG_INFO, "the conditions of %s no longer hold on a later occurrence: graph "
+                "of %d launches rebuilt without substitution", ag__pattern_name(m->pat), g->n);
+        if ((r = rebuild_plain(g, h, arena))) return r;
+        /* The plain graph has no fused node: this comparison cannot be reached again. */
+        goto again;
+      }
+    }
+    /* Parameters are copied by the driver at the call, so the graph's own copies may be
      * overwritten first and pointed to. */
     CUDA_KERNEL_NODE_PARAMS_v2 p;
-    note_varied(g, i, k, mine, arena + h[i].off);
-    memcpy(mine, arena + h[i].off, k->param_bytes);
-    fill_ptrs(g->ptrs, k, mine);
-    node_params(&p, &h[i], g->ptrs);
-    if ((r = ag__real.cuGraphExecKernelNodeSetParams(g->exec, g->nodes[i], &p))) {
+    for (int i = m->first; i < m->first + m->count; i++) {
+      const ag_kinfo_t *k = h[i].k;
+      uint8_t *mine = g->args + g->off[i];
+      if (!k->param_bytes || !memcmp(mine, arena + h[i].off, k->param_bytes)) continue;
+      note_varied(g, i, k, mine, arena + h[i].off);
+      memcpy(mine, arena + h[i].off, k->param_bytes);
+    }
+    if (!(r = gnode_params(g, j, h, &p))) r = ag__real.cuGraphExecKernelNodeSetParams(g->exec, g->nodes[j], &p);
+    if (r) {
       /* The exec may now hold either version of this node: force an update next time. */
-      memset(mine, 0, k->param_bytes);
-      mine[0] = (uint8_t)~arena[h[i].off];
+      for (int i = m->first; i < m->first + m->count; i++) {
+        uint8_t *mine = g->args + g->off[i];
+        if (!h[i].k->param_bytes) continue;
+        memset(mine, 0, h[i].k->param_bytes);
+        mine[0] = (uint8_t)~arena[h[i].off];
+      }
       return r;
     }
     (*updates)++;
   }
-  return ag__real.cuGraphLaunch(g->exec, (CUstream)stream);
+  if ((r = ag__real.cuGraphLaunch(g->exec, (CUstream)stream))) return r;
+  if (g->nn < g->n) {
+    /* Each fused node ran once more: counted per pattern. */
+    uint64_t runs[AG_FUSED_PATTERNS] = {0};
+    for (int j = 0; j < g->nn; j++)
+      if (g->map[j].pat) runs[ag__pattern_index(g->map[j].pat)]++;
+    for (int i = 0; i < AG_FUSED_PATTERNS; i++)
+      if (runs[i]) ag__stats_fused(ag__pattern_name(ag__pattern_at(i)), runs[i]);
+  }
+  return 0;
 }

@@ -34,7 +34,9 @@
   XX(cuGraphInstantiateWithFlags, 11040)                                  \
   XX(cuGraphExecDestroy, 10000)                                           \
   XX(cuGraphExecKernelNodeSetParams, 12000)                               \
-  XX(cuGraphLaunch, 10000)
+  XX(cuGraphLaunch, 10000)                                                \
+  XX(cuModuleLoadData, 2000)                                              \
+  XX(cuModuleGetFunction, 2000)
 
 typedef struct ag_real {
 #define AG_REAL_FIELD_(name, ver) PFN_##name##_v##ver name;

@@ -44,5 +44,7 @@ $(BUILD)/tests/kernels/%.z.fatbin: tests/kernels/%.cu
 # These test the per-thread default stream entry points (the _ptsz/_ptds exports).
 $(BUILD)/tests/progs/ptsz: NVCCFLAGS += --default-stream per-thread
 $(BUILD)/tests/unit/rt-ptsz: NVCCFLAGS += --default-stream per-thread
+# The kernel-pattern programs declare PyTorch's kernels, whose functors include a lambda.
+$(BUILD)/tests/progs/k-fuse: NVCCFLAGS += --extended-lambda
 # The programs share tests/progs/prog.h.
 $(PROGS): $(wildcard tests/progs/*.h)
