@@ -131,7 +131,11 @@ void ag__dump_graph_gone(const ag_seq_t *s, int evicted) {
   if (!r) return;
   if (evicted) r->evicted = 1;
   if (!s->graph) return;
-  if (!r->varied && (r->varied = calloc(2 * (size_t)s->n, sizeof *r->varied))) r->n = s->n;
+  if (!r->varied) {
+    /* Out of memory: the dump does without this sequence's varied arguments. */
+    if (!(r->varied = calloc(2 * (size_t)s->n, sizeof *r->varied))) return;
+    r->n = s->n;
+  }
   for (int i = 0; i < r->n; i++) {
     uint64_t c, v;
     ag__graph_varied(s->graph, i, &c, &v);
@@ -178,10 +182,17 @@ static double saved_of(const ag_seq_t *s, double launch_ns) {
   return (double)s->replays * (launch_ns * s->n - s->replay_ns);
 }
 
+/* Where the next light_t goes, and the end of the array counted for them: the listing never
+ * writes past what was counted, and only what it wrote is read. */
+typedef struct cursor {
+  light_t *at, *end;
+} cursor_t;
+
 static void count_one(ag_seq_t *s, void *arg) {
-  light_t **p = arg;
-  (*p)->s = s, (*p)->d = NULL, (*p)->id = s->id;
-  (*p)++;
+  cursor_t *c = arg;
+  if (c->at == c->end) return;
+  c->at->s = s, c->at->d = NULL, c->at->id = s->id;
+  c->at++;
 }
 
 static int by_saved(const void *a, const void *b) {
@@ -252,7 +263,8 @@ static void fill_denied(snap_seq_t *o, const denied_t *d) {
 static void take(ag_seqtab_t *t, double launch_ns, void *arg) {
   snap_t *sn = arg;
   size_t nseq = t ? ag__seqtab_count(t) : 0, n = nseq + HASH_COUNT(denieds), cap;
-  light_t *all = NULL, *p;
+  light_t *all = NULL;
+  cursor_t c;
   size_t need = 1 << 16;
 
   sn->launch_ns = launch_ns;
@@ -266,13 +278,16 @@ static void take(ag_seqtab_t *t, double launch_ns, void *arg) {
     if (len < need) break;
     need = len + 1;
   }
-  if (n && !(all = malloc(n * sizeof *all))) {
+  if (!n) return; /* nothing to list (sn->total and sn->nseqs stay 0) */
+  if (!(all = malloc(n * sizeof *all))) {
     sn->oom = 1;
     return;
   }
-  p = all;
-  if (t) ag__seqtab_each(t, count_one, &p);
-  for (denied_t *d = denieds; d; d = d->hh.next) p->s = NULL, p->d = d, p->id = d->id, p++;
+  c.at = all, c.end = all + n;
+  if (t) ag__seqtab_each(t, count_one, &c);
+  for (denied_t *d = denieds; d && c.at < c.end; d = d->hh.next)
+    c.at->s = NULL, c.at->d = d, c.at->id = d->id, c.at++;
+  n = (size_t)(c.at - all);
   for (size_t i = 0; i < n; i++) all[i].saved = all[i].s ? saved_of(all[i].s, launch_ns) : 0;
   qsort(all, n, sizeof *all, by_saved);
   sn->total = n;

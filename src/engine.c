@@ -36,6 +36,7 @@
 
 #include "config.h"
 #include "dump.h"
+#include "fuse-dnn.h"
 #include "graph.h"
 #include "kinfo.h"
 #include "log.h"
@@ -43,6 +44,7 @@
 #include "registry.h"
 #include "segment.h"
 #include "stats.h"
+#include "trace.h"
 
 __thread ag_tls_t ag__tls;
 int ag__init_state = AG_INIT_NONE;
@@ -142,6 +144,7 @@ static void release_graph(ag_seq_t *s) {
 static void on_evict(ag_seq_t *s) {
   STAT_INC(ag__stats.evictions, 1);
   if (ag__dump_armed) ag__dump_graph_gone(s, 1);
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_evict(s);
   release_graph(s);
 }
 
@@ -186,6 +189,7 @@ static void leave_ctx(int pushed) {
 static void submit_held(int n, int reason) {
   int pushed, r;
   if (!n) return;
+  uint64_t trace_t0 = AG_UNLIKELY(ag__trace_armed) ? ag__trace_now() : 0;
   pushed = enter_ctx();
   ag__tls.quiet++;
   r = ag__held_submit(E.held, n, E.arena, E.stream);
@@ -194,6 +198,7 @@ static void submit_held(int n, int reason) {
   if (r) ag__log(AG_LOG_WARN, "submitting %d held launches failed (CUDA error %d)", n, r);
   STAT_INC(ag__stats.passthrough, (uint64_t)n);
   STAT_INC(ag__stats.fallbacks[reason], (uint64_t)n);
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_flush(E.stream, n, reason, trace_t0, r);
 }
 
 static void stop_holding(void) {
@@ -207,6 +212,7 @@ static void demote(ag_seq_t *s, const char *why) {
           (unsigned long long)s->key.hash, s->n, why);
   ag__seqtab_demote(E.tab, s);
   if (ag__dump_armed) ag__dump_demoted(s, why), ag__dump_graph_gone(s, 0);
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_demote(s, why);
   release_graph(s);
   STAT_INC(ag__stats.demotions, 1);
 }
@@ -224,6 +230,7 @@ static void replay(ag_seq_t *s) {
   ag__tls.quiet++;
   if (s->state == AG_SEQ_BUILD) {
     ag_graph_t *g;
+    uint64_t trace_tb = AG_UNLIKELY(ag__trace_armed) ? ag__trace_now() : 0;
     r = ag__graph_build(&g, E.held, n, E.arena);
     if (r == 0) {
       s->graph = g;
@@ -232,6 +239,7 @@ static void replay(ag_seq_t *s) {
       ag__log(AG_LOG_DEBUG, "sequence %016llx: graph of %d launches built",
               (unsigned long long)s->key.hash, n);
     }
+    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_build(E.stream, s, n, trace_tb, r);
   }
   t0 = now_ns();
   if (r == 0) r = ag__graph_replay(s->graph, E.held, E.arena, E.stream, &updates);
@@ -251,6 +259,7 @@ static void replay(ag_seq_t *s) {
   ag__seqtab_touch(E.tab, s);
   s->replays++;
   s->updates += updates;
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_replay(E.stream, s, n, t0, t1, updates);
   s->replay_ns += ((double)(t1 - t0) - s->replay_ns) / (double)(s->replays < 16 ? s->replays : 16);
   /* The guard: after a few replays, a sequence whose replay (graph launch plus node updates)
    * costs clearly more host time than launching its kernels one by one is not worth holding.
@@ -315,8 +324,11 @@ _Static_assert(sizeof(((ag_kinfo_t *)0)->shape) == 7 * sizeof(unsigned), "ag_kin
 
 static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l) {
   uint64_t h;
-  /* A kernel is mostly launched with one shape: the last one's hash is kept with the kernel. */
-  if (AG_LIKELY(k->shape_known && !memcmp(k->shape, l->grid, sizeof k->shape)))
+  /* A kernel is mostly launched with one shape: the last one's hash is kept with the kernel.
+   * The comparison reads the struct's bytes from grid on, not the grid array, which the seven
+   * unsigneds run past. */
+  if (AG_LIKELY(k->shape_known &&
+                !memcmp(k->shape, (const char *)l + offsetof(ag_launch_t, grid), sizeof k->shape)))
     return k->shape_hash;
   h = ag__mix64(k->id ^ ((uint64_t)l->shmem << 32));
   h = ag__mix64(h ^ l->grid[0] ^ ((uint64_t)l->grid[1] << 32));
@@ -395,6 +407,8 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
   uint64_t h, done;
 
   if (AG_UNLIKELY(!k)) {
+    if (AG_UNLIKELY(ag__trace_armed) && E.holding)
+      ag__trace_cause("launch not holdable (kernel not identified)");
     cut();
     return 0;
   }
@@ -405,12 +419,14 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult r = ag__real.cuStreamIsCapturing ? ag__real.cuStreamIsCapturing((CUstream)stream, &st)
                                               : CUDA_ERROR_NOT_FOUND;
+    if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_cause("capture in progress");
     cut();
     if (r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE)
       STAT_INC(ag__stats.fallbacks[AG_FB_CAPTURING], 1);
     return 0;
   }
   if (AG_UNLIKELY(reason)) {
+    if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_cause_fallback(reason - 1);
     cut();
     STAT_INC(ag__stats.fallbacks[reason - 1], 1);
     if (AG_UNLIKELY(ag__dump_armed) && reason == AG_FB_DENIED + 1)
@@ -426,6 +442,7 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
     E.hashes[0] = h;
     /* A sequence boundary: hold if a known sequence may begin here. */
     if (ctx && (E.cand = find_prefix(1, 0)) != NULL) E.holding = 1;
+    if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_hold(stream);
   } else {
     E.hashes[i] = h;
     if (E.holding && !(E.cand->n > i && E.cand->hashes[i] == h) &&
@@ -440,6 +457,7 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
     if (hold(i, k, l) == 0) {
       held = 1;
     } else {
+      if (AG_UNLIKELY(ag__trace_armed) && i) ag__trace_cause("out of memory");
       submit_held(i, AG_FB_FLUSHED);
       stop_holding();
     }
@@ -456,6 +474,8 @@ int ag__launch(const ag_launch_t *l) {
   ag_kinfo_t *k;
   int sample, path;
   if (ag__tls.quiet) return l->submit(l); /* nested: the outer launch was recorded */
+  /* A cuDNN call held for fusion (src/fuse-dnn.h) runs before any later launch. */
+  if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE))) ag__fdnn_flush();
   if (AG_UNLIKELY(ag__dump_armed)) ag__dump_poll(0);
 
   stream = l->stream;
@@ -475,6 +495,8 @@ int ag__launch(const ag_launch_t *l) {
   if (AG_UNLIKELY(stream == CU_STREAM_PER_THREAD)) {
     /* Never held: only the owning thread can submit to its per-thread stream, and a flush may
      * have to happen on another thread. */
+    if (AG_UNLIKELY(ag__trace_armed) && E.holding)
+      ag__trace_cause("launch on the per-thread default stream");
     cut();
     goto pass;
   }
@@ -508,6 +530,7 @@ void ag__engine_snapshot(void (*fn)(ag_seqtab_t *t, double launch_ns, void *arg)
 
 void ag__flush_all(void) {
   if (!ag__enabled) return;
+  if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE))) ag__fdnn_flush();
   engine_lock();
   cut();
   engine_unlock();
@@ -528,7 +551,9 @@ void ag__order_enter(ag_call_t *call, void *stream) {
       AG_STAT_ADD(ag__stats.ordering, 1);
       count_call(call, call ? call->family : AG_FAM_UNCLASSIFIED);
     }
+    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(call ? call->name : "unclassified call");
     ag__flush_all();
+    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
     if (AG_UNLIKELY(ag__dump_armed)) ag__dump_poll(1);
   }
   ag__tls.quiet++;
@@ -552,7 +577,8 @@ void ag__order_leave_status(ag_call_t *call, int ok) {
 
 void ag__lib_enter(ag_call_t *call) {
   if (!ag__tls.lib) ag__tls.lib_call = call ? call->name : NULL;
-  if (!ag__tls.quiet && !ag__tls.lib) count_call(call, call->family);
+  if (!ag__tls.quiet && !ag__tls.lib)
+    count_call(call, call ? call->family : AG_FAM_UNCLASSIFIED);
   ag__tls.lib++;
 }
 
@@ -599,6 +625,7 @@ void ag__image_unloaded(const void *mod) {
   engine_lock();
   /* The unload was an ordering call, but another thread may have begun holding since: nothing
    * held may refer to a kernel about to be forgotten. */
+  if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_cause("module unload");
   cut();
   n = ag__kinfo_unload(mod);
   engine_unlock();
@@ -610,15 +637,19 @@ void ag__image_unloaded(const void *mod) {
 
 static void at_exit(void) {
   /* Held launches run before the report, so that replayed + passthrough == launches. */
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause("exit");
   ag__flush_all();
   if (ag__enabled) ag__stats_report();
   if (ag__enabled && ag__dump_armed) ag__dump_write(AG_DUMP_EXIT);
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_write();
 }
 
 static void atfork_prepare(void) {
   /* The child must not inherit held work it cannot submit; take the lock so that no thread is
    * in the middle of changing the engine's state when the process is copied. */
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause("fork");
   ag__flush_all();
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
   engine_lock();
 }
 
@@ -637,6 +668,7 @@ static void atfork_child(void) {
   ag__kinfo_reset();
   ag__stats_reset();
   ag__registry_atfork_child();
+  ag__trace_atfork_child();
 }
 
 void ag__init(void) {
@@ -648,6 +680,7 @@ void ag__init(void) {
   ag__config_load();
   if (!ag__config.disable) {
     ag__dump_init();
+    ag__trace_init();
     atexit(at_exit);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     ag__log(AG_LOG_DEBUG, "initialised (stats %s, repeats %d, sequences %d..%d)",

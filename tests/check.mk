@@ -11,12 +11,16 @@
 # Contract of a sanitizer run. Everything the project builds is instrumented, nvcc-built
 # programs included (their host code, through -Xcompiler), so a test program needs no help to
 # run. Wherever the preload library is preloaded, the sanitizer runtime must come first in
-# LD_PRELOAD (ASan refuses to start otherwise, TSan would miss the locks of uninstrumented
-# code): the run exports AG_SAN_PRELOAD, the runtime's path, and the case scripts put it in
-# front of the library (tests/cases/lib.sh does it in ag_preload; scripts that set LD_PRELOAD
-# themselves write "${AG_SAN_PRELOAD:+$AG_SAN_PRELOAD }$AG_LIB"). It is deliberately not put in
-# LD_PRELOAD for whole scripts: the shell, compilers and python that the scripts run are not the
-# project's and leak by design.
+# LD_PRELOAD (ASan refuses to start otherwise; TSan's interceptors must come before libc's, or
+# it misses the locks taken in an uninstrumented program): the run exports AG_SAN_PRELOAD, the
+# runtime's path, and the case scripts put it in front of the library (tests/cases/lib.sh does
+# it in ag_preload; scripts that set LD_PRELOAD themselves write
+# "${AG_SAN_PRELOAD:+$AG_SAN_PRELOAD }$AG_LIB"). The runtime is preloaded only together with the
+# library, never alone and never into whole scripts: TSan's runtime in a process without
+# instrumented code is never initialised and its setjmp interceptor jumps through a null pointer
+# (bash, dash and python die of SIGSEGV at once), and the shells, compilers and python the
+# scripts run are not the project's and leak by design. tests/cases/tools-launcher.sh shows how
+# a script whose own programs are shells (the launcher) handles it.
 #
 # Every report fails the run twice over: the sanitizers stop the process with a non-zero status
 # (halt_on_error, -fno-sanitize-recover=all), so the test fails, and each report is also written
@@ -24,7 +28,8 @@
 # catches processes whose status a test does not look at. The reports are printed then.
 #
 # Suppressions live in tests/sanitizers/{lsan,tsan,ubsan}.supp, one documented entry per
-# problem provably outside the project (see docs-check.md for how to add one).
+# problem provably outside the project (README.md, "Sanitizers and static analysis", says how to
+# add one).
 #
 # Variables: ASAN_BUILD (default build-asan), TSAN_BUILD (default build-tsan), CHECK_BUILD
 # (default build-check, for the generated headers the analysers read), SAN_JOBS (parallel jobs,
@@ -72,8 +77,13 @@ endef
 .PHONY: asan ubsan tsan check
 
 # Everything `make test` builds; a target of the sub-make, where BUILD is the sanitizer's.
+# AG_TEST_ALL is only complete once every fragment is read, and fragments included after this
+# one (tests/fuzz/build.mk: the corpus replay drivers, the r-late libraries) add to it, so the
+# list is expanded in the recipe, not as a prerequisite (which make expands when it reads the
+# rule). BUILD and the flags reach the nested make through the command line and environment.
 .PHONY: san-build
-san-build: all $(AG_TEST_ALL)
+san-build: all
+	+$(MAKE) --no-print-directory $(AG_TEST_ALL)
 
 asan:
 	$(call san-run,$(ASAN_BUILD),$(ASAN_FLAGS),$(ASAN_NVFLAGS),$(ASAN_RT),$(ASAN_ENV))

@@ -20,14 +20,26 @@ AG_ALL += $(AG_INSPECT)
 AG_INSTALL_SCRIPTS += tools/autograph
 AG_INSTALL_SCRIPTS += tools/autograph-report
 
+# The profiler-trace predictor: tools/predict.c and the trace reader tools/trace-parse.c, linked
+# with the library's own engine objects (src/), not with the shims; zlib reads .json.gz.
+AG_PREDICT := $(BUILD)/autograph-predict
+AG_ALL += $(AG_PREDICT)
+AG_PREDICT_OBJS := $(BUILD)/obj/tools/predict.o $(BUILD)/obj/tools/trace-parse.o \
+                   $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/*.c))
+$(BUILD)/obj/tools/predict.o: shims/cudart.def
+
+$(AG_PREDICT): $(AG_PREDICT_OBJS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lz $(AG_LIBS) -lm
+
 $(AG_INSPECT): $(BUILD)/obj/tools/inspect.o $(BUILD)/obj/src/elf.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lelf -lzstd -lstdc++
 
 .PHONY: install uninstall
-install: $(BUILD)/libautograph.so $(AG_INSPECT)
+install: $(BUILD)/libautograph.so $(AG_INSPECT) $(AG_PREDICT)
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)
 	$(INSTALL) -m 644 $(BUILD)/libautograph.so $(DESTDIR)$(LIBDIR)/libautograph.so
 	$(INSTALL) -m 755 $(AG_INSPECT) $(DESTDIR)$(BINDIR)/autograph-inspect
+	$(INSTALL) -m 755 $(AG_PREDICT) $(DESTDIR)$(BINDIR)/autograph-predict
 	for s in $(AG_INSTALL_SCRIPTS); do \
 	  $(INSTALL) -m 755 $$s $(DESTDIR)$(BINDIR)/$$(basename $$s) || exit 1; \
 	done
@@ -36,4 +48,5 @@ install: $(BUILD)/libautograph.so $(AG_INSPECT)
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libautograph.so $(DESTDIR)$(BINDIR)/autograph-inspect
+	rm -f $(DESTDIR)$(BINDIR)/autograph-predict
 	for s in $(AG_INSTALL_SCRIPTS); do rm -f $(DESTDIR)$(BINDIR)/$$(basename $$s); done

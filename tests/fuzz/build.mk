@@ -38,6 +38,13 @@ $(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz.h $(FUZZ_DEPS)
 	    -fno-sanitize-recover=undefined -I$(CUDA_HOME)/include -Isrc -Itests/fuzz -o $@ \
 	    tests/fuzz/fuzz-$*.c $(FUZZ_DEPS) $(AG_LIBS)
 
+# The profiler-trace reader (tools/trace-parse.c, with zlib for .json.gz input) is linked into
+# its own target only.
+$(BUILD)/fuzz/replay-trace $(BUILD)/fuzz/fuzz-trace: FUZZ_DEPS += tools/trace-parse.c
+$(BUILD)/fuzz/replay-trace $(BUILD)/fuzz/fuzz-trace: AG_LIBS += -lz
+$(BUILD)/fuzz/replay-trace: $(BUILD)/obj/tools/trace-parse.o tools/trace-parse.h
+$(BUILD)/fuzz/fuzz-trace: tools/trace-parse.c tools/trace-parse.h
+
 .PHONY: fuzz fuzz-seeds soak
 fuzz: $(FUZZ_BINS)
 	@bad=""; for t in $(FUZZ_NAMES); do \

@@ -81,7 +81,8 @@ int main(int argc, char **argv) {
       n++;
     }
     closedir(d);
-    qsort(names, n, sizeof *names, cmp_names); /* the same order on every run */
+    /* The same order on every run (an empty folder has no array: qsort wants one). */
+    if (n > 1) qsort(names, n, sizeof *names, cmp_names);
     long ran = 0;
     for (size_t j = 0; j < n; j++) {
       if (stat(names[j], &st) == 0 && S_ISREG(st.st_mode)) {
