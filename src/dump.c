@@ -493,16 +493,6 @@ size_t ag__dump_render(ag_seqtab_t *t, double launch_ns, int why, char **out) {
 static pthread_mutex_t writing = PTHREAD_MUTEX_INITIALIZER;
 static int warned;
 
-static int write_all(int fd, const char *p, size_t n) {
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    p += w, n -= (size_t)w;
-  }
-  return 0;
-}
-
 static void warn_once(const char *what) {
   if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) return;
   ag__log(AG_LOG_WARN, "cannot write the dump to %s: %s", ag__config.dump_path, what);
@@ -541,7 +531,7 @@ void ag__dump_write(int why) {
   }
   snprintf(tmp, sizeof tmp, "%s.tmp", ag__config.dump_path);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0644);
-  if (fd < 0 || write_all(fd, doc, n) < 0 || write_all(fd, "\n", 1) < 0) {
+  if (fd < 0 || ag__write_all(fd, doc, n) < 0 || ag__write_all(fd, "\n", 1) < 0) {
     warn_once(strerror(errno));
     if (fd >= 0) close(fd), unlink(tmp);
   } else if (close(fd) < 0 || rename(tmp, ag__config.dump_path) < 0) {

@@ -51,3 +51,14 @@ void ag__log(int level, const char *fmt, ...) {
 out:
   errno = saved;
 }
+
+int ag__write_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n) {
+    ssize_t w = write(fd, c, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    c += w, n -= (size_t)w;
+  }
+  return 0;
+}

@@ -15,4 +15,10 @@ void ag__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
  * Returns its length. */
 int ag__log_format(char *buf, int size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Writes all n bytes to fd, retrying short writes and EINTR. Returns 0, or -1 with errno set
+ * (a non-blocking descriptor that would block counts as a failure: output never waits). The
+ * stats report, the dump and the trace write their files through it. */
+#include <stddef.h>
+int ag__write_all(int fd, const void *p, size_t n);
+
 #endif

@@ -207,23 +207,13 @@ size_t ag__stats_summary(char *buf, size_t size) {
   return len < 0 ? 0 : (size_t)len;
 }
 
-static int write_all(int fd, const char *p, size_t n) {
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    p += w, n -= (size_t)w;
-  }
-  return 0;
-}
-
 void ag__stats_report(void) {
   int saved = errno;
   if (ag__config.stats_summary) {
     char line[512];
     size_t n = ag__stats_summary(line, sizeof line);
     if (n >= sizeof line) n = sizeof line - 1;
-    (void)write_all(2, line, n);
+    (void)ag__write_all(2, line, n);
   } else if (ag__config.stats_path[0]) {
     size_t cap = 1 << 16, n;
     char *buf = NULL;
@@ -246,7 +236,7 @@ void ag__stats_report(void) {
       errno = saved;
       return;
     }
-    if (fd < 0 || write_all(fd, buf, strlen(buf)) < 0 || write_all(fd, "\n", 1) < 0)
+    if (fd < 0 || ag__write_all(fd, buf, strlen(buf)) < 0 || ag__write_all(fd, "\n", 1) < 0)
       ag__log(AG_LOG_WARN, "cannot write stats to %s: %s", ag__config.stats_path,
               strerror(errno));
     if (fd >= 0) close(fd);

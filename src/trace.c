@@ -270,25 +270,15 @@ typedef struct out {
   char buf[1 << 16];
 } out_t;
 
-static int write_all(int fd, const char *p, size_t n) {
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    p += w, n -= (size_t)w;
-  }
-  return 0;
-}
-
 static void out_flush(out_t *o) {
-  if (!o->err && o->len && write_all(o->fd, o->buf, o->len) < 0) o->err = errno ? errno : EIO;
+  if (!o->err && o->len && ag__write_all(o->fd, o->buf, o->len) < 0) o->err = errno ? errno : EIO;
   o->len = 0;
 }
 
 static void out_put(out_t *o, const char *s, size_t n) {
   if (o->len + n > sizeof o->buf) out_flush(o);
   if (n > sizeof o->buf) {
-    if (!o->err && write_all(o->fd, s, n) < 0) o->err = errno ? errno : EIO;
+    if (!o->err && ag__write_all(o->fd, s, n) < 0) o->err = errno ? errno : EIO;
     return;
   }
   memcpy(o->buf + o->len, s, n);
