@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Error codes, always returned negated (-AG_EINVAL). */
 #define AG_EOK      0
@@ -28,5 +29,13 @@
 #define AG_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define AG_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define AG_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* CLOCK_MONOTONIC in nanoseconds: the one clock of the engine's guard, the dump's interval and
+ * the trace. */
+static inline uint64_t ag__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 #endif

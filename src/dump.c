@@ -556,12 +556,6 @@ static void on_usr1(int sig) {
   __atomic_store_n(&signalled, 1, __ATOMIC_RELAXED);
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void ag__dump_init(void) {
   struct sigaction old, sa;
   if (!ag__config.dump_path[0]) return;
@@ -576,7 +570,7 @@ void ag__dump_init(void) {
       ag__log(AG_LOG_DEBUG, "dump: no SIGUSR1 handler (%s)", strerror(errno));
   }
   if (ag__config.dump_interval > 0)
-    next_due = now_ns() + (uint64_t)ag__config.dump_interval * 1000000000ull;
+    next_due = ag__now_ns() + (uint64_t)ag__config.dump_interval * 1000000000ull;
   __atomic_store_n(&ag__dump_armed, 1, __ATOMIC_RELEASE);
 }
 
@@ -593,7 +587,7 @@ void ag__dump_poll(int ordering) {
   uint64_t due = __atomic_load_n(&next_due, __ATOMIC_RELAXED);
   if (!due || (!ordering && (++tick & 63))) return;
   saved = errno;
-  uint64_t now = now_ns();
+  uint64_t now = ag__now_ns();
   if (now >= due &&
       __atomic_compare_exchange_n(&next_due, &due,
                                   now + (uint64_t)ag__config.dump_interval * 1000000000ull, 0,

@@ -130,12 +130,6 @@ static uint64_t launch_ns, sampled;
 
 static int captures; /* program captures in progress (atomic) */
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void release_graph(ag_seq_t *s) {
   ag__graph_free(s->graph);
   s->graph = NULL;
@@ -173,28 +167,31 @@ static void *current_ctx(void) {
   return c;
 }
 
-/* Runs held work in the sequence's context when the calling thread is elsewhere. */
-static int enter_ctx(void) {
-  if (current_ctx() == E.ctx) return 0;
-  if (!ag__real.cuCtxPushCurrent || ag__real.cuCtxPushCurrent((CUcontext)E.ctx)) return -1;
+int ag__ctx_enter(void *ctx) {
+  if (current_ctx() == ctx) return 0;
+  if (!ag__real.cuCtxPushCurrent || ag__real.cuCtxPushCurrent((CUcontext)ctx)) return -1;
+  /* Launches made meanwhile (a cuDNN call's, which are not quiet) must see the pushed one. */
+  ag__tls.ctx = ctx;
   return 1;
 }
 
-static void leave_ctx(int pushed) {
+void ag__ctx_leave(int pushed) {
   CUcontext c;
-  if (pushed == 1 && ag__real.cuCtxPopCurrent) ag__real.cuCtxPopCurrent(&c);
+  if (pushed != 1 || !ag__real.cuCtxPopCurrent) return;
+  ag__real.cuCtxPopCurrent(&c);
+  ag__tls.ctx = NULL; /* asked again at the next launch */
 }
 
 /* Submits everything held as ordinary launches, counted under `reason`. */
 static void submit_held(int n, int reason) {
   int pushed, r;
   if (!n) return;
-  uint64_t trace_t0 = AG_UNLIKELY(ag__trace_armed) ? ag__trace_now() : 0;
-  pushed = enter_ctx();
+  uint64_t trace_t0 = AG_UNLIKELY(ag__trace_armed) ? ag__now_ns() : 0;
+  pushed = ag__ctx_enter(E.ctx);
   ag__tls.quiet++;
   r = ag__held_submit(E.held, n, E.arena, E.stream);
   ag__tls.quiet--;
-  leave_ctx(pushed);
+  ag__ctx_leave(pushed);
   if (r) ag__log(AG_LOG_WARN, "submitting %d held launches failed (CUDA error %d)", n, r);
   STAT_INC(ag__stats.passthrough, (uint64_t)n);
   STAT_INC(ag__stats.fallbacks[reason], (uint64_t)n);
@@ -222,7 +219,7 @@ static void replay(ag_seq_t *s) {
   int n = E.seg.len, pushed, r = 0;
   uint64_t t0, t1, updates = 0;
 
-  pushed = enter_ctx();
+  pushed = ag__ctx_enter(E.ctx);
   if (pushed < 0) {
     submit_held(n, AG_FB_GRAPH_ERROR);
     return;
@@ -230,7 +227,7 @@ static void replay(ag_seq_t *s) {
   ag__tls.quiet++;
   if (s->state == AG_SEQ_BUILD) {
     ag_graph_t *g;
-    uint64_t trace_tb = AG_UNLIKELY(ag__trace_armed) ? ag__trace_now() : 0;
+    uint64_t trace_tb = AG_UNLIKELY(ag__trace_armed) ? ag__now_ns() : 0;
     r = ag__graph_build(&g, E.held, n, E.arena);
     if (r == 0) {
       s->graph = g;
@@ -241,11 +238,11 @@ static void replay(ag_seq_t *s) {
     }
     if (AG_UNLIKELY(ag__trace_armed)) ag__trace_build(E.stream, s, n, trace_tb, r);
   }
-  t0 = now_ns();
+  t0 = ag__now_ns();
   if (r == 0) r = ag__graph_replay(s->graph, E.held, E.arena, E.stream, &updates);
-  t1 = now_ns();
+  t1 = ag__now_ns();
   ag__tls.quiet--;
-  leave_ctx(pushed);
+  ag__ctx_leave(pushed);
   STAT_INC(ag__stats.updates, updates);
   if (r) {
     char why[64];
@@ -388,9 +385,9 @@ static int pass(const ag_launch_t *l, int sample) {
   int r;
   ag__tls.quiet++;
   if (AG_UNLIKELY(sample)) {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = ag__now_ns();
     r = l->submit(l);
-    int64_t ns = (int64_t)(now_ns() - t0), old = (int64_t)__atomic_load_n(&launch_ns, __ATOMIC_RELAXED);
+    int64_t ns = (int64_t)(ag__now_ns() - t0), old = (int64_t)__atomic_load_n(&launch_ns, __ATOMIC_RELAXED);
     /* A racy running mean is fine: it only steers the guard. */
     __atomic_store_n(&launch_ns, (uint64_t)(old ? old + (ns - old) / 16 : ns), __ATOMIC_RELAXED);
   } else {

@@ -139,6 +139,13 @@ void ag__func_named(const void *func, int is_kernel, const void *mod, const char
 void ag__func_of_kernel(const void *func, const void *kernel);
 void ag__image_unloaded(const void *mod);
 
+/* Makes `ctx` the calling thread's current context for a while, keeping the engine's per-thread
+ * context cache right (work held in one context may be submitted from another thread).
+ * Returns 0 when it already was current, 1 when it was pushed, -1 when it could not be; pass
+ * the result to ag__ctx_leave. */
+int ag__ctx_enter(void *ctx);
+void ag__ctx_leave(int pushed);
+
 /* Submits every held launch (at exit, before fork, or when the caller needs the device to be
  * up to date). */
 void ag__flush_all(void);

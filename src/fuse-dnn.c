@@ -223,20 +223,14 @@ static cudnnStatus_t fall_back(const char *what, cudnnStatus_t st) {
  * runs as one fused call when cuDNN allows it. Returns the first error of the held calls. */
 static cudnnStatus_t submit_locked(void) {
   cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
-  CUcontext c;
-  void *cur;
   int pushed = 0, lib0 = ag__tls.lib;
   const char *call0 = ag__tls.lib_call;
   if (H.state == ST_NONE) return st;
   /* The launches are cuDNN's, whichever hook submits them. */
   if (!ag__tls.lib) ag__tls.lib_call = "cudnnConvolutionForward";
   ag__tls.lib++;
-  cur = current_ctx();
-  if (H.ctx && cur != H.ctx && ag__real.cuCtxPushCurrent &&
-      ag__real.cuCtxPushCurrent((CUcontext)H.ctx) == CUDA_SUCCESS)
-    pushed = 1;
-  /* The engine caches each thread's context: a push or pop behind its back must clear it. */
-  if (pushed) ag__tls.ctx = NULL;
+  /* A failed push runs the calls where the thread is, as cuDNN itself would. */
+  if (H.ctx) pushed = ag__ctx_enter(H.ctx);
   if (H.state == ST_CONV_ADD && H.sig.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM &&
       identity_desc()) {
     st = run_fused(identity);
@@ -247,7 +241,7 @@ static cudnnStatus_t submit_locked(void) {
   } else {
     st = run_originals();
   }
-  if (pushed && ag__real.cuCtxPopCurrent) ag__real.cuCtxPopCurrent(&c), ag__tls.ctx = NULL;
+  ag__ctx_leave(pushed);
   ag__tls.lib = lib0;
   ag__tls.lib_call = call0;
   H.state = ST_NONE;

@@ -89,12 +89,6 @@ static const char *const not_holdable[AG_FB_COUNT_] = {
 #undef AG_TRACE_FB_CAUSE_
 };
 
-uint64_t ag__trace_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t rel(uint64_t t) { return t > T.start ? t - T.start : 0; }
 
 int ag__trace_open(int max_events) {
@@ -105,7 +99,7 @@ int ag__trace_open(int max_events) {
   if (T.ev) munmap(T.ev, T.map_bytes);
   memset(&T, 0, sizeof T);
   T.ev = p, T.cap = cap, T.map_bytes = bytes;
-  T.start = ag__trace_now();
+  T.start = ag__now_ns();
   __atomic_store_n(&ag__trace_armed, 1, __ATOMIC_RELEASE);
   return 0;
 }
@@ -166,7 +160,7 @@ void ag__trace_hold(void *stream) {
   cause = NULL; /* anything set before the run began is not why it ends */
   if (T.closed) return;
   T.holding = 1;
-  T.hold_t0 = ag__trace_now();
+  T.hold_t0 = ag__now_ns();
   T.hold_tid = track(stream);
 }
 
@@ -184,7 +178,7 @@ static void seq_args(ev_t *e, const ag_seq_t *s) {
 }
 
 void ag__trace_flush(void *stream, int n, int fb, uint64_t t0, int status) {
-  uint64_t t1 = ag__trace_now();
+  uint64_t t1 = ag__now_ns();
   const char *why = cause;
   ev_t *e;
   cause = NULL;
@@ -204,7 +198,7 @@ void ag__trace_flush(void *stream, int n, int fb, uint64_t t0, int status) {
 }
 
 void ag__trace_build(void *stream, const ag_seq_t *s, int n, uint64_t t0, int status) {
-  ev_t *e = add(EV_BUILD, track(stream), t0, ag__trace_now());
+  ev_t *e = add(EV_BUILD, track(stream), t0, ag__now_ns());
   if (!e) return;
   seq_args(e, s);
   e->n = (uint32_t)n, e->u = (uint32_t)status;
@@ -223,7 +217,7 @@ void ag__trace_replay(void *stream, const ag_seq_t *s, int n, uint64_t t0, uint6
 }
 
 void ag__trace_demote(const ag_seq_t *s, const char *why) {
-  uint64_t t = ag__trace_now();
+  uint64_t t = ag__now_ns();
   ev_t *e = add(EV_DEMOTE, 0, t, t);
   if (!e) return;
   seq_args(e, s);
@@ -231,7 +225,7 @@ void ag__trace_demote(const ag_seq_t *s, const char *why) {
 }
 
 void ag__trace_evict(const ag_seq_t *s) {
-  uint64_t t = ag__trace_now();
+  uint64_t t = ag__now_ns();
   ev_t *e = add(EV_EVICT, 0, t, t);
   if (e) seq_args(e, s);
 }

@@ -36,9 +36,6 @@ void ag__trace_init(void);
  * and tests). Returns 0 or -AG_ENOMEM. */
 int ag__trace_open(int max_events);
 
-/* CLOCK_MONOTONIC in nanoseconds: the clock of every time handed to the hooks. */
-uint64_t ag__trace_now(void);
-
 /* ---- hooks ---------------------------------------------------------------------------------- */
 
 /* Why the held run about to end ends, on this thread (a string with static storage: an API name
@@ -51,7 +48,7 @@ void ag__trace_cause(const char *why);
 /* The same, for a launch that cannot be held for fallback reason `fb` (enum ag_fallback). */
 void ag__trace_cause_fallback(int fb);
 
-/* Engine lock held for all of these. Times are ag__trace_now() values. */
+/* Engine lock held for all of these. Times are ag__now_ns() values (src/ag.h). */
 
 /* The engine began holding launches on `stream`. */
 void ag__trace_hold(void *stream);
