@@ -28,8 +28,8 @@
 # catches processes whose status a test does not look at. The reports are printed then.
 #
 # Suppressions live in tests/sanitizers/{lsan,tsan,ubsan}.supp, one documented entry per
-# problem provably outside the project (README.md, "Sanitizers and static analysis", says how to
-# add one).
+# problem provably outside the project (docs/ci-and-sanitizers.md, "Adding a suppression",
+# says how to add one).
 #
 # Variables: ASAN_BUILD (default build-asan), TSAN_BUILD (default build-tsan), CHECK_BUILD
 # (default build-check, for the generated headers the analysers read), SAN_JOBS (parallel jobs,
