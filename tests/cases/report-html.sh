@@ -55,7 +55,7 @@ grep -q '&lt;script&gt;' "$d/evil.html" && grep -q '&lt;b&gt;bold' "$d/evil.html
 echo "ok: 4 pages written, self-contained, dump text escaped"
 
 chrome=$(command -v chromium || command -v chromium-browser || true)
-[ -n "$chrome" ] || ag_skip "skipped: chromium is not installed (tools/setup installs it)"
+[ -n "$chrome" ] || ag_skip "skipped: chromium is not installed (tools/setup --test installs it)"
 
 # render NAME PAGE — the DOM of PAGE after its scripts ran, in $d/NAME.dom; console in NAME.log.
 render() {
