@@ -602,6 +602,10 @@ static struct {
   stepres_t all;
   uint64_t lps_min, lps_max;
   double lps_mean;
+  /* Steady state: the last min(3, steps - 1) steps, the learning of the first step left out;
+   * in a trace without ProfilerStep markers, the last quarter of its launches. */
+  uint64_t steady_launches, steady_replayed;
+  size_t steady_steps;
 } R;
 
 static int64_t graph_cost_ns(size_t n) {
@@ -665,6 +669,12 @@ static int compute(void) {
       R.lps_mean += (double)n;
     }
     R.lps_mean /= (double)T.steps.n;
+    R.steady_steps = T.steps.n > 3 ? 3 : T.steps.n > 1 ? T.steps.n - 1 : 1;
+    for (size_t i = T.steps.n - R.steady_steps; i < T.steps.n; i++)
+      R.steady_launches += R.steps[i].launches, R.steady_replayed += R.steps[i].replayed;
+  } else {
+    for (size_t i = L.n - L.n / 4; i < L.n; i++)
+      R.steady_launches++, R.steady_replayed += L.v[i].state == L_REPLAYED;
   }
   return 0;
 }
@@ -757,6 +767,12 @@ static void print_text(const char *path, int gz, const seqcount_t *sc) {
          opt.repeats, opt.min_seq, opt.max_seq, opt.max_graphs);
   printf("  replayed              %" PRIu64 " of %" PRIu64 " launches (%.1f%%)\n", st->replayed, st->launches,
          st->launches ? 100.0 * (double)st->replayed / (double)st->launches : 0.0);
+  printf("  steady state          %" PRIu64 " of %" PRIu64 " launches (%.1f%%) in ", R.steady_replayed,
+         R.steady_launches, R.steady_launches ? 100.0 * (double)R.steady_replayed / (double)R.steady_launches : 0.0);
+  if (T.steps.n)
+    printf("the last %zu step%s\n", R.steady_steps, R.steady_steps > 1 ? "s" : "");
+  else
+    printf("the last quarter of the launches (no steps)\n");
   printf("  passed through        %" PRIu64 "\n", st->passthrough);
   printf("  graphs                %" PRIu64 ", graph launches %" PRIu64 "\n", st->graphs, st->graph_launches);
   printf("  sequences             %" PRIu64 " seen, %" PRIu64 " graphed, %" PRIu64 " still learning, %" PRIu64 " demoted\n",
@@ -881,6 +897,15 @@ static size_t render_json(char *buf, size_t size, const char *path, int gz, cons
   j_u64(&j, "ordering_calls", F.ordering);
   j_u64(&j, "replayed", st->replayed);
   j_num(&j, "replayed_share", st->launches ? (double)st->replayed / (double)st->launches : 0.0);
+  ag__json_key(&j, "steady_state");
+  ag__json_begin(&j, '{');
+  ag__json_key(&j, "basis");
+  ag__json_str(&j, T.steps.n ? "last_steps" : "last_quarter");
+  j_u64(&j, "steps", T.steps.n ? R.steady_steps : 0);
+  j_u64(&j, "launches", R.steady_launches);
+  j_u64(&j, "replayed", R.steady_replayed);
+  j_num(&j, "share", R.steady_launches ? (double)R.steady_replayed / (double)R.steady_launches : 0.0);
+  ag__json_end(&j, '}');
   j_u64(&j, "passthrough", st->passthrough);
   j_u64(&j, "graphs", st->graphs);
   j_u64(&j, "graph_launches", st->graph_launches);

@@ -50,6 +50,13 @@ if [s["replayed"] for s in p["steps"]] != [0] * R + [K] * (N - R):
     bad.append("per-step replayed " + str([s["replayed"] for s in p["steps"]]))
 if sum(s["saved_ns"] for s in p["steps"]) + p["outside_steps"]["saved_ns"] != p["saved_ns"]:
     bad.append("per-step savings do not add up")
+# Steady state: the last min(3, N - 1) steps.
+last = min(3, N - 1)
+want_st = {"basis": "last_steps", "steps": last, "launches": last * K,
+           "replayed": sum(K for i in range(N - last, N) if i >= R)}
+want_st["share"] = want_st["replayed"] / want_st["launches"]
+if p.get("steady_state") != want_st:
+    bad.append(f"steady_state: got {p.get('steady_state')}, want {want_st}")
 if abs(p["replayed_share"] - (N - R) / N) > 1e-6:
     bad.append(f"replayed_share {p['replayed_share']}")
 if not p["assumptions"] or p["schema"] != "autograph-predict" or p["version"] != 1:
@@ -60,6 +67,24 @@ PY
 }
 check "$d/r2.json" 2
 check "$d/r3.json" 3
+
+# Steady state of a short trace: 3 steps, repeats 2: the first step is left out, so the last 2
+# steps count, one learning and one replayed (8 of 16); with no step markers at all, the last
+# quarter of the launches counts.
+python3 "$mt" train "$d/short.json" --steps 3 --kernels 8 || ag_fail "make-trace.py failed"
+"$pred" --json --min-seq 8 --repeats 2 "$d/short.json" >"$d/short.out" || ag_fail "autograph-predict failed (short)"
+ag_expect "$d/short.out" "st['steady_state'] == {'basis': 'last_steps', 'steps': 2, 'launches': 16, 'replayed': 8, 'share': 0.5}"
+python3 - "$d/t.json" "$d/nosteps.json" <<'PY' || ag_fail "could not strip the step markers"
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["traceEvents"] = [e for e in t["traceEvents"] if not e.get("name", "").startswith("ProfilerStep#")]
+json.dump(t, open(sys.argv[2], "w"))
+PY
+"$pred" --json --min-seq 8 --repeats 2 "$d/nosteps.json" >"$d/nosteps.out" || ag_fail "autograph-predict failed (no steps)"
+ag_expect "$d/nosteps.out" "st['steps'] == []" \
+  "st['steady_state'] == {'basis': 'last_quarter', 'steps': 0, 'launches': 20, 'replayed': 20, 'share': 1.0}"
+"$pred" --min-seq 8 --repeats 2 "$d/short.json" | grep -q "steady state  *8 of 16 launches (50.0%) in the last 2 steps" ||
+  ag_fail "the text report does not give the steady state"
 
 # Default options: content-defined cuts may split a step, but most launches still replay.
 "$pred" --json "$d/t.json" >"$d/def.json" || ag_fail "autograph-predict failed (defaults)"
