@@ -344,10 +344,11 @@ static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l) {
   return h;
 }
 
-/* Why this launch cannot be held (enum ag_fallback + 1), or 0. */
-static inline int attr_reason(const ag_launch_t *l) {
+/* Why this launch cannot be held (enum ag_fallback + 1), or 0. A kernel without parameters
+ * may be launched without an argument array. */
+static inline int attr_reason(const ag_launch_t *l, const ag_kinfo_t *k) {
   if (AG_UNLIKELY(l->coop)) return AG_FB_COOPERATIVE + 1;
-  if (AG_UNLIKELY(l->extra || !l->args)) return AG_FB_ATTRIBUTES + 1;
+  if (AG_UNLIKELY(l->extra || (!l->args && k->nparams))) return AG_FB_ATTRIBUTES + 1;
   if (AG_LIKELY(!l->nattrs)) return 0;
   for (unsigned i = 0; i < l->nattrs; i++) {
     const CUlaunchAttribute *a = (const CUlaunchAttribute *)l->attrs + i;
@@ -412,7 +413,7 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
     cut();
     return 0;
   }
-  reason = AG_UNLIKELY(k->reason) ? k->reason : attr_reason(l);
+  reason = AG_UNLIKELY(k->reason) ? k->reason : attr_reason(l, k);
   if (AG_UNLIKELY(!reason && __atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0)) {
     /* The program is capturing somewhere: nothing is held meanwhile, and a launch on a
      * capturing stream (or one joined to a capture by an event wait) is its own business. */
