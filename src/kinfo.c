@@ -85,6 +85,12 @@ typedef struct fname {
   UT_hash_handle hh;
 } fname_t;
 
+/* Set once the driver has described a parameter of some kernel (atomic): it then implements
+ * the parameter queries, CUDA_ERROR_INVALID_VALUE for parameter 0 means "no parameters", and
+ * images loaded from then on need not be read (see ag__kinfo_image). Before that the same
+ * answer may come from a driver that fails every query that way. */
+static int driver_describes;
+
 static pthread_mutex_t img_lock = PTHREAD_MUTEX_INITIALIZER;
 static handle_t *mods, *fatbins;
 static fname_t *fnames;
@@ -177,8 +183,12 @@ int ag__kinfo_image(const void *mod, const void *image, size_t size) {
   int r = 0;
   if (!mod || !image) return -AG_EINVAL;
   if (!(img = calloc(1, sizeof *img))) return -AG_ENOMEM;
-  /* Read now, without the lock: the image is the caller's only until the load returns. */
-  r = img_read(img, image, size);
+  /* Read now, without the lock: the image is the caller's only until the load returns. Not at
+   * all once the driver has shown that it describes parameters (12.4 and later): its kernels'
+   * layouts will come from the driver, and reading a large image costs up to a tenth of a
+   * second (docs/module-lifetimes.md). A kernel the driver then fails to describe has no
+   * layout and is never held: slower, never wrong. */
+  if (!__atomic_load_n(&driver_describes, __ATOMIC_RELAXED)) r = img_read(img, image, size);
   pthread_mutex_lock(&img_lock);
   if (!handle_add(&mods, mod, img, 1)) {
     img_free(img);
@@ -266,11 +276,6 @@ static img_t *fatbin_img(const void *fatbin) {
 }
 
 /* ---- learning one kernel ----------------------------------------------------------------- */
-
-/* Set once the driver has described a parameter of some kernel (atomic): it then implements
- * the parameter queries, and CUDA_ERROR_INVALID_VALUE for parameter 0 means "no parameters".
- * Before that the same answer may be a driver that fails every query that way. */
-static int driver_describes;
 
 /* Reads the layout from the driver; returns 0, -AG_ENOENT when the driver cannot say, or 1 when
  * it says the kernel has no parameters (the layout is then empty). */
@@ -555,6 +560,8 @@ size_t ag__kinfo_fatbin_gone(const void *fatbin, uint32_t **ids, int *ids_lost) 
   what.fatbin = fatbin, what.dev = -1;
   return ag__kinfo_forget(&what, ids, ids_lost);
 }
+
+void ag__kinfo_driver_describes(void) { __atomic_store_n(&driver_describes, 1, __ATOMIC_RELAXED); }
 
 size_t ag__kinfo_images(void) {
   size_t n;

@@ -95,8 +95,9 @@ void ag__kinfo_free(ag_kinfo_t *k);
 /* An image loaded through the driver under handle `mod` (CUmodule or CUlibrary). Its layouts
  * are read now, whatever memory holds it: the caller may free it, rewrite it (a JIT reusing one
  * buffer) or unmap it (dlclose) once the load has returned, and the driver keeps its own copy.
- * `size` is the number of readable bytes, or 0 when unknown. Returns 0 or -AG_E… (the image is
- * then remembered as one without layouts). */
+ * Once the driver has described a kernel's parameters (it is 12.4 or later) images are no
+ * longer read: the driver will describe theirs. `size` is the number of readable bytes, or 0
+ * when unknown. Returns 0 or -AG_E… (the image is then remembered as one without layouts). */
 int ag__kinfo_image(const void *mod, const void *image, size_t size);
 
 /* As ag__kinfo_image for an image file (cuModuleLoad, cuLibraryLoadFromFile): read now. */
@@ -136,6 +137,9 @@ size_t ag__kinfo_unload(const void *mod, uint32_t **ids, int *ids_lost);
  * unregistered: forgets its layouts, then, as ag__kinfo_forget, every cached kernel found in it
  * (its host stubs may come back at the same addresses in another object). Engine lock held. */
 size_t ag__kinfo_fatbin_gone(const void *fatbin, uint32_t **ids, int *ids_lost);
+
+/* Behaves as if the driver had described a kernel's parameters (benchmarks and tests). */
+void ag__kinfo_driver_describes(void);
 
 /* Number of images whose layouts are kept (module images and registered fatbins; for tests). */
 size_t ag__kinfo_images(void);
