@@ -56,10 +56,10 @@ PLUGINS := $(BUILD)/tests/plugins/l-plugin-a.so $(BUILD)/tests/plugins/l-plugin-
 AG_TEST_ALL += $(PLUGINS)
 $(BUILD)/tests/plugins/l-plugin-a.so: tests/plugins/l-plugin.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) -cudart shared -shared -Xcompiler -fPIC -o $@ $<
+	$(NVCC) -cudart shared -shared -Xcompiler -fPIC $(NVCCFLAGS) -o $@ $<
 $(BUILD)/tests/plugins/l-plugin-b.so: tests/plugins/l-plugin.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) -cudart shared -shared -Xcompiler -fPIC -DPLUGIN_B -o $@ $<
+	$(NVCC) -cudart shared -shared -Xcompiler -fPIC $(NVCCFLAGS) -DPLUGIN_B -o $@ $<
 $(BUILD)/tests/plugins/l-image.so: tests/plugins/l-image.c $(BUILD)/tests/kernels/l-image.cubin
 	@mkdir -p $(dir $@)
-	$(CC) -shared -fPIC -DL_IMAGE='"$(abspath $(BUILD)/tests/kernels/l-image.cubin)"' -o $@ $<
+	$(CC) -shared -fPIC $(CFLAGS) $(LDFLAGS) -DL_IMAGE='"$(abspath $(BUILD)/tests/kernels/l-image.cubin)"' -o $@ $<
