@@ -217,16 +217,24 @@ static void free_dead(ag_seqtab_t *t) {
 
 size_t ag__seqtab_forget(ag_seqtab_t *t, const uint32_t *ids, size_t nids, int all,
                          void (*gone)(ag_seq_t *seq, void *arg), void *arg) {
-  ag_seq_t *s, *stmp;
+  ag_seq_t *doomed = NULL;
   size_t n = 0;
   if (!t || (!all && !nids)) return 0;
   if (t->ndead >= AG_SEQ_DEAD_LIMIT) free_dead(t);
-  HASH_ITER(hh, t->seqs, s, stmp) {
+  /* First out of the chains and the LRU (chain_remove clears next_first, which then links the
+   * doomed), then out of the table. */
+  for (ag_seq_t *s = t->seqs; s; s = s->hh.next) {
     if (!all && !names_one(s, ids, nids)) continue;
     if (s->state == AG_SEQ_READY) leave_ready(t, s);
     if (s->state == AG_SEQ_READY || s->state == AG_SEQ_BUILD) chain_remove(t, s);
     if (gone) gone(s, arg);
-    HASH_DEL(t->seqs, s); // NOLINT(clang-analyzer-unix.Malloc)
+    s->next_first = doomed;
+    doomed = s;
+  }
+  while (doomed) {
+    ag_seq_t *s = doomed;
+    doomed = s->next_first;
+    HASH_DEL(t->seqs, s); // NOLINT(clang-analyzer-unix.Malloc,clang-analyzer-core.NullDereference)
     /* Kept, unreachable, for the dump: the fatbins of a program are unregistered at exit,
      * before the exit dump is written. */
     s->next_first = t->dead;

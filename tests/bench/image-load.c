@@ -93,6 +93,7 @@ int main(int argc, char **argv) {
   /* The containers, one after another (16-byte header: magic, version, header size, payload). */
   size_t cap = 1024, n = 0;
   const uint8_t **c = malloc(cap * sizeof *c);
+  if (!c) return 1;
   for (size_t off = 0; off + 16 <= secsize;) {
     uint32_t magic;
     uint16_t hsize;
@@ -104,7 +105,11 @@ int main(int argc, char **argv) {
       off += 8;
       continue;
     }
-    if (n == cap) c = realloc(c, (cap *= 2) * sizeof *c);
+    if (n == cap) {
+      const uint8_t **more = realloc(c, (cap *= 2) * sizeof *c);
+      if (!more) return 1;
+      c = more;
+    }
     c[n++] = sec + off;
     off += (hsize + payload + 7) & ~(size_t)7;
   }
