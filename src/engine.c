@@ -651,12 +651,25 @@ static void forget_sequences(size_t n, uint32_t *ids, int lost, const char *why)
  * is submitted first (the call that ends them is an ordering call, but another thread may have
  * begun holding since). Takes the engine lock. */
 static void forget(int kind, const void *arg, const char *why) {
+  ag_kforget_t cur;
   uint32_t *ids = NULL;
   int lost = 0;
   size_t n;
   engine_lock();
   if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_cause(why);
   cut();
+  if (kind == 2 && ((const ag_kforget_t *)arg)->dev == AG_DEV_CURRENT) {
+    /* The runtime's current device is that of the thread's current context; without one (or
+     * before the driver table is resolved, which happens under this lock), every device. */
+    CUdevice d;
+    CUcontext c = NULL;
+    cur = *(const ag_kforget_t *)arg;
+    cur.dev = -1, cur.all = 1;
+    if (ag__real_ready() && ag__real.cuCtxGetCurrent && ag__real.cuCtxGetCurrent(&c) == CUDA_SUCCESS &&
+        c && ag__real.cuCtxGetDevice && ag__real.cuCtxGetDevice(&d) == CUDA_SUCCESS)
+      cur.dev = (int)d, cur.all = 0;
+    arg = &cur;
+  }
   n = kind == 0   ? ag__kinfo_unload(arg, &ids, &lost)
       : kind == 1 ? ag__kinfo_fatbin_gone(arg, &ids, &lost)
                   : ag__kinfo_forget(arg, &ids, &lost);
@@ -690,17 +703,7 @@ void ag__device_ending(int dev) {
   int saved = errno;
   ag_kforget_t what = {.dev = dev};
   ag__tls.ctx = NULL;
-  if (dev == AG_DEV_CURRENT) {
-    /* The runtime's current device is that of the thread's current context, when it has one;
-     * without one, every device. */
-    CUdevice d;
-    CUcontext c = NULL;
-    what.dev = -1;
-    if (ag__real_ready() && ag__real.cuCtxGetCurrent && ag__real.cuCtxGetCurrent(&c) == CUDA_SUCCESS &&
-        c && ag__real.cuCtxGetDevice && ag__real.cuCtxGetDevice(&d) == CUDA_SUCCESS)
-      what.dev = (int)d;
-  }
-  if (what.dev < 0) what.all = 1;
+  if (dev < 0 && dev != AG_DEV_CURRENT) what.all = 1;
   if (ag__enabled) forget(2, &what, "device reset");
   errno = saved;
 }
