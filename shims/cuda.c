@@ -305,6 +305,27 @@ static CUresult module_cuKernelGetFunction(int i, void *real, CUfunction *f, CUk
 MODULE_UNLOAD(cuModuleUnload, PFN_cuModuleUnload_v2000, CUmodule)
 MODULE_UNLOAD(cuLibraryUnload, PFN_cuLibraryUnload_v12000, CUlibrary)
 
+/* Ending a context ends its modules, functions and graphs: the engine forgets what refers to
+ * them while the context still exists (src/engine.h), at every nesting depth (cudaDeviceReset
+ * resets through the driver). */
+#define CTX_END(name, pfn, type, forget) CTX_END_(name, pfn, type, forget)
+/* (cuda.h #defines these names to their _v2 symbols; the table's wrappers use those.) */
+#define CTX_END_(name, pfn, type, forget)                                 \
+  static CUresult module_##name(int i, void *real, type h) {             \
+    CUresult r;                                                           \
+    if (!real) return CUDA_ERROR_NOT_FOUND;                               \
+    if (!ag__active()) return ((pfn)real)(h);                             \
+    ag__order_enter(&cu_calls[i], NULL);                                  \
+    forget;                                                               \
+    r = ((pfn)real)(h);                                                   \
+    ag__order_leave_status(&cu_calls[i], r == CUDA_SUCCESS);              \
+    return r;                                                             \
+  }
+CTX_END(cuCtxDestroy, PFN_cuCtxDestroy_v4000, CUcontext, ag__ctx_ending(h))
+CTX_END(cuDevicePrimaryCtxReset, PFN_cuDevicePrimaryCtxReset_v11000, CUdevice, ag__device_ending((int)h))
+CTX_END(cuDevicePrimaryCtxRelease, PFN_cuDevicePrimaryCtxRelease_v11000, CUdevice,
+        ag__device_ending((int)h))
+
 /* ---- wrappers ---------------------------------------------------------------------------- */
 
 #define AG_CU(id, name, ver, pt, cls, fam, exp, elf, label, params, args, stream) \

@@ -185,6 +185,7 @@ static cudaError_t launch_cudaLaunchKernelExC(int i, const cudaLaunchConfig_t *c
     if (!real) return cudaErrorNotSupported;                   \
     if (!ag__active()) return real args;                       \
     ag__order_enter(&rt_calls[RT_##sym], (void *)(stream));    \
+    if (RT_##sym == RT_cudaDeviceReset) ag__device_ending(AG_DEV_CURRENT); \
     r = real args;                                             \
     ag__order_leave_status(&rt_calls[RT_##sym], r == 0);       \
     return r;                                                  \
@@ -235,7 +236,7 @@ AG_EXPORT void __cudaUnregisterFatBinary(void **handle) {
   void (*real)(void **) = (void (*)(void **))rt_real_of(RT___cudaUnregisterFatBinary);
   if (ag__active()) {
     ag__note(&rt_calls[RT___cudaUnregisterFatBinary]);
-    ag__registry_unregister(handle);
+    ag__fatbin_unregistered(handle);
   }
   if (real) real(handle);
 }

@@ -143,6 +143,14 @@ void ag__dump_graph_gone(const ag_seq_t *s, int evicted) {
   }
 }
 
+void ag__dump_seq_freed(const ag_seq_t *s) {
+  rec_t *r;
+  HASH_FIND(hh, recs, &s, sizeof s, r);
+  if (!r) return;
+  HASH_DEL(recs, r);
+  free(r->varied), free(r);
+}
+
 /* ---- the snapshot (engine lock) --------------------------------------------------------- */
 
 typedef struct snap_seq {

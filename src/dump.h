@@ -62,6 +62,8 @@ void ag__dump_demoted(const ag_seq_t *s, const char *why);
 /* The graph of s is about to be released (`evicted`: pushed out of the graph cache): keeps
  * which parameters its replays updated. */
 void ag__dump_graph_gone(const ag_seq_t *s, int evicted);
+/* Sequence s is about to be freed (forgotten long ago, src/segment.h): drops what was noted. */
+void ag__dump_seq_freed(const ag_seq_t *s);
 
 /* ---- provided by the engine (engine.c) ------------------------------------------------------ */
 

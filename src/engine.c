@@ -114,6 +114,7 @@ static struct {
   ag_seg_t seg;
   void *stream, *ctx;     /* of the current sequence */
   uint64_t *hashes;       /* structural hashes of the current sequence, max_seq of them */
+  uint32_t *kids;         /* and the ids of their kernels (forgetting a kernel forgets them) */
   ag_seq_t *cand;         /* a sequence the held launches are a prefix of */
   int off;                /* no holding at all (forked child, no driver table, out of memory) */
   ag_seqtab_t *tab;
@@ -147,11 +148,13 @@ static int engine_setup(void) {
   int max = ag__config.max_seq;
   E.tab = ag__seqtab_new(ag__config.max_graphs, (size_t)ag__config.max_graph_mb << 20, on_evict);
   E.hashes = calloc((size_t)max, sizeof *E.hashes);
+  E.kids = calloc((size_t)max, sizeof *E.kids);
+  if (E.tab && ag__dump_armed) ag__seqtab_on_free(E.tab, ag__dump_seq_freed);
   E.held = calloc((size_t)max, sizeof *E.held);
   E.arena_cap = 64 << 10;
   E.arena = malloc(E.arena_cap);
   ag__seg_init(&E.seg, ag__config.min_seq, max);
-  if (!E.tab || !E.hashes || !E.held || !E.arena) {
+  if (!E.tab || !E.hashes || !E.kids || !E.held || !E.arena) {
     E.off = 1;
     return -AG_ENOMEM;
   }
@@ -294,7 +297,7 @@ static void finish(int content, uint64_t hash) {
     int added;
     /* An external cut finds the segmenter as it was: its hash covers exactly these launches. */
     uint64_t h = content ? hash : E.seg.hash;
-    ag_seq_t *s = ag__seqtab_find(E.tab, h, E.hashes, n, &added);
+    ag_seq_t *s = ag__seqtab_find(E.tab, h, E.hashes, E.kids, n, &added);
     if (s) {
       if (added) STAT_INC(ag__stats.sequences, 1);
       if (s->state == AG_SEQ_DEMOTED) STAT_INC(ag__stats.fallbacks[AG_FB_DEMOTED], (uint64_t)n);
@@ -341,10 +344,11 @@ static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l) {
   return h;
 }
 
-/* Why this launch cannot be held (enum ag_fallback + 1), or 0. */
-static inline int attr_reason(const ag_launch_t *l) {
+/* Why this launch cannot be held (enum ag_fallback + 1), or 0. A kernel without parameters
+ * may be launched without an argument array. */
+static inline int attr_reason(const ag_launch_t *l, const ag_kinfo_t *k) {
   if (AG_UNLIKELY(l->coop)) return AG_FB_COOPERATIVE + 1;
-  if (AG_UNLIKELY(l->extra || !l->args)) return AG_FB_ATTRIBUTES + 1;
+  if (AG_UNLIKELY(l->extra || (!l->args && k->nparams))) return AG_FB_ATTRIBUTES + 1;
   if (AG_LIKELY(!l->nattrs)) return 0;
   for (unsigned i = 0; i < l->nattrs; i++) {
     const CUlaunchAttribute *a = (const CUlaunchAttribute *)l->attrs + i;
@@ -409,7 +413,7 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
     cut();
     return 0;
   }
-  reason = AG_UNLIKELY(k->reason) ? k->reason : attr_reason(l);
+  reason = AG_UNLIKELY(k->reason) ? k->reason : attr_reason(l, k);
   if (AG_UNLIKELY(!reason && __atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0)) {
     /* The program is capturing somewhere: nothing is held meanwhile, and a launch on a
      * capturing stream (or one joined to a capture by an event wait) is its own business. */
@@ -434,6 +438,7 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
   if (E.seg.len && AG_UNLIKELY(stream != E.stream || ctx != E.ctx)) cut();
   i = E.seg.len;
   h = struct_hash(k, l);
+  E.kids[i] = k->id;
   if (AG_UNLIKELY(i == 0)) {
     E.stream = stream, E.ctx = ctx, E.thread = pthread_self();
     E.hashes[0] = h;
@@ -507,6 +512,7 @@ int ag__launch(const ag_launch_t *l) {
     ag__tls.quiet--;
     engine_lock();
     if (k) k = ag__kinfo_add(k);
+    if (k) STAT_INC(ag__stats.kernels, 1);
   }
   if (step(l, stream, ctx, k)) {
     engine_unlock();
@@ -617,16 +623,88 @@ void ag__func_of_kernel(const void *func, const void *kernel) {
   errno = saved;
 }
 
-void ag__image_unloaded(const void *mod) {
-  int saved = errno, n;
+/* ---- forgetting: the ends of modules, fatbins and contexts (issue 11) ------------------------ */
+
+static void seq_gone(ag_seq_t *s, void *arg) {
+  (void)arg;
+  if (!s->graph) return;
+  STAT_INC(ag__stats.forgot_graphs, 1);
+  if (ag__dump_armed) ag__dump_graph_gone(s, 0);
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_evict(s);
+  release_graph(s);
+}
+
+/* Under the lock, after the kernel records went (ids: theirs, sorted; lost: unknown): forgets
+ * every sequence and graph naming one of them. Frees ids. */
+static void forget_sequences(size_t n, uint32_t *ids, int lost, const char *why) {
+  size_t m = 0;
+  if (n && E.tab) m = ag__seqtab_forget(E.tab, ids, lost ? 0 : n, lost, seq_gone, NULL);
+  free(ids);
+  STAT_INC(ag__stats.forgot_kernels, (uint64_t)n);
+  STAT_INC(ag__stats.forgot_sequences, (uint64_t)m);
+  if (n) ag__log(AG_LOG_DEBUG, "%s: %zu kernels and %zu sequences forgotten", why, n, m);
+}
+
+/* Forgets what an ending module (kind 0: `arg` is its handle), fatbin (1: the registered
+ * pointer) or context or device (2: `arg` is an ag_kforget_t) leaves behind: the kernel
+ * records, then every sequence and graph naming one. Nothing may be held meanwhile: what is held
+ * is submitted first (the call that ends them is an ordering call, but another thread may have
+ * begun holding since). Takes the engine lock. */
+static void forget(int kind, const void *arg, const char *why) {
+  ag_kforget_t cur;
+  uint32_t *ids = NULL;
+  int lost = 0;
+  size_t n;
   engine_lock();
-  /* The unload was an ordering call, but another thread may have begun holding since: nothing
-   * held may refer to a kernel about to be forgotten. */
-  if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_cause("module unload");
+  if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_cause(why);
   cut();
-  n = ag__kinfo_unload(mod);
+  if (kind == 2 && ((const ag_kforget_t *)arg)->dev == AG_DEV_CURRENT) {
+    /* The runtime's current device is that of the thread's current context; without one (or
+     * before the driver table is resolved, which happens under this lock), every device. */
+    CUdevice d;
+    CUcontext c = NULL;
+    cur = *(const ag_kforget_t *)arg;
+    cur.dev = -1, cur.all = 1;
+    if (ag__real_ready() && ag__real.cuCtxGetCurrent && ag__real.cuCtxGetCurrent(&c) == CUDA_SUCCESS &&
+        c && ag__real.cuCtxGetDevice && ag__real.cuCtxGetDevice(&d) == CUDA_SUCCESS)
+      cur.dev = (int)d, cur.all = 0;
+    arg = &cur;
+  }
+  n = kind == 0   ? ag__kinfo_unload(arg, &ids, &lost)
+      : kind == 1 ? ag__kinfo_fatbin_gone(arg, &ids, &lost)
+                  : ag__kinfo_forget(arg, &ids, &lost);
+  forget_sequences(n, ids, lost, why);
+  if (kind == 2) ag__graph_ctx_gone(((const ag_kforget_t *)arg)->ctx);
   engine_unlock();
-  if (n) ag__log(AG_LOG_DEBUG, "module %p unloaded: %d kernels forgotten", mod, n);
+}
+
+void ag__image_unloaded(const void *mod) {
+  int saved = errno;
+  forget(0, mod, "module unloaded");
+  errno = saved;
+}
+
+void ag__fatbin_unregistered(void **handle) {
+  int saved = errno;
+  const void *fatbin = ag__registry_unregister(handle);
+  if (fatbin) forget(1, fatbin, "fatbin unregistered");
+  errno = saved;
+}
+
+void ag__ctx_ending(void *ctx) {
+  int saved = errno;
+  ag_kforget_t what = {.ctx = ctx, .dev = -1, .all = ctx == NULL};
+  ag__tls.ctx = NULL;
+  if (ag__enabled) forget(2, &what, "context destroyed");
+  errno = saved;
+}
+
+void ag__device_ending(int dev) {
+  int saved = errno;
+  ag_kforget_t what = {.dev = dev};
+  ag__tls.ctx = NULL;
+  if (dev < 0 && dev != AG_DEV_CURRENT) what.all = 1;
+  if (ag__enabled) forget(2, &what, "device reset");
   errno = saved;
 }
 

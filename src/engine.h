@@ -121,23 +121,42 @@ void ag__lib_leave(void);
 void ag__note(ag_call_t *call);
 
 /* Device code loaded through the driver (shims/cuda.c, after the real call succeeded). The
- * engine reads kernel layouts from an image when it is loaded, since the program may free the
- * buffer right after, and keeps them by (module, kernel name) for drivers that cannot describe
- * a kernel's parameters (before 12.4). Safe to call from any thread, at any nesting depth
- * (the runtime loads its own fatbins from inside other calls); they never call CUDA.
+ * engine reads kernel layouts from an image when it is loaded, since the program may free,
+ * rewrite or unmap the buffer right after, and keeps them by (module, kernel name) for drivers
+ * that cannot describe a kernel's parameters (before 12.4). Safe to call from any thread, at
+ * any nesting depth (the runtime loads its own fatbins from inside other calls); they never
+ * call CUDA.
  *   image_loaded:  `image` (cubin, fatbin, wrapper; anything else has no layouts) as `mod`, a
  *                  CUmodule or CUlibrary; image_file_loaded: the same from a file;
  *   image_alias:   `alias` is another handle of `mod`'s image (cuLibraryGetModule);
  *   func_named:    `func` (a CUkernel when is_kernel, else a CUfunction) is kernel `name` of
  *                  `mod` (cuModuleGetFunction, cuLibraryGetKernel);
  *   func_of_kernel: `func` is the CUfunction of CUkernel `kernel` (cuKernelGetFunction);
- *   image_unloaded: `mod` was unloaded; its kernels are forgotten (handles may be reused). */
+ *   image_unloaded: `mod` was unloaded; its kernels, and the sequences and graphs naming them,
+ *                   are forgotten (handles may be reused). */
 void ag__image_loaded(const void *mod, const void *image);
 void ag__image_file_loaded(const void *mod, const char *path);
 void ag__image_alias(const void *alias, const void *mod);
 void ag__func_named(const void *func, int is_kernel, const void *mod, const char *name);
 void ag__func_of_kernel(const void *func, const void *kernel);
 void ag__image_unloaded(const void *mod);
+
+/* The ends of what kernels come from (issue 11). Each submits what is held, then forgets every
+ * kernel record, layout, sequence and graph that refers to what ends, so that a handle, host
+ * stub or context the process reuses later is learned afresh. They never fail and may forget
+ * more than needed (relearning is cheap; a stale record replays the wrong kernel).
+ *   fatbin_unregistered: __cudaUnregisterFatBinary(handle), before the real call (a dlclosed
+ *                        plugin's stubs may come back at the same addresses); it also drops
+ *                        the registry's entries;
+ *   ctx_ending:          before a context is destroyed (cuCtxDestroy), while its graphs can
+ *                        still be destroyed; NULL: every context;
+ *   device_ending:       before the primary context of device `dev` is reset or released
+ *                        (cuDevicePrimaryCtxReset/Release, cudaDeviceReset), every context of
+ *                        that device; AG_DEV_CURRENT: the calling thread's current device. */
+#define AG_DEV_CURRENT (-2)
+void ag__fatbin_unregistered(void **handle);
+void ag__ctx_ending(void *ctx);
+void ag__device_ending(int dev);
 
 /* Makes `ctx` the calling thread's current context for a while, keeping the engine's per-thread
  * context cache right (work held in one context may be submitted from another thread).

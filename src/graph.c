@@ -113,6 +113,16 @@ static fmod_t *fused_module(void) {
   return m;
 }
 
+void ag__graph_ctx_gone(void *ctx) {
+  /* The module died with its context (or is about to); a context created later, perhaps at the
+   * same address, loads it again. */
+  for (int i = 0; i < nfmods;)
+    if (!ctx || fmods[i].ctx == ctx)
+      fmods[i] = fmods[--nfmods];
+    else
+      i++;
+}
+
 static void pat_view(ag_pat_launch_t *l, const ag_held_t *h, int n, const uint8_t *arena) {
   for (int i = 0; i < n; i++) l[i].k = h[i].k, l[i].args = arena + h[i].off;
 }

@@ -43,6 +43,10 @@ size_t ag__graph_cost(int n);
  * which of those changes did not look like an address (src/dump.h). Zero for a NULL graph. */
 void ag__graph_varied(const ag_graph_t *g, int i, uint64_t *changed, uint64_t *value);
 
+/* Context `ctx` (NULL: every context) is ending: forgets the embedded module loaded there.
+ * Engine lock held. */
+void ag__graph_ctx_gone(void *ctx);
+
 /* Destroys the graph and its exec; a handle whose destroy fails is kept and retried later. */
 void ag__graph_free(ag_graph_t *g);
 

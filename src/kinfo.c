@@ -8,17 +8,18 @@
  * cuLibraryGetModule gives for a library), holding the layouts of its kernels by name; each
  * function or kernel handle obtained by name from it points back to it (fname_t). Layouts are
  * keyed by (image, name), never by name alone: two modules may hold different kernels of the
- * same name (JIT compilers reuse names). An image in the program's heap is read when loaded,
- * since the program may free the buffer right after; an image inside a loaded object file
- * (registered fatbins, which the runtime loads lazily, cuBLASLt's tens of thousands of kernels)
- * stays mapped and is read only when one of its kernels first needs a layout. Fatbins
- * registered with the runtime (__cudaRegisterFatBinary) are images of the same kind, keyed by
- * their address. All of this is under `img_lock`, a leaf lock: nothing here calls CUDA.
+ * same name (JIT compilers reuse names). An image loaded through the driver is read while the
+ * load is in progress, wherever it lies: the program may free its buffer, write the next image
+ * into it, or dlclose the object that held it once the load has returned (issue 11; measured on
+ * libcuBLASLt in docs/module-lifetimes.md). Fatbins registered with the runtime
+ * (__cudaRegisterFatBinary) are keyed by their address and read when one of their kernels first
+ * needs a layout: they lie in the read-only data of a loaded object until
+ * __cudaUnregisterFatBinary, which forgets them. All of this is under `img_lock`, a leaf lock:
+ * nothing here calls CUDA.
  */
 #define _GNU_SOURCE
 #include "kinfo.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -64,7 +65,7 @@ typedef struct layout {
 } layout_t;
 
 typedef struct img {
-  const void *pending; /* still to be read (it stays mapped), or NULL */
+  const void *pending; /* a registered fatbin still to be read, or NULL */
   int failed;          /* reading it failed: it has no layouts */
   layout_t *layouts;
 } img_t;
@@ -83,6 +84,12 @@ typedef struct fname {
   char *name;
   UT_hash_handle hh;
 } fname_t;
+
+/* Set once the driver has described a parameter of some kernel (atomic): it then implements
+ * the parameter queries, CUDA_ERROR_INVALID_VALUE for parameter 0 means "no parameters", and
+ * images loaded from then on need not be read (see ag__kinfo_image). Before that the same
+ * answer may come from a driver that fails every query that way. */
+static int driver_describes;
 
 static pthread_mutex_t img_lock = PTHREAD_MUTEX_INITIALIZER;
 static handle_t *mods, *fatbins;
@@ -113,7 +120,8 @@ static int keep_layout(const ag_kernel_desc_t *d, void *ctx) {
   return 0;
 }
 
-/* Reads the image's layouts (img_lock held). A failed read keeps what it found so far. */
+/* Reads the image's layouts into `img`, which no other thread can reach yet or which img_lock
+ * protects. A failed read keeps what it found so far. */
 static int img_read(img_t *img, const void *image, size_t size) {
   ag_image_err_t err;
   int r = ag__image_kernels(image, size, keep_layout, img, &err);
@@ -170,21 +178,18 @@ static handle_t *handle_add(handle_t **tab, const void *h, img_t *img, int owner
   return e;
 }
 
-static int object_backed(const void *p) {
-  Dl_info info;
-  return dladdr(p, &info) != 0;
-}
-
 int ag__kinfo_image(const void *mod, const void *image, size_t size) {
   img_t *img;
   int r = 0;
   if (!mod || !image) return -AG_EINVAL;
   if (!(img = calloc(1, sizeof *img))) return -AG_ENOMEM;
+  /* Read now, without the lock: the image is the caller's only until the load returns. Not at
+   * all once the driver has shown that it describes parameters (12.4 and later): its kernels'
+   * layouts will come from the driver, and reading a large image costs up to a tenth of a
+   * second (docs/module-lifetimes.md). A kernel the driver then fails to describe has no
+   * layout and is never held: slower, never wrong. */
+  if (!__atomic_load_n(&driver_describes, __ATOMIC_RELAXED)) r = img_read(img, image, size);
   pthread_mutex_lock(&img_lock);
-  if (!size && object_backed(image))
-    img->pending = image;
-  else
-    r = img_read(img, image, size);
   if (!handle_add(&mods, mod, img, 1)) {
     img_free(img);
     r = -AG_ENOMEM;
@@ -272,7 +277,8 @@ static img_t *fatbin_img(const void *fatbin) {
 
 /* ---- learning one kernel ----------------------------------------------------------------- */
 
-/* Reads the layout from the driver; returns 0, or -AG_ENOENT when the driver cannot say. */
+/* Reads the layout from the driver; returns 0, -AG_ENOENT when the driver cannot say, or 1 when
+ * it says the kernel has no parameters (the layout is then empty). */
 static int layout_from_driver(ag_kinfo_t *k, int as_kernel) {
   ag_kparam_t p[256];
   uint32_t n = 0, bytes = 0;
@@ -285,11 +291,17 @@ static int layout_from_driver(ag_kinfo_t *k, int as_kernel) {
     else
       r = ag__real.cuFuncGetParamInfo ? ag__real.cuFuncGetParamInfo((CUfunction)k->fn, n, &off, &size)
                                       : CUDA_ERROR_NOT_SUPPORTED;
-    /* Past the last parameter the driver answers CUDA_ERROR_INVALID_VALUE. For the first one
-     * that is ambiguous (no parameters, or a driver that cannot describe this handle and says
-     * so the same way), so a kernel without parameters is learned from its cubin instead. */
-    if (r == CUDA_ERROR_INVALID_VALUE && n > 0) break;
+    /* Past the last parameter the driver answers CUDA_ERROR_INVALID_VALUE; at the first one
+     * that means the kernel has none (issue 11), once the driver has shown that it answers
+     * these queries at all. The caller still prefers an image that lists parameters for it. */
+    if (r == CUDA_ERROR_INVALID_VALUE) {
+      if (n > 0) break;
+      if (!__atomic_load_n(&driver_describes, __ATOMIC_RELAXED)) return -AG_ENOENT;
+      k->nparams = 0, k->param_bytes = 0;
+      return 1;
+    }
     if (r != CUDA_SUCCESS || n == AG_ARRAY_SIZE(p)) return -AG_ENOENT;
+    __atomic_store_n(&driver_describes, 1, __ATOMIC_RELAXED);
     p[n].offset = (uint32_t)off, p[n].size = (uint32_t)size;
     if (off + size > bytes) bytes = (uint32_t)(off + size);
     n++;
@@ -355,11 +367,15 @@ static void learn(ag_kinfo_t *k) {
   }
   if (name[0]) k->name = strdup(name);
 
-  /* The layout: the driver, else the image the handle came from, else the registered fatbin. */
-  if (k->fn && layout_from_driver(k, 0) == 0) have_layout = 1;
-  if (!have_layout && k->fkind != AG_FN_STUB && layout_from_driver(k, 1) == 0) {
+  /* The layout: the driver, else the image the handle came from, else the registered fatbin. A
+   * driver that says "no parameters" is believed unless an image lists some. */
+  int empty = 0, dr = k->fn ? layout_from_driver(k, 0) : -AG_ENOENT;
+  if (dr == 0) have_layout = 1;
+  if (dr == 1) empty = 1;
+  if (!have_layout && k->fkind != AG_FN_STUB && (dr = layout_from_driver(k, 1)) >= 0) {
     CUfunction fn = NULL;
-    have_layout = 1;
+    have_layout = dr == 0;
+    if (dr == 1) empty = 1;
     if (!is_kernel && k->fkind == AG_FN_FUNCTION && ag__real.cuKernelGetFunction &&
         ag__real.cuKernelGetFunction(&fn, (CUkernel)k->func) == 0)
       k->fn = fn;
@@ -386,7 +402,19 @@ static void learn(ag_kinfo_t *k) {
     }
     pthread_mutex_unlock(&img_lock);
   }
-  k->img = img; /* even when the driver gave the layout: unloading the image forgets it */
+  if (!have_layout && empty) {
+    k->nparams = 0, k->param_bytes = 0;
+    have_layout = 1;
+  }
+  /* Even when the driver gave the layout: unloading the image, unregistering the fatbin or
+   * resetting the device forgets the record. */
+  k->img = img;
+  k->fatbin = fatbin;
+  k->dev = -1;
+  {
+    CUdevice dev;
+    if (ag__real.cuCtxGetDevice && ag__real.cuCtxGetDevice(&dev) == CUDA_SUCCESS) k->dev = (int)dev;
+  }
 
   if (!k->fn || !have_layout || k->nparams > 256)
     k->reason = AG_FB_LAYOUT_UNKNOWN + 1;
@@ -439,12 +467,53 @@ ag_kinfo_t *ag__kinfo_add(ag_kinfo_t *k) {
   return k;
 }
 
-int ag__kinfo_unload(const void *mod) {
+static int forgets(const ag_kforget_t *w, const ag_kinfo_t *k) {
+  if (w->all) return 1;
+  if (w->img && k->img == w->img) return 1;
+  if (w->fatbin && k->fatbin == w->fatbin) return 1;
+  if (w->ctx && k->ctx == w->ctx) return 1;
+  /* A record whose device is unknown may belong to the device being reset. */
+  return w->dev >= 0 && (k->dev == w->dev || k->dev < 0);
+}
+
+static int cmp_id(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+size_t ag__kinfo_forget(const ag_kforget_t *what, uint32_t **ids, int *ids_lost) {
+  kent_t *e, *etmp;
+  size_t n = 0, cap = 0;
+  uint32_t *v = NULL;
+  *ids = NULL, *ids_lost = 0;
+  HASH_ITER(hh, kernels, e, etmp) {
+    if (!forgets(what, &e->k)) continue;
+    if (n == cap && !*ids_lost) {
+      uint32_t *nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v);
+      if (!nv) {
+        free(v), v = NULL;
+        *ids_lost = 1;
+      } else {
+        v = nv;
+      }
+    }
+    if (v) v[n] = e->k.id;
+    HASH_DEL(kernels, e); // NOLINT(clang-analyzer-unix.Malloc)
+    ag__kinfo_free(&e->k);
+    n++;
+  }
+  if (n) memset(ag__kcache, 0, sizeof ag__kcache);
+  if (v) qsort(v, n, sizeof *v, cmp_id);
+  *ids = v;
+  return n;
+}
+
+size_t ag__kinfo_unload(const void *mod, uint32_t **ids, int *ids_lost) {
   handle_t *h, *htmp;
   fname_t *f, *ftmp;
-  kent_t *e, *etmp;
   img_t *img;
-  int n = 0;
+  ag_kforget_t what = {0};
+  *ids = NULL, *ids_lost = 0;
   if (!mod) return 0;
   pthread_mutex_lock(&img_lock);
   HASH_FIND_PTR(mods, &mod, h);
@@ -469,14 +538,36 @@ int ag__kinfo_unload(const void *mod) {
   }
   img_free(img);
   pthread_mutex_unlock(&img_lock);
-  /* Kernels obtained from it: their handles may come back for other kernels. Their ids are
-   * never reused, so sequences that name them can never match again. */
-  HASH_ITER(hh, kernels, e, etmp) if (e->k.img == img) {
-    HASH_DEL(kernels, e); // NOLINT(clang-analyzer-unix.Malloc)
-    ag__kinfo_free(&e->k);
-    n++;
+  /* Kernels obtained from it: their handles may come back for other kernels. The pointer is
+   * only compared, never followed, from here on. */
+  what.img = img, what.dev = -1;
+  return ag__kinfo_forget(&what, ids, ids_lost);
+}
+
+size_t ag__kinfo_fatbin_gone(const void *fatbin, uint32_t **ids, int *ids_lost) {
+  handle_t *h;
+  ag_kforget_t what = {0};
+  *ids = NULL, *ids_lost = 0;
+  if (!fatbin) return 0;
+  pthread_mutex_lock(&img_lock);
+  HASH_FIND_PTR(fatbins, &fatbin, h);
+  if (h) {
+    HASH_DEL(fatbins, h);
+    img_free(h->img);
+    free(h);
   }
-  if (n) memset(ag__kcache, 0, sizeof ag__kcache);
+  pthread_mutex_unlock(&img_lock);
+  what.fatbin = fatbin, what.dev = -1;
+  return ag__kinfo_forget(&what, ids, ids_lost);
+}
+
+void ag__kinfo_driver_describes(void) { __atomic_store_n(&driver_describes, 1, __ATOMIC_RELAXED); }
+
+size_t ag__kinfo_images(void) {
+  size_t n;
+  pthread_mutex_lock(&img_lock);
+  n = HASH_COUNT(mods) + HASH_COUNT(fatbins);
+  pthread_mutex_unlock(&img_lock);
   return n;
 }
 

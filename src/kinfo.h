@@ -10,6 +10,14 @@
  * whose layout cannot be learned, an NCCL kernel and a kernel the deny list names are marked so
  * and never held.
  *
+ * Records, layouts and names live only as long as what they came from (issue 11): unloading a
+ * module or library, unregistering a fatbin, destroying or resetting a context forgets every
+ * record obtained from it (ag__kinfo_forget and the functions built on it), so that a handle or
+ * host stub the process reuses later is learned afresh. An image is read only while the call
+ * that passed it is in progress (ag__kinfo_image): the caller may free, rewrite or unmap it
+ * right after. Registered fatbins are the one exception, read when first needed: they are part
+ * of a loaded object until __cudaUnregisterFatBinary, which forgets them (ag__kinfo_fatbin_gone).
+ *
  * Two kinds of state, two locks:
  *   - the kernel cache (ag__kinfo_find / _add / _unload) belongs to the engine and is used under
  *     its lock; a lookup of a known kernel is one probe of a small direct-mapped cache, else one
@@ -38,6 +46,8 @@ typedef struct ag_kinfo {
   ag_kparam_t *params;
   char *name;       /* device name, or NULL */
   const void *img;  /* the driver-loaded image it came from (for unloading), or NULL */
+  const void *fatbin; /* the registered fatbin it was found in (host stubs), or NULL */
+  int dev;          /* the device of `ctx` (a device reset forgets it), or -1 when unknown */
   /* The engine's cache of the last launch shape (grid, block, shared memory) and its
    * structural hash. Engine lock. */
   unsigned shape[7];
@@ -83,10 +93,11 @@ ag_kinfo_t *ag__kinfo_add(ag_kinfo_t *k);
 void ag__kinfo_free(ag_kinfo_t *k);
 
 /* An image loaded through the driver under handle `mod` (CUmodule or CUlibrary). Its layouts
- * are read now unless the image lies in a loaded object file, which stays mapped (the runtime
- * loading a registered fatbin): then at the first kernel that needs them. `size` is the number
- * of readable bytes, or 0 when unknown. Returns 0 or -AG_E… (the image is then remembered as
- * one without layouts). */
+ * are read now, whatever memory holds it: the caller may free it, rewrite it (a JIT reusing one
+ * buffer) or unmap it (dlclose) once the load has returned, and the driver keeps its own copy.
+ * Once the driver has described a kernel's parameters (it is 12.4 or later) images are no
+ * longer read: the driver will describe theirs. `size` is the number of readable bytes, or 0
+ * when unknown. Returns 0 or -AG_E… (the image is then remembered as one without layouts). */
 int ag__kinfo_image(const void *mod, const void *image, size_t size);
 
 /* As ag__kinfo_image for an image file (cuModuleLoad, cuLibraryLoadFromFile): read now. */
@@ -102,10 +113,36 @@ void ag__kinfo_name(const void *func, int is_kernel, const void *mod, const char
 /* `func` is the CUfunction of CUkernel `kernel` (cuKernelGetFunction): same name and image. */
 void ag__kinfo_func_of(const void *func, const void *kernel);
 
-/* The image loaded as `mod` was unloaded: forgets its layouts and handle names, and every cached
- * kernel obtained from it (a later module may reuse the handles). Engine lock held, nothing
- * held by the engine refers to those kernels. Returns the number of kernels forgotten. */
-int ag__kinfo_unload(const void *mod);
+/* Which cached kernels ag__kinfo_forget forgets. */
+typedef struct ag_kforget {
+  const void *img;    /* obtained from this image (ag_kinfo_t.img), or */
+  const void *fatbin; /* found in this registered fatbin, or */
+  void *ctx;          /* learned in this context, or */
+  int dev;            /* learned in a context of this device (>= 0), or */
+  int all;            /* every one */
+} ag_kforget_t;
+
+/* Forgets (frees) every cached kernel `what` names, and stores their ids, sorted ascending, in a
+ * malloc'd array at *ids (NULL when none, or when out of memory: then *ids_lost is set and the
+ * caller must forget every sequence). Engine lock held; nothing held by the engine may refer to
+ * those kernels. Their ids are never reused. Returns the number forgotten. */
+size_t ag__kinfo_forget(const ag_kforget_t *what, uint32_t **ids, int *ids_lost);
+
+/* The image loaded as `mod` was unloaded: forgets its layouts and handle names, then, as
+ * ag__kinfo_forget, every cached kernel obtained from it (a later module may reuse the
+ * handles). Engine lock held. Returns the number of kernels forgotten. */
+size_t ag__kinfo_unload(const void *mod, uint32_t **ids, int *ids_lost);
+
+/* The registered fatbin `fatbin` (the pointer __cudaRegisterFatBinary was given) was
+ * unregistered: forgets its layouts, then, as ag__kinfo_forget, every cached kernel found in it
+ * (its host stubs may come back at the same addresses in another object). Engine lock held. */
+size_t ag__kinfo_fatbin_gone(const void *fatbin, uint32_t **ids, int *ids_lost);
+
+/* Behaves as if the driver had described a kernel's parameters (benchmarks and tests). */
+void ag__kinfo_driver_describes(void);
+
+/* Number of images whose layouts are kept (module images and registered fatbins; for tests). */
+size_t ag__kinfo_images(void);
 
 /* Nonzero when `name` is an NCCL kernel (never held: its progress depends on other ranks). */
 int ag__kinfo_is_nccl(const char *name);

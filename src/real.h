@@ -21,6 +21,7 @@
   XX(cuCtxGetCurrent, 4000)                                               \
   XX(cuCtxPushCurrent, 4000)                                              \
   XX(cuCtxPopCurrent, 4000)                                               \
+  XX(cuCtxGetDevice, 2000)                                                \
   XX(cuDriverGetVersion, 2020)                                            \
   XX(cuFuncGetParamInfo, 12040)                                           \
   XX(cuKernelGetParamInfo, 12040)                                         \

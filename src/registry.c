@@ -69,7 +69,8 @@ int ag__registry_function(void **handle, const void *stub, const char *device_na
   return 0;
 }
 
-void ag__registry_unregister(void **handle) {
+const void *ag__registry_unregister(void **handle) {
+  const void *fatbin = NULL;
   pthread_mutex_lock(&lock);
   for (size_t h = 0; h < NBUCKETS; h++) {
     for (fn_entry_t **pp = &fns[h]; *pp;) {
@@ -88,12 +89,14 @@ void ag__registry_unregister(void **handle) {
     bin_entry_t *b = *pp;
     if (b->handle == handle) {
       *pp = b->next;
+      fatbin = b->fatbin;
       free(b);
     } else {
       pp = &b->next;
     }
   }
   pthread_mutex_unlock(&lock);
+  return fatbin;
 }
 
 int ag__registry_lookup(const void *stub, char *name, size_t size, const void **fatbin) {

@@ -17,8 +17,9 @@ int ag__registry_fatbin(void **handle, const void *fatbin);
 /* Records a kernel: host stub → device name, in the fatbin of `handle`. Returns 0 or -AG_E…. */
 int ag__registry_function(void **handle, const void *stub, const char *device_name);
 
-/* Forgets a fatbin and its kernels (__cudaUnregisterFatBinary). */
-void ag__registry_unregister(void **handle);
+/* Forgets a fatbin and its kernels (__cudaUnregisterFatBinary). Returns the fatbin pointer
+ * registered under `handle` (what ag__registry_lookup gave for its kernels), or NULL. */
+const void *ag__registry_unregister(void **handle);
 
 /* Looks a host stub up. On success copies the device name (truncated to `size`) and stores the
  * fatbin image in *fatbin (either may be NULL). Returns 0 or -AG_ENOENT. */

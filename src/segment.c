@@ -40,7 +40,15 @@ struct ag_seqtab {
   uint32_t next_id;
   size_t bytes, max_bytes;
   void (*evict)(ag_seq_t *seq);
+  /* Forgotten sequences (ag__seqtab_forget), chained by next_first, and what to call before
+   * one is freed. */
+  ag_seq_t *dead;
+  size_t ndead;
+  void (*freed)(const ag_seq_t *seq);
 };
+
+/* Forgotten sequences kept at most; past it they are freed. */
+#define AG_SEQ_DEAD_LIMIT 4096
 
 ag_seqtab_t *ag__seqtab_new(int max_graphs, size_t max_bytes, void (*evict)(ag_seq_t *seq)) {
   ag_seqtab_t *t = calloc(1, sizeof *t);
@@ -49,8 +57,8 @@ ag_seqtab_t *ag__seqtab_new(int max_graphs, size_t max_bytes, void (*evict)(ag_s
   return t;
 }
 
-ag_seq_t *ag__seqtab_find(ag_seqtab_t *t, uint64_t hash, const uint64_t *hashes, int n,
-                          int *added) {
+ag_seq_t *ag__seqtab_find(ag_seqtab_t *t, uint64_t hash, const uint64_t *hashes,
+                          const uint32_t *kids, int n, int *added) {
   ag_seq_t *s, probe;
   *added = 0;
   memset(&probe.key, 0, sizeof probe.key);
@@ -64,6 +72,8 @@ ag_seq_t *ag__seqtab_find(ag_seqtab_t *t, uint64_t hash, const uint64_t *hashes,
     return NULL;
   }
   memcpy(s->hashes, hashes, (size_t)n * sizeof *hashes);
+  if (kids && (s->kids = malloc((size_t)n * sizeof *kids)) != NULL)
+    memcpy(s->kids, kids, (size_t)n * sizeof *kids);
   s->key = probe.key;
   s->n = n;
   s->id = ++t->next_id;
@@ -165,7 +175,9 @@ int ag__seqtab_graphs(const ag_seqtab_t *t, size_t *bytes) {
   return t->ngraphs;
 }
 
-size_t ag__seqtab_count(const ag_seqtab_t *t) { return HASH_COUNT(t->seqs); }
+size_t ag__seqtab_count(const ag_seqtab_t *t) { return HASH_COUNT(t->seqs) + t->ndead; }
+
+void ag__seqtab_on_free(ag_seqtab_t *t, void (*freed)(const ag_seq_t *seq)) { t->freed = freed; }
 
 void ag__seqtab_each_ready(ag_seqtab_t *t, void (*fn)(ag_seq_t *seq)) {
   for (ag_seq_t *s = t->lru_head; s; s = s->lru_next) fn(s);
@@ -173,16 +185,74 @@ void ag__seqtab_each_ready(ag_seqtab_t *t, void (*fn)(ag_seq_t *seq)) {
 
 void ag__seqtab_each(ag_seqtab_t *t, void (*fn)(ag_seq_t *seq, void *arg), void *arg) {
   for (ag_seq_t *s = t->seqs; s; s = s->hh.next) fn(s, arg);
+  for (ag_seq_t *s = t->dead; s; s = s->next_first) fn(s, arg);
 }
 
 /* The NOLINTs on HASH_DEL in this file: inside HASH_ITER, uthash's deletion-safe loop, the Clang
  * analyser loses the hash list's invariants and reports a use after free (a false positive). */
+static int names_one(const ag_seq_t *s, const uint32_t *ids, size_t nids) {
+  if (!s->kids) return 1; /* its kernels are not known: it may name one */
+  for (int i = 0; i < s->n; i++) {
+    size_t lo = 0, hi = nids;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (ids[mid] < s->kids[i]) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo < nids && ids[lo] == s->kids[i]) return 1;
+  }
+  return 0;
+}
+
+/* Frees the forgotten sequences kept for the dump (see ag__seqtab_forget). */
+static void free_dead(ag_seqtab_t *t) {
+  while (t->dead) {
+    ag_seq_t *s = t->dead;
+    t->dead = s->next_first;
+    if (t->freed) t->freed(s);
+    free(s->hashes), free(s->kids), free(s);
+  }
+  t->ndead = 0;
+}
+
+size_t ag__seqtab_forget(ag_seqtab_t *t, const uint32_t *ids, size_t nids, int all,
+                         void (*gone)(ag_seq_t *seq, void *arg), void *arg) {
+  ag_seq_t *doomed = NULL;
+  size_t n = 0;
+  if (!t || (!all && !nids)) return 0;
+  if (t->ndead >= AG_SEQ_DEAD_LIMIT) free_dead(t);
+  /* First out of the chains and the LRU (chain_remove clears next_first, which then links the
+   * doomed), then out of the table. */
+  for (ag_seq_t *s = t->seqs; s; s = s->hh.next) {
+    if (!all && !names_one(s, ids, nids)) continue;
+    if (s->state == AG_SEQ_READY) leave_ready(t, s);
+    if (s->state == AG_SEQ_READY || s->state == AG_SEQ_BUILD) chain_remove(t, s);
+    if (gone) gone(s, arg);
+    s->next_first = doomed;
+    doomed = s;
+  }
+  while (doomed) {
+    ag_seq_t *s = doomed;
+    doomed = s->next_first;
+    HASH_DEL(t->seqs, s); // NOLINT(clang-analyzer-unix.Malloc,clang-analyzer-core.NullDereference)
+    /* Kept, unreachable, for the dump: the fatbins of a program are unregistered at exit,
+     * before the exit dump is written. */
+    s->next_first = t->dead;
+    t->dead = s;
+    t->ndead++;
+    n++;
+  }
+  return n;
+}
+
 void ag__seqtab_free(ag_seqtab_t *t) {
   if (!t) return;
   ag_seq_t *s, *stmp;
+  free_dead(t);
   HASH_ITER(hh, t->seqs, s, stmp) {
     HASH_DEL(t->seqs, s); // NOLINT(clang-analyzer-unix.Malloc)
     free(s->hashes);
+    free(s->kids);
     free(s);
   }
   first_t *f, *ftmp;

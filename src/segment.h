@@ -92,6 +92,8 @@ struct ag_seq {
   int n;
   uint32_t id;          /* 1, 2, … in the order sequences were first seen (the dump's id) */
   uint64_t *hashes;     /* n structural hashes */
+  uint32_t *kids;       /* the n launches' kernel ids (ag_kinfo_t.id), or NULL: what forgetting
+                         * a kernel forgets with it */
   uint64_t count;       /* occurrences seen */
   int state;            /* enum ag_seq_state */
   ag_seq_t *next_first; /* chain of BUILD/READY sequences with the same first hash */
@@ -110,10 +112,11 @@ typedef struct ag_seqtab ag_seqtab_t;
  * release seq->graph), after which the sequence counts again from zero. Returns NULL on OOM. */
 ag_seqtab_t *ag__seqtab_new(int max_graphs, size_t max_bytes, void (*evict)(ag_seq_t *seq));
 
-/* Finds the sequence (hash, hashes[0..n-1]); when absent adds it (copying hashes) and sets
- * *added. Returns NULL only on OOM or when the table is full. */
-ag_seq_t *ag__seqtab_find(ag_seqtab_t *t, uint64_t hash, const uint64_t *hashes, int n,
-                          int *added);
+/* Finds the sequence (hash, hashes[0..n-1]); when absent adds it (copying hashes, and the
+ * kernel ids kids[0..n-1] when kids is not NULL) and sets *added. Returns NULL only on OOM or
+ * when the table is full. */
+ag_seq_t *ag__seqtab_find(ag_seqtab_t *t, uint64_t hash, const uint64_t *hashes,
+                          const uint32_t *kids, int n, int *added);
 
 /* Head of the chain of BUILD/READY sequences that begin with structural hash h, or NULL. */
 ag_seq_t *ag__seqtab_first(ag_seqtab_t *t, uint64_t h);
@@ -128,14 +131,28 @@ void ag__seqtab_touch(ag_seqtab_t *t, ag_seq_t *s);
 
 /* Number of READY sequences and their total cost. */
 int ag__seqtab_graphs(const ag_seqtab_t *t, size_t *bytes);
-/* Number of sequences known. */
+/* Number of sequences known (forgotten ones still kept included). */
 size_t ag__seqtab_count(const ag_seqtab_t *t);
 
 /* Calls fn on every READY sequence (at exit, to release graphs). */
 void ag__seqtab_each_ready(ag_seqtab_t *t, void (*fn)(ag_seq_t *seq));
 
-/* Calls fn(seq, arg) on every sequence known, in no particular order (the dump's snapshot). */
+/* Calls fn(seq, arg) on every sequence known, forgotten ones still kept included, in no
+ * particular order (the dump's snapshot). */
 void ag__seqtab_each(ag_seqtab_t *t, void (*fn)(ag_seq_t *seq, void *arg), void *arg);
+
+/* Forgets every sequence that names one of the kernel ids ids[0..nids-1] (sorted ascending),
+ * or one whose kernels are unknown (kids NULL), or every sequence when `all`: it leaves the
+ * table, the chains and the LRU, so that it is never found, held or replayed again; `gone` is
+ * called on each (it must release seq->graph). Forgotten sequences stay visible to
+ * ag__seqtab_each and ag__seqtab_count (the dump) until more than a few thousand have been
+ * forgotten; they are then freed, after the callback set by ag__seqtab_on_free. Returns the
+ * number forgotten. */
+size_t ag__seqtab_forget(ag_seqtab_t *t, const uint32_t *ids, size_t nids, int all,
+                         void (*gone)(ag_seq_t *seq, void *arg), void *arg);
+
+/* Sets what is called before a forgotten sequence is freed (the dump drops its notes). */
+void ag__seqtab_on_free(ag_seqtab_t *t, void (*freed)(const ag_seq_t *seq));
 
 /* Frees the table and every sequence in it (NULL is allowed). Graphs are the caller's: release
  * them first (ag__seqtab_each_ready). */

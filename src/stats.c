@@ -143,6 +143,13 @@ size_t ag__stats_json(char *buf, size_t size) {
   ag__json_key(&j, "sequences"), ag__json_u64(&j, load(&ag__stats.sequences));
   ag__json_key(&j, "demotions"), ag__json_u64(&j, load(&ag__stats.demotions));
   ag__json_key(&j, "evictions"), ag__json_u64(&j, load(&ag__stats.evictions));
+  ag__json_key(&j, "kernels"), ag__json_u64(&j, load(&ag__stats.kernels));
+  ag__json_key(&j, "forgotten");
+  ag__json_begin(&j, '{');
+  ag__json_key(&j, "kernels"), ag__json_u64(&j, load(&ag__stats.forgot_kernels));
+  ag__json_key(&j, "sequences"), ag__json_u64(&j, load(&ag__stats.forgot_sequences));
+  ag__json_key(&j, "graphs"), ag__json_u64(&j, load(&ag__stats.forgot_graphs));
+  ag__json_end(&j, '}');
   ag__json_key(&j, "fused"), ag__json_u64(&j, load(&ag__stats.fused));
   ag__json_key(&j, "fused_by_pattern");
   ag__json_begin(&j, '{');

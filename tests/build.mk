@@ -48,3 +48,18 @@ $(BUILD)/tests/unit/rt-ptsz: NVCCFLAGS += --default-stream per-thread
 $(BUILD)/tests/progs/k-fuse: NVCCFLAGS += --extended-lambda
 # The programs share tests/progs/prog.h.
 $(PROGS): $(wildcard tests/progs/*.h)
+
+# Plugins the module-lifetime programs dlopen (tests/plugins, issue 11): l-plugin.cu twice, as
+# plugin A and plugin B, and l-image.c, which holds the l-image cubin in its read-only data.
+PLUGINS := $(BUILD)/tests/plugins/l-plugin-a.so $(BUILD)/tests/plugins/l-plugin-b.so \
+           $(BUILD)/tests/plugins/l-image.so
+AG_TEST_ALL += $(PLUGINS)
+$(BUILD)/tests/plugins/l-plugin-a.so: tests/plugins/l-plugin.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -cudart shared -shared -Xcompiler -fPIC $(NVCCFLAGS) -o $@ $<
+$(BUILD)/tests/plugins/l-plugin-b.so: tests/plugins/l-plugin.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -cudart shared -shared -Xcompiler -fPIC $(NVCCFLAGS) -DPLUGIN_B -o $@ $<
+$(BUILD)/tests/plugins/l-image.so: tests/plugins/l-image.c $(BUILD)/tests/kernels/l-image.cubin
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC $(CFLAGS) $(LDFLAGS) -DL_IMAGE='"$(abspath $(BUILD)/tests/kernels/l-image.cubin)"' -o $@ $<

@@ -19,3 +19,11 @@ bench: bench-build
 $(BUILD)/tests/bench/%: tests/bench/%.cu $(wildcard tests/*.h tests/sim/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(AG_NVCCFLAGS) $(NVCCFLAGS) -o $@ $< $(AG_NVLIBS) -lpthread
+
+# What reading images at load costs (issue 11): the library's kinfo.c timed on the fatbins of a
+# large host library (libcublasLt.so.13). Run by hand: $(BUILD)/tests/bench/image-load [LIB].
+BENCH_IMAGE_LOAD := $(BUILD)/tests/bench/image-load
+bench-build: $(BENCH_IMAGE_LOAD)
+$(BENCH_IMAGE_LOAD): tests/bench/image-load.c $(AG_SRC_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -fvisibility=hidden,$(AG_CFLAGS)) $(CFLAGS) -o $@ $< $(AG_SRC_OBJS) $(AG_LIBS) -lm

@@ -67,7 +67,7 @@ int main(void) {
   ag_seq_t *s[4];
   for (int i = 0; i < 4; i++) {
     int added;
-    s[i] = ag__seqtab_find(t, 1000 + (uint64_t)i, hs, 2, &added);
+    s[i] = ag__seqtab_find(t, 1000 + (uint64_t)i, hs, NULL, 2, &added);
     CHECK(s[i] && added);
     CHECK_INT(s[i]->id, ==, i + 1);
   }

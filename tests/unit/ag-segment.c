@@ -59,14 +59,14 @@ int main(void) {
   for (int i = 0; i < 8; i++) {
     int added;
     hs[i][0] = 7, hs[i][1] = (uint64_t)i + 100, hs[i][2] = 5;
-    seen[i] = ag__seqtab_find(t, 1000 + (uint64_t)i, hs[i], 3, &added);
+    seen[i] = ag__seqtab_find(t, 1000 + (uint64_t)i, hs[i], NULL, 3, &added);
     CHECK(seen[i] && added);
   }
   {
     int added;
-    CHECK(ag__seqtab_find(t, 1003, hs[3], 3, &added) == seen[3] && !added);
+    CHECK(ag__seqtab_find(t, 1003, hs[3], NULL, 3, &added) == seen[3] && !added);
     uint64_t other[3] = {7, 1, 1};
-    CHECK(ag__seqtab_find(t, 1003, other, 3, &added) == NULL); /* same hash, other content */
+    CHECK(ag__seqtab_find(t, 1003, other, NULL, 3, &added) == NULL); /* same hash, other content */
   }
   CHECK_INT(ag__seqtab_count(t), ==, 8);
   CHECK(ag__seqtab_first(t, 7) == NULL);
@@ -89,7 +89,7 @@ int main(void) {
   nevicted = 0;
   for (int i = 0; i < 3; i++) {
     int added;
-    seen[i] = ag__seqtab_find(u, 1 + (uint64_t)i, hs[i], 3, &added);
+    seen[i] = ag__seqtab_find(u, 1 + (uint64_t)i, hs[i], NULL, 3, &added);
     ag__seqtab_to_build(u, seen[i]);
     ag__seqtab_ready(u, seen[i], 100);
   }
@@ -100,5 +100,35 @@ int main(void) {
   CHECK_INT(bytes, ==, 200);
   ag__seqtab_free(u);
   ag__seqtab_free(t);
+
+  /* Forgetting by kernel id (a module unloaded): exactly the sequences naming one of the ids
+   * go, graphed or not, and leave the chain and the LRU; the others stay findable. */
+  {
+    ag_seqtab_t *f = ag__seqtab_new(100, 1 << 30, on_evict);
+    uint32_t kids[4][3] = {{1, 2, 3}, {4, 5, 6}, {7, 2, 8}, {9, 9, 9}};
+    uint64_t fh[4][3];
+    ag_seq_t *fs[4];
+    for (int i = 0; i < 4; i++) {
+      int added;
+      fh[i][0] = 11, fh[i][1] = (uint64_t)i, fh[i][2] = 3;
+      fs[i] = ag__seqtab_find(f, 50 + (uint64_t)i, fh[i], kids[i], 3, &added);
+      CHECK(fs[i] && added && fs[i]->kids && fs[i]->kids[2] == kids[i][2]);
+      ag__seqtab_to_build(f, fs[i]);
+      if (i < 2) ag__seqtab_ready(f, fs[i], 10);
+    }
+    uint32_t gone[] = {2, 5};
+    CHECK_INT(ag__seqtab_forget(f, gone, 2, 0, NULL, NULL), ==, 3);
+    CHECK_INT(ag__seqtab_count(f), ==, 4); /* kept for the dump */
+    CHECK_INT(ag__seqtab_graphs(f, NULL), ==, 0);
+    CHECK(ag__seqtab_first(f, 11) == fs[3] && fs[3]->next_first == NULL);
+    CHECK_INT(ag__seqtab_forget(f, gone, 2, 0, NULL, NULL), ==, 0);
+    {
+      int added;
+      CHECK(ag__seqtab_find(f, 50, fh[0], kids[0], 3, &added) != NULL && added);
+    }
+    CHECK_INT(ag__seqtab_forget(f, NULL, 0, 1, NULL, NULL), ==, 2);
+    CHECK(ag__seqtab_first(f, 11) == NULL);
+    ag__seqtab_free(f);
+  }
   return 0;
 }

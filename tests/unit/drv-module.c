@@ -1,6 +1,7 @@
 /* drv-module.c — the simulated driver: module loading (cubin, fatbin, compressed fatbin),
  * launches by kernelParams and by `extra`, parameter info, launch validation, modelled cost,
- * graphs (nodes, parameter updates, exec update), stream capture rules, and sticky faults. */
+ * graphs (nodes, parameter updates, exec update), stream capture rules, the end of a context,
+ * and sticky faults. */
 #include "drv-common.h"
 
 #include <pthread.h>
@@ -326,6 +327,59 @@ static void test_wrong_thread(void) {
   CHECK_CU(cuGraphDestroy(g));
 }
 
+/* The end of the primary context (reset): its modules and graph execs die with it, libraries
+ * stay; an unloaded module's handle is invalid until the driver hands it out again. */
+static void test_context_end(void) {
+  void *cubin = drv_test_read_kernel("drv-kernels.cubin");
+  void *fatbin = drv_test_read_kernel("drv-kernels.fatbin");
+  CUmodule m, m2;
+  CUlibrary lib;
+  CUkernel k;
+  CUfunction f;
+  CHECK_CU(cuModuleLoadData(&m, cubin));
+  CHECK_CU(cuModuleUnload(m));
+  CHECK_STATUS_EQ(CUDA_ERROR_INVALID_HANDLE, cuModuleGetFunction(&f, m, "drv_add"));
+  CHECK_STATUS_EQ(CUDA_ERROR_INVALID_HANDLE, cuModuleUnload(m));
+  CHECK_CU(cuModuleLoadData(&m, cubin));
+  CHECK_CU(cuModuleGetFunction(&f, m, "drv_add"));
+  CHECK_CU(cuLibraryLoadData(&lib, fatbin, NULL, NULL, 0, NULL, NULL, 0));
+  CHECK_CU(cuLibraryGetKernel(&k, lib, "drv_add"));
+  CUdeviceptr x;
+  CHECK_CU(cuMemAlloc_v2(&x, 64 * sizeof(float)));
+  CHECK_CU(cuMemsetD32_v2(x, 0, 64));
+  CUgraph g;
+  CUgraphNode node;
+  CUgraphExec ex;
+  float a = 1;
+  int n = 64;
+  void *args[] = {&x, &a, &n};
+  CUDA_KERNEL_NODE_PARAMS p = {.func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                               .blockDimX = 64, .blockDimY = 1, .blockDimZ = 1,
+                               .kernelParams = args};
+  CHECK_CU(cuGraphCreate(&g, 0));
+  CHECK_CU(cuGraphAddKernelNode_v2(&node, g, NULL, 0, &p));
+  CHECK_CU(cuGraphInstantiateWithFlags(&ex, g, 0));
+  CHECK_CU(cuGraphLaunch(ex, NULL));
+
+  CHECK_CU(cuDevicePrimaryCtxReset_v2(0));
+  CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, 0));
+  CHECK_CU(cuCtxSetCurrent(ctx));
+  CHECK_STATUS_EQ(CUDA_ERROR_INVALID_HANDLE, cuModuleGetFunction(&f, m, "drv_add"));
+  CHECK_STATUS_EQ(CUDA_ERROR_INVALID_HANDLE,
+                  cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, NULL, args, NULL));
+  CHECK_STATUS_EQ(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuGraphLaunch(ex, NULL));
+  CHECK_CU(cuLaunchKernel((CUfunction)k, 1, 1, 1, 64, 1, 1, 0, NULL, args, NULL));
+  CHECK_INT((int)read1(x), ==, 2);
+  /* A new module may come back with the dead one's handle. */
+  CHECK_CU(cuModuleLoadData(&m2, cubin));
+  CHECK_CU(cuModuleUnload(m2));
+  CHECK_CU(cuLibraryUnload(lib));
+  CHECK_CU(cuGraphDestroy(g));
+  free(cubin), free(fatbin);
+  loaded = NULL; /* died with the context */
+  load("drv-kernels.cubin");
+}
+
 static void test_sticky_fault(void) {
   CUdeviceptr x;
   CHECK_CU(cuMemAlloc_v2(&x, 16));
@@ -349,6 +403,7 @@ int main(void) {
   test_capture();
   test_wrong_thread();
   test_cost();
+  test_context_end();
   test_sticky_fault(); /* last: the context is unusable afterwards */
   printf("drv-module: ok\n");
   return 0;

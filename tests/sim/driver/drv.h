@@ -49,6 +49,7 @@ struct CUctx_st {
   CUresult sticky;         /* sticky device fault (simctl_kernel_fault), reported by later calls */
   CUresult async_err;      /* non-sticky error found on the device thread, reported once */
   size_t limits[16];
+  unsigned gen;            /* bumped each time the context is destroyed (reset, last release) */
 };
 extern struct CUctx_st drv_primary;
 /* CUDA_SUCCESS when cuInit has run and a context is current (*out set), else the API error. */
@@ -178,8 +179,11 @@ struct CUfunc_st {
   int twin_resolved;
   int max_dyn_shmem;
   int carveout;
+  struct CUfunc_st *pool_next; /* in the pool of freed handles (see module.c) */
 };
 typedef struct CUfunc_st drv_func_t;
+/* The primary context was destroyed (lock not held): its modules go, libraries stay. */
+void drv_modules_ctx_destroyed(void);
 CUresult drv_func(CUfunction f, drv_func_t **out);
 /* PTX text images (ptx.c): nonzero when `image` is PTX text; walks its kernels as
  * ag__image_kernels walks a cubin's (0, the callback's value, or -AG_E…). */

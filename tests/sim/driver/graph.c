@@ -21,6 +21,7 @@ struct CUgraphExec_st {
   struct CUgraph_st *g;     /* private deep copy */
   struct CUgraph_st *src;   /* the graph it was instantiated from (node identity) */
   unsigned long long flags;
+  unsigned gen;             /* drv_primary.gen when instantiated: the context it belongs to */
 };
 
 static CUresult graph_check(CUgraph g) {
@@ -406,6 +407,9 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
   e->magic = EXEC_MAGIC;
   e->src = g;
   e->flags = flags;
+  pthread_mutex_lock(&drv_lock);
+  e->gen = drv_primary.gen;
+  pthread_mutex_unlock(&drv_lock);
   *out = e;
   return CUDA_SUCCESS;
 }
@@ -443,7 +447,13 @@ CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *out, CUgraph g, CUgraphNode 
 static CUresult exec_check(CUgraphExec e) {
   CUresult r = drv_ctx(NULL);
   if (r) return r;
-  return e && e->magic == EXEC_MAGIC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (!e || e->magic != EXEC_MAGIC) return CUDA_ERROR_INVALID_VALUE;
+  /* An exec dies with the context it was instantiated in (a real driver's handle would then be
+   * dangling; this one stays readable and says so). */
+  pthread_mutex_lock(&drv_lock);
+  unsigned gen = drv_primary.gen;
+  pthread_mutex_unlock(&drv_lock);
+  return e->gen == gen ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
 }
 
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) {

@@ -264,10 +264,16 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice d) {
   DRV_FAIL("cuDevicePrimaryCtxRelease", CUDA_ERROR_INVALID_VALUE);
   CUresult r = check_dev(d);
   if (r) return r;
+  int destroyed = 0;
   pthread_mutex_lock(&drv_lock);
   if (drv_primary.retained <= 0) r = CUDA_ERROR_INVALID_CONTEXT;
-  else if (--drv_primary.retained == 0) drv_wait_all_locked();
+  else if (--drv_primary.retained == 0) {
+    drv_wait_all_locked();
+    drv_primary.gen++;
+    destroyed = 1;
+  }
   pthread_mutex_unlock(&drv_lock);
+  if (destroyed) drv_modules_ctx_destroyed();
   return r;
 }
 
@@ -297,8 +303,9 @@ CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice d, unsigned int *flags, int
   return CUDA_SUCCESS;
 }
 
-/* Reset destroys the context's resources on a real device; here it waits for all work and
- * clears the errors, which is what a program can observe. */
+/* Reset destroys the context's resources on a real device; here it waits for all work, clears
+ * the errors, and destroys the context's modules and graph execs (libraries are
+ * context-independent); memory stays allocated. */
 CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice d) {
   DRV_FAIL("cuDevicePrimaryCtxReset", CUDA_ERROR_INVALID_VALUE);
   CUresult r = check_dev(d);
@@ -308,7 +315,9 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice d) {
   drv_primary.sticky = drv_primary.async_err = CUDA_SUCCESS;
   drv_primary.retained = 0;
   drv_primary.flags = 0;
+  drv_primary.gen++;
   pthread_mutex_unlock(&drv_lock);
+  drv_modules_ctx_destroyed();
   return CUDA_SUCCESS;
 }
 

@@ -8,6 +8,13 @@
  * are the same object, and so are CUfunction and CUkernel: the real driver accepts a CUkernel
  * wherever a CUfunction is expected, and the runtime relies on it.
  *
+ * Modules (cuModuleLoad*) belong to the context: destroying it (primary-context reset, last
+ * release) destroys them, and their handles become invalid. Libraries (cuLibraryLoad*) are
+ * context-independent and stay. Freed module and function handles are recycled in the order
+ * they were freed, as a driver's pooled allocator may do: loading the same image again after an
+ * unload or a context reset hands out the very same handles, so that whoever keeps state keyed
+ * by a handle must forget it when the handle dies.
+ *
  * A launch copies the argument values (from kernelParams, or from an `extra` parameter buffer
  * unpacked with the layout) and queues the CPU twin sim_<name>, found with
  * dlsym(RTLD_DEFAULT). A kernel without a twin fails to launch with CUDA_ERROR_NO_BINARY_FOR_GPU.
@@ -26,7 +33,32 @@ struct CUmod_st {
   uint32_t magic;
   drv_func_t **funcs;
   size_t n, cap;
+  int lib;                /* loaded as a library: survives the context */
+  struct CUmod_st *next;  /* live modules, or the pool of freed ones */
 };
+
+/* Live modules and libraries, and the pools of freed handles (FIFO), under pool_lock. */
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct CUmod_st *live, *mod_pool, **mod_pool_tail = &mod_pool;
+static drv_func_t *func_pool, **func_pool_tail = &func_pool;
+
+static struct CUmod_st *mod_alloc(void) {
+  pthread_mutex_lock(&pool_lock);
+  struct CUmod_st *m = mod_pool;
+  if (m && !(mod_pool = m->next)) mod_pool_tail = &mod_pool;
+  pthread_mutex_unlock(&pool_lock);
+  if (m) memset(m, 0, sizeof *m);
+  return m ? m : calloc(1, sizeof *m);
+}
+
+static drv_func_t *func_alloc(void) {
+  pthread_mutex_lock(&pool_lock);
+  drv_func_t *f = func_pool;
+  if (f && !(func_pool = f->pool_next)) func_pool_tail = &func_pool;
+  pthread_mutex_unlock(&pool_lock);
+  if (f) memset(f, 0, sizeof *f);
+  return f ? f : calloc(1, sizeof *f);
+}
 
 static CUresult mod_check(struct CUmod_st *m) {
   CUresult r = drv_ctx(NULL);
@@ -83,7 +115,7 @@ static int add_kernel(const ag_kernel_desc_t *k, void *ctx) {
     m->funcs = g;
     m->cap = ncap;
   }
-  drv_func_t *f = calloc(1, sizeof *f);
+  drv_func_t *f = func_alloc();
   if (!f) return -AG_ENOMEM;
   f->magic = FUNC_MAGIC;
   f->mod = m;
@@ -105,26 +137,87 @@ static int add_kernel(const ag_kernel_desc_t *k, void *ctx) {
   return 0;
 }
 
+/* Frees a module that is not (or no longer) in the live list: its handles go to the pools,
+ * marked dead, so that a stale handle is reported invalid until it is handed out again. */
 static void mod_free(struct CUmod_st *m) {
+  pthread_mutex_lock(&pool_lock);
   for (size_t i = 0; i < m->n; i++) {
-    /* Functions stay valid as handles are often cached; they are marked dead instead. */
-    m->funcs[i]->magic = 0;
-    free(m->funcs[i]->name);
-    free(m->funcs[i]->params);
-    free(m->funcs[i]);
+    drv_func_t *f = m->funcs[i];
+    f->magic = 0;
+    free(f->name);
+    free(f->params);
+    f->name = NULL, f->params = NULL;
+    f->pool_next = NULL;
+    *func_pool_tail = f;
+    func_pool_tail = &f->pool_next;
   }
   free(m->funcs);
+  m->funcs = NULL, m->n = 0;
   m->magic = 0;
-  free(m);
+  m->next = NULL;
+  *mod_pool_tail = m;
+  mod_pool_tail = &m->next;
+  pthread_mutex_unlock(&pool_lock);
 }
 
-static CUresult load(struct CUmod_st **out, const void *image) {
+static void live_add(struct CUmod_st *m) {
+  pthread_mutex_lock(&pool_lock);
+  m->next = live;
+  live = m;
+  pthread_mutex_unlock(&pool_lock);
+}
+
+/* Takes m out of the live list; 0 when it was not there (already destroyed). */
+static int live_remove(struct CUmod_st *m) {
+  int found = 0;
+  pthread_mutex_lock(&pool_lock);
+  for (struct CUmod_st **pp = &live; *pp; pp = &(*pp)->next)
+    if (*pp == m) {
+      *pp = m->next;
+      found = 1;
+      break;
+    }
+  pthread_mutex_unlock(&pool_lock);
+  return found;
+}
+
+void drv_modules_ctx_destroyed(void) {
+  struct CUmod_st *dead = NULL;
+  pthread_mutex_lock(&pool_lock);
+  for (struct CUmod_st **pp = &live; *pp;) {
+    struct CUmod_st *m = *pp;
+    if (m->lib) {
+      pp = &m->next;
+      continue;
+    }
+    *pp = m->next;
+    m->next = dead;
+    dead = m;
+  }
+  pthread_mutex_unlock(&pool_lock);
+  /* Oldest first, so that reloading in the same order hands out the same handles. */
+  struct CUmod_st *rev = NULL;
+  while (dead) {
+    struct CUmod_st *m = dead;
+    dead = m->next;
+    m->next = rev;
+    rev = m;
+  }
+  while (rev) {
+    struct CUmod_st *m = rev;
+    rev = m->next;
+    mod_free(m);
+  }
+}
+
+static CUresult load(struct CUmod_st **out, const void *image, int lib) {
   CUresult r = drv_ctx(NULL);
   if (r) return r;
   if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
-  struct CUmod_st *m = calloc(1, sizeof *m);
+  struct CUmod_st *m = mod_alloc();
   if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
   m->magic = MOD_MAGIC;
+  m->lib = lib;
   /* PTX text is what a real driver compiles at load time; anything else goes to the parser. */
   int e = drv_is_ptx(image) ? drv_ptx_kernels(image, add_kernel, m)
                             : ag__image_kernels(image, 0, add_kernel, m, NULL);
@@ -132,13 +225,14 @@ static CUresult load(struct CUmod_st **out, const void *image) {
     mod_free(m);
     return e == -AG_ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
   }
+  live_add(m);
   *out = m;
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *image) {
   DRV_FAIL("cuModuleLoadData", CUDA_ERROR_INVALID_IMAGE);
-  return load((struct CUmod_st **)m, image);
+  return load((struct CUmod_st **)m, image, 0);
 }
 
 CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n,
@@ -146,12 +240,12 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int
   DRV_FAIL("cuModuleLoadDataEx", CUDA_ERROR_INVALID_IMAGE);
   (void)opts, (void)vals;
   if (n && (!opts || !vals)) return CUDA_ERROR_INVALID_VALUE;
-  return load((struct CUmod_st **)m, image);
+  return load((struct CUmod_st **)m, image, 0);
 }
 
 CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule *m, const void *image) {
   DRV_FAIL("cuModuleLoadFatBinary", CUDA_ERROR_INVALID_IMAGE);
-  return load((struct CUmod_st **)m, image);
+  return load((struct CUmod_st **)m, image, 0);
 }
 
 CUresult CUDAAPI cuModuleUnload(CUmodule hm) {
@@ -163,6 +257,7 @@ CUresult CUDAAPI cuModuleUnload(CUmodule hm) {
   pthread_mutex_lock(&drv_lock);
   drv_wait_all_locked();
   pthread_mutex_unlock(&drv_lock);
+  if (!live_remove(m)) return CUDA_ERROR_INVALID_HANDLE;
   mod_free(m);
   return CUDA_SUCCESS;
 }
@@ -221,7 +316,7 @@ CUresult CUDAAPI cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_optio
   DRV_FAIL("cuLibraryLoadData", CUDA_ERROR_INVALID_IMAGE);
   (void)jo, (void)jv, (void)lo, (void)lv;
   if ((njo && (!jo || !jv)) || (nlo && (!lo || !lv))) return CUDA_ERROR_INVALID_VALUE;
-  return load((struct CUmod_st **)lib, code);
+  return load((struct CUmod_st **)lib, code, 1);
 }
 
 CUresult CUDAAPI cuLibraryUnload(CUlibrary lib) {

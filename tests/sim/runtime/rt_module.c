@@ -31,7 +31,10 @@ typedef struct rt_fatbin {
   const void *data;        /* the fatbin container (first member: handles are void **) */
   CUlibrary lib;
   int dead;
+  struct rt_fatbin *next_dead; /* unregistered ones stay reachable: their library is kept */
 } rt_fatbin_t;
+
+static rt_fatbin_t *dead_fatbins;
 
 typedef struct rt_func {
   const void *stub;
@@ -95,6 +98,8 @@ void CUDARTAPI __cudaUnregisterFatBinary(void **fatCubinHandle) {
   /* The library stays loaded: this runs from atexit, when the driver may already be shutting
    * down, and the kernels may still be referenced by instantiated graphs. */
   fb->dead = 1;
+  fb->next_dead = dead_fatbins;
+  dead_fatbins = fb;
   pthread_mutex_unlock(&mod_lock);
 }
 

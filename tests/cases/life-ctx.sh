@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# life-ctx.sh — ending a context through the driver API ends its modules, functions and graphs
+# (issue 11; tests/progs/l-ctx.cu). Three rounds: retain the primary context, load a cubin, run
+# graphed steps, launch two more (held by the library) and end the context at once: the last
+# release, then a reset, then the last release. The next round loads the same image, and the
+# simulated driver hands out the same handles. With the library the output must be identical
+# under three seeds; the launches held when each context ended were submitted before it ended
+# (fallback "flushed", 2 per round); every round is learnt afresh: three graphs, none demoted,
+# no graph launch failed. Before issue 11 the first round's graph was replayed in the second
+# round's context (the simulator refuses it: destroyed context) and the sequence demoted.
+. "$(dirname "$0")/lib.sh"
+[ -f "$BUILD/tests/kernels/prog-driver.cubin" ] || ag_skip "skipped: $BUILD/tests/kernels/prog-driver.cubin is not built"
+expect() {
+  ag_expect "$AG_STATS" "graphs == 3" "demotions == 0" "fb['graph_error'] == 0" \
+    "fb['flushed'] == 6" "st['kernels'] == 6" "st['forgotten']['graphs'] == 3" "replayed >= 36"
+}
+d=$AG_TMP/l-ctx
+SIM_SEED=1 AG_EXPECT_REPLAY=1 ag_compare_prog l-ctx "$BUILD/tests/kernels" -- launch copy device
+expect
+for seed in 2 3; do
+  SIM_SEED=$seed ag_run "$d/plain-seed$seed" env LD_PRELOAD="$AG_PRELOAD_BASE" "$BUILD/tests/progs/l-ctx" "$BUILD/tests/kernels"
+  ag_same "$d/plain1" "$d/plain-seed$seed"
+  SIM_SEED=$seed AG_EXPECT_REPLAY=1 ag_rerun l-ctx "seed$seed" "$BUILD/tests/kernels" -- launch copy device
+  expect
+done

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# life-reset.sh — cudaDeviceReset forgets everything of the context (issue 11;
+# tests/progs/l-reset.cu). Four rounds of graphed steps with a reset between rounds: with the
+# library the output must be identical under three seeds, and each reset must make it forget
+# the context's kernels, sequences and graphs and learn them again: four graphs, none demoted,
+# no graph launch failed. Before issue 11 the first round's graph was replayed after the reset
+# (in a destroyed context: the simulator says so, and the sequence was demoted).
+. "$(dirname "$0")/lib.sh"
+expect() {
+  ag_expect "$AG_STATS" "graphs == 4" "demotions == 0" "fb['graph_error'] == 0" \
+    "st['forgotten']['graphs'] == 3" "st['kernels'] == 12" "replayed >= 36"
+}
+d=$AG_TMP/l-reset
+SIM_SEED=1 AG_EXPECT_REPLAY=1 ag_compare_prog l-reset -- launch copy device
+expect
+for seed in 2 3; do
+  SIM_SEED=$seed ag_run "$d/plain-seed$seed" env LD_PRELOAD="$AG_PRELOAD_BASE" "$BUILD/tests/progs/l-reset"
+  ag_same "$d/plain1" "$d/plain-seed$seed"
+  SIM_SEED=$seed AG_EXPECT_REPLAY=1 ag_rerun l-reset "seed$seed" -- launch copy device
+  expect
+done
