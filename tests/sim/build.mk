@@ -51,3 +51,32 @@ $(BUILD)/sim/libcudnn.so.9: $(SIM_DNN) $(SIM_COMMON) tests/sim/cudnn/libcudnn.ma
 	$(CC) -shared -Wl,-soname,libcudnn.so.9 -Wl,-Bsymbolic-functions -Wl,--version-script=tests/sim/cudnn/libcudnn.map \
 	    -o $@ $(SIM_DNN) $(SIM_COMMON) $(LDFLAGS) -ldl -lpthread -lm
 	ln -sf libcudnn.so.9 $(BUILD)/sim/libcudnn.so
+
+# cuBLAS and cuBLASLt (tests/sim/cublas): blas_*.c → libcublas.so.13, lt_*.c → libcublasLt.so.13.
+# Each exports every function of the real library; those not simulated are generated stubs
+# (blas_unsupported.c, lt_unsupported.c from the .list files, tests/sim/gen-unsupported.py).
+SIM_BLAS := $(patsubst %.c,$(BUILD)/sim/obj/%.o,$(wildcard tests/sim/cublas/blas_*.c))
+SIM_LT   := $(patsubst %.c,$(BUILD)/sim/obj/%.o,$(wildcard tests/sim/cublas/lt_*.c))
+# cublasLt.h declares cublasLtLoggerForceDisable() without a prototype.
+$(SIM_LT): SIM_CFLAGS += -Wno-strict-prototypes
+SIM_LIBS += $(BUILD)/sim/libcublas.so.13 $(BUILD)/sim/libcublasLt.so.13
+AG_ALL   += $(BUILD)/sim/libcublas.so.13 $(BUILD)/sim/libcublasLt.so.13
+
+$(BUILD)/sim/libcublas.so.13: $(SIM_BLAS) $(SIM_COMMON) tests/sim/cublas/libcublas.map
+	$(CC) -shared -Wl,-soname,libcublas.so.13 -Wl,-Bsymbolic-functions -Wl,--version-script=tests/sim/cublas/libcublas.map \
+	    -o $@ $(SIM_BLAS) $(SIM_COMMON) $(LDFLAGS) -ldl -lpthread -lm
+	ln -sf libcublas.so.13 $(BUILD)/sim/libcublas.so
+
+$(BUILD)/sim/libcublasLt.so.13: $(SIM_LT) $(SIM_COMMON) tests/sim/cublas/libcublasLt.map
+	$(CC) -shared -Wl,-soname,libcublasLt.so.13 -Wl,-Bsymbolic-functions -Wl,--version-script=tests/sim/cublas/libcublasLt.map \
+	    -o $@ $(SIM_LT) $(SIM_COMMON) $(LDFLAGS) -ldl -lpthread -lm
+	ln -sf libcublasLt.so.13 $(BUILD)/sim/libcublasLt.so
+
+# CPU twins of PyTorch's CUDA kernels (tests/sim/torch), preloaded by tools/torch-sim: one generic
+# twin, simtw_twin, which the driver calls for kernels without a sim_<name> twin.
+SIM_TW := $(patsubst %.c,$(BUILD)/sim/obj/%.o,$(wildcard tests/sim/torch/*.c))
+AG_ALL += $(BUILD)/sim/libtorchtwins.so
+
+$(BUILD)/sim/libtorchtwins.so: $(SIM_TW) tests/sim/torch/libtorchtwins.map
+	$(CC) -shared -Wl,-soname,libtorchtwins.so -Wl,--version-script=tests/sim/torch/libtorchtwins.map \
+	    -o $@ $(SIM_TW) $(LDFLAGS) -lm -lpthread
