@@ -79,4 +79,4 @@ AG_ALL += $(BUILD)/sim/libtorchtwins.so
 
 $(BUILD)/sim/libtorchtwins.so: $(SIM_TW) tests/sim/torch/libtorchtwins.map
 	$(CC) -shared -Wl,-soname,libtorchtwins.so -Wl,--version-script=tests/sim/torch/libtorchtwins.map \
-	    -o $@ $(SIM_TW) $(LDFLAGS) -lm -lpthread
+	    -o $@ $(SIM_TW) $(LDFLAGS) -lstdc++ -lm -lpthread
