@@ -3,1507 +3,1477 @@
 #include <math.h>
 #include <stddef.h>
 
+int simblas_unsupported(int err, const char *name);
+
 int cublasAlloc(void);
-int cublasAlloc(void) { return 15; }
+int cublasAlloc(void) { return simblas_unsupported(15, "cublasAlloc"); }
 int cublasAsumEx(void);
-int cublasAsumEx(void) { return 15; }
+int cublasAsumEx(void) { return simblas_unsupported(15, "cublasAsumEx"); }
 int cublasAsumEx_64(void);
-int cublasAsumEx_64(void) { return 15; }
+int cublasAsumEx_64(void) { return simblas_unsupported(15, "cublasAsumEx_64"); }
 int cublasAxpyEx(void);
-int cublasAxpyEx(void) { return 15; }
+int cublasAxpyEx(void) { return simblas_unsupported(15, "cublasAxpyEx"); }
 int cublasAxpyEx_64(void);
-int cublasAxpyEx_64(void) { return 15; }
+int cublasAxpyEx_64(void) { return simblas_unsupported(15, "cublasAxpyEx_64"); }
 void cublasCaxpy(void);
 void cublasCaxpy(void) {}
 int cublasCaxpy_v2(void);
-int cublasCaxpy_v2(void) { return 15; }
+int cublasCaxpy_v2(void) { return simblas_unsupported(15, "cublasCaxpy_v2"); }
 int cublasCaxpy_v2_64(void);
-int cublasCaxpy_v2_64(void) { return 15; }
+int cublasCaxpy_v2_64(void) { return simblas_unsupported(15, "cublasCaxpy_v2_64"); }
 int cublasCbdmm(void);
-int cublasCbdmm(void) { return 15; }
+int cublasCbdmm(void) { return simblas_unsupported(15, "cublasCbdmm"); }
 void cublasCcopy(void);
 void cublasCcopy(void) {}
 int cublasCcopy_v2(void);
-int cublasCcopy_v2(void) { return 15; }
+int cublasCcopy_v2(void) { return simblas_unsupported(15, "cublasCcopy_v2"); }
 int cublasCcopy_v2_64(void);
-int cublasCcopy_v2_64(void) { return 15; }
+int cublasCcopy_v2_64(void) { return simblas_unsupported(15, "cublasCcopy_v2_64"); }
 int cublasCdgmm(void);
-int cublasCdgmm(void) { return 15; }
+int cublasCdgmm(void) { return simblas_unsupported(15, "cublasCdgmm"); }
 int cublasCdgmm_64(void);
-int cublasCdgmm_64(void) { return 15; }
+int cublasCdgmm_64(void) { return simblas_unsupported(15, "cublasCdgmm_64"); }
 _Complex float cublasCdotc(void);
 _Complex float cublasCdotc(void) { return (float)NAN; }
 int cublasCdotc_v2(void);
-int cublasCdotc_v2(void) { return 15; }
+int cublasCdotc_v2(void) { return simblas_unsupported(15, "cublasCdotc_v2"); }
 int cublasCdotc_v2_64(void);
-int cublasCdotc_v2_64(void) { return 15; }
+int cublasCdotc_v2_64(void) { return simblas_unsupported(15, "cublasCdotc_v2_64"); }
 _Complex float cublasCdotu(void);
 _Complex float cublasCdotu(void) { return (float)NAN; }
 int cublasCdotu_v2(void);
-int cublasCdotu_v2(void) { return 15; }
+int cublasCdotu_v2(void) { return simblas_unsupported(15, "cublasCdotu_v2"); }
 int cublasCdotu_v2_64(void);
-int cublasCdotu_v2_64(void) { return 15; }
+int cublasCdotu_v2_64(void) { return simblas_unsupported(15, "cublasCdotu_v2_64"); }
 void cublasCgbmv(void);
 void cublasCgbmv(void) {}
 int cublasCgbmv_v2(void);
-int cublasCgbmv_v2(void) { return 15; }
+int cublasCgbmv_v2(void) { return simblas_unsupported(15, "cublasCgbmv_v2"); }
 int cublasCgbmv_v2_64(void);
-int cublasCgbmv_v2_64(void) { return 15; }
+int cublasCgbmv_v2_64(void) { return simblas_unsupported(15, "cublasCgbmv_v2_64"); }
 int cublasCgeam(void);
-int cublasCgeam(void) { return 15; }
+int cublasCgeam(void) { return simblas_unsupported(15, "cublasCgeam"); }
 int cublasCgeam_64(void);
-int cublasCgeam_64(void) { return 15; }
+int cublasCgeam_64(void) { return simblas_unsupported(15, "cublasCgeam_64"); }
 int cublasCgelsBatched(void);
-int cublasCgelsBatched(void) { return 15; }
+int cublasCgelsBatched(void) { return simblas_unsupported(15, "cublasCgelsBatched"); }
 void cublasCgemm(void);
 void cublasCgemm(void) {}
 int cublasCgemm3m(void);
-int cublasCgemm3m(void) { return 15; }
+int cublasCgemm3m(void) { return simblas_unsupported(15, "cublasCgemm3m"); }
 int cublasCgemm3mBatched(void);
-int cublasCgemm3mBatched(void) { return 15; }
+int cublasCgemm3mBatched(void) { return simblas_unsupported(15, "cublasCgemm3mBatched"); }
 int cublasCgemm3mBatched_64(void);
-int cublasCgemm3mBatched_64(void) { return 15; }
+int cublasCgemm3mBatched_64(void) { return simblas_unsupported(15, "cublasCgemm3mBatched_64"); }
 int cublasCgemm3mEx(void);
-int cublasCgemm3mEx(void) { return 15; }
+int cublasCgemm3mEx(void) { return simblas_unsupported(15, "cublasCgemm3mEx"); }
 int cublasCgemm3mEx_64(void);
-int cublasCgemm3mEx_64(void) { return 15; }
+int cublasCgemm3mEx_64(void) { return simblas_unsupported(15, "cublasCgemm3mEx_64"); }
 int cublasCgemm3mStridedBatched(void);
-int cublasCgemm3mStridedBatched(void) { return 15; }
+int cublasCgemm3mStridedBatched(void) { return simblas_unsupported(15, "cublasCgemm3mStridedBatched"); }
 int cublasCgemm3mStridedBatched_64(void);
-int cublasCgemm3mStridedBatched_64(void) { return 15; }
+int cublasCgemm3mStridedBatched_64(void) { return simblas_unsupported(15, "cublasCgemm3mStridedBatched_64"); }
 int cublasCgemm3m_64(void);
-int cublasCgemm3m_64(void) { return 15; }
+int cublasCgemm3m_64(void) { return simblas_unsupported(15, "cublasCgemm3m_64"); }
 int cublasCgemmBatched(void);
-int cublasCgemmBatched(void) { return 15; }
+int cublasCgemmBatched(void) { return simblas_unsupported(15, "cublasCgemmBatched"); }
 int cublasCgemmBatched_64(void);
-int cublasCgemmBatched_64(void) { return 15; }
+int cublasCgemmBatched_64(void) { return simblas_unsupported(15, "cublasCgemmBatched_64"); }
 int cublasCgemmEx(void);
-int cublasCgemmEx(void) { return 15; }
+int cublasCgemmEx(void) { return simblas_unsupported(15, "cublasCgemmEx"); }
 int cublasCgemmEx_64(void);
-int cublasCgemmEx_64(void) { return 15; }
+int cublasCgemmEx_64(void) { return simblas_unsupported(15, "cublasCgemmEx_64"); }
 int cublasCgemmStridedBatched(void);
-int cublasCgemmStridedBatched(void) { return 15; }
+int cublasCgemmStridedBatched(void) { return simblas_unsupported(15, "cublasCgemmStridedBatched"); }
 int cublasCgemmStridedBatched_64(void);
-int cublasCgemmStridedBatched_64(void) { return 15; }
+int cublasCgemmStridedBatched_64(void) { return simblas_unsupported(15, "cublasCgemmStridedBatched_64"); }
 int cublasCgemm_v2(void);
-int cublasCgemm_v2(void) { return 15; }
+int cublasCgemm_v2(void) { return simblas_unsupported(15, "cublasCgemm_v2"); }
 int cublasCgemm_v2_64(void);
-int cublasCgemm_v2_64(void) { return 15; }
+int cublasCgemm_v2_64(void) { return simblas_unsupported(15, "cublasCgemm_v2_64"); }
 void cublasCgemv(void);
 void cublasCgemv(void) {}
 int cublasCgemvBatched(void);
-int cublasCgemvBatched(void) { return 15; }
+int cublasCgemvBatched(void) { return simblas_unsupported(15, "cublasCgemvBatched"); }
 int cublasCgemvBatched_64(void);
-int cublasCgemvBatched_64(void) { return 15; }
+int cublasCgemvBatched_64(void) { return simblas_unsupported(15, "cublasCgemvBatched_64"); }
 int cublasCgemvStridedBatched(void);
-int cublasCgemvStridedBatched(void) { return 15; }
+int cublasCgemvStridedBatched(void) { return simblas_unsupported(15, "cublasCgemvStridedBatched"); }
 int cublasCgemvStridedBatched_64(void);
-int cublasCgemvStridedBatched_64(void) { return 15; }
+int cublasCgemvStridedBatched_64(void) { return simblas_unsupported(15, "cublasCgemvStridedBatched_64"); }
 int cublasCgemv_v2(void);
-int cublasCgemv_v2(void) { return 15; }
+int cublasCgemv_v2(void) { return simblas_unsupported(15, "cublasCgemv_v2"); }
 int cublasCgemv_v2_64(void);
-int cublasCgemv_v2_64(void) { return 15; }
+int cublasCgemv_v2_64(void) { return simblas_unsupported(15, "cublasCgemv_v2_64"); }
 int cublasCgeqrfBatched(void);
-int cublasCgeqrfBatched(void) { return 15; }
+int cublasCgeqrfBatched(void) { return simblas_unsupported(15, "cublasCgeqrfBatched"); }
 void cublasCgerc(void);
 void cublasCgerc(void) {}
 int cublasCgerc_v2(void);
-int cublasCgerc_v2(void) { return 15; }
+int cublasCgerc_v2(void) { return simblas_unsupported(15, "cublasCgerc_v2"); }
 int cublasCgerc_v2_64(void);
-int cublasCgerc_v2_64(void) { return 15; }
+int cublasCgerc_v2_64(void) { return simblas_unsupported(15, "cublasCgerc_v2_64"); }
 void cublasCgeru(void);
 void cublasCgeru(void) {}
 int cublasCgeru_v2(void);
-int cublasCgeru_v2(void) { return 15; }
+int cublasCgeru_v2(void) { return simblas_unsupported(15, "cublasCgeru_v2"); }
 int cublasCgeru_v2_64(void);
-int cublasCgeru_v2_64(void) { return 15; }
+int cublasCgeru_v2_64(void) { return simblas_unsupported(15, "cublasCgeru_v2_64"); }
 int cublasCgetrfBatched(void);
-int cublasCgetrfBatched(void) { return 15; }
+int cublasCgetrfBatched(void) { return simblas_unsupported(15, "cublasCgetrfBatched"); }
 int cublasCgetriBatched(void);
-int cublasCgetriBatched(void) { return 15; }
+int cublasCgetriBatched(void) { return simblas_unsupported(15, "cublasCgetriBatched"); }
 int cublasCgetrsBatched(void);
-int cublasCgetrsBatched(void) { return 15; }
+int cublasCgetrsBatched(void) { return simblas_unsupported(15, "cublasCgetrsBatched"); }
 void cublasChbmv(void);
 void cublasChbmv(void) {}
 int cublasChbmv_v2(void);
-int cublasChbmv_v2(void) { return 15; }
+int cublasChbmv_v2(void) { return simblas_unsupported(15, "cublasChbmv_v2"); }
 int cublasChbmv_v2_64(void);
-int cublasChbmv_v2_64(void) { return 15; }
+int cublasChbmv_v2_64(void) { return simblas_unsupported(15, "cublasChbmv_v2_64"); }
 void cublasChemm(void);
 void cublasChemm(void) {}
 int cublasChemm_v2(void);
-int cublasChemm_v2(void) { return 15; }
+int cublasChemm_v2(void) { return simblas_unsupported(15, "cublasChemm_v2"); }
 int cublasChemm_v2_64(void);
-int cublasChemm_v2_64(void) { return 15; }
+int cublasChemm_v2_64(void) { return simblas_unsupported(15, "cublasChemm_v2_64"); }
 void cublasChemv(void);
 void cublasChemv(void) {}
 int cublasChemv_v2(void);
-int cublasChemv_v2(void) { return 15; }
+int cublasChemv_v2(void) { return simblas_unsupported(15, "cublasChemv_v2"); }
 int cublasChemv_v2_64(void);
-int cublasChemv_v2_64(void) { return 15; }
+int cublasChemv_v2_64(void) { return simblas_unsupported(15, "cublasChemv_v2_64"); }
 void cublasCher(void);
 void cublasCher(void) {}
 void cublasCher2(void);
 void cublasCher2(void) {}
 int cublasCher2_v2(void);
-int cublasCher2_v2(void) { return 15; }
+int cublasCher2_v2(void) { return simblas_unsupported(15, "cublasCher2_v2"); }
 int cublasCher2_v2_64(void);
-int cublasCher2_v2_64(void) { return 15; }
+int cublasCher2_v2_64(void) { return simblas_unsupported(15, "cublasCher2_v2_64"); }
 void cublasCher2k(void);
 void cublasCher2k(void) {}
 int cublasCher2k_v2(void);
-int cublasCher2k_v2(void) { return 15; }
+int cublasCher2k_v2(void) { return simblas_unsupported(15, "cublasCher2k_v2"); }
 int cublasCher2k_v2_64(void);
-int cublasCher2k_v2_64(void) { return 15; }
+int cublasCher2k_v2_64(void) { return simblas_unsupported(15, "cublasCher2k_v2_64"); }
 int cublasCher_v2(void);
-int cublasCher_v2(void) { return 15; }
+int cublasCher_v2(void) { return simblas_unsupported(15, "cublasCher_v2"); }
 int cublasCher_v2_64(void);
-int cublasCher_v2_64(void) { return 15; }
+int cublasCher_v2_64(void) { return simblas_unsupported(15, "cublasCher_v2_64"); }
 void cublasCherk(void);
 void cublasCherk(void) {}
 int cublasCherk3mEx(void);
-int cublasCherk3mEx(void) { return 15; }
+int cublasCherk3mEx(void) { return simblas_unsupported(15, "cublasCherk3mEx"); }
 int cublasCherk3mEx_64(void);
-int cublasCherk3mEx_64(void) { return 15; }
+int cublasCherk3mEx_64(void) { return simblas_unsupported(15, "cublasCherk3mEx_64"); }
 int cublasCherkEx(void);
-int cublasCherkEx(void) { return 15; }
+int cublasCherkEx(void) { return simblas_unsupported(15, "cublasCherkEx"); }
 int cublasCherkEx_64(void);
-int cublasCherkEx_64(void) { return 15; }
+int cublasCherkEx_64(void) { return simblas_unsupported(15, "cublasCherkEx_64"); }
 int cublasCherk_v2(void);
-int cublasCherk_v2(void) { return 15; }
+int cublasCherk_v2(void) { return simblas_unsupported(15, "cublasCherk_v2"); }
 int cublasCherk_v2_64(void);
-int cublasCherk_v2_64(void) { return 15; }
+int cublasCherk_v2_64(void) { return simblas_unsupported(15, "cublasCherk_v2_64"); }
 int cublasCherkx(void);
-int cublasCherkx(void) { return 15; }
+int cublasCherkx(void) { return simblas_unsupported(15, "cublasCherkx"); }
 int cublasCherkx_64(void);
-int cublasCherkx_64(void) { return 15; }
+int cublasCherkx_64(void) { return simblas_unsupported(15, "cublasCherkx_64"); }
 void cublasChpmv(void);
 void cublasChpmv(void) {}
 int cublasChpmv_v2(void);
-int cublasChpmv_v2(void) { return 15; }
+int cublasChpmv_v2(void) { return simblas_unsupported(15, "cublasChpmv_v2"); }
 int cublasChpmv_v2_64(void);
-int cublasChpmv_v2_64(void) { return 15; }
+int cublasChpmv_v2_64(void) { return simblas_unsupported(15, "cublasChpmv_v2_64"); }
 void cublasChpr(void);
 void cublasChpr(void) {}
 void cublasChpr2(void);
 void cublasChpr2(void) {}
 int cublasChpr2_v2(void);
-int cublasChpr2_v2(void) { return 15; }
+int cublasChpr2_v2(void) { return simblas_unsupported(15, "cublasChpr2_v2"); }
 int cublasChpr2_v2_64(void);
-int cublasChpr2_v2_64(void) { return 15; }
+int cublasChpr2_v2_64(void) { return simblas_unsupported(15, "cublasChpr2_v2_64"); }
 int cublasChpr_v2(void);
-int cublasChpr_v2(void) { return 15; }
+int cublasChpr_v2(void) { return simblas_unsupported(15, "cublasChpr_v2"); }
 int cublasChpr_v2_64(void);
-int cublasChpr_v2_64(void) { return 15; }
+int cublasChpr_v2_64(void) { return simblas_unsupported(15, "cublasChpr_v2_64"); }
 int cublasCmatinvBatched(void);
-int cublasCmatinvBatched(void) { return 15; }
+int cublasCmatinvBatched(void) { return simblas_unsupported(15, "cublasCmatinvBatched"); }
 int cublasCopyEx(void);
-int cublasCopyEx(void) { return 15; }
+int cublasCopyEx(void) { return simblas_unsupported(15, "cublasCopyEx"); }
 int cublasCopyEx_64(void);
-int cublasCopyEx_64(void) { return 15; }
-int cublasCreate_v2(void);
-int cublasCreate_v2(void) { return 15; }
+int cublasCopyEx_64(void) { return simblas_unsupported(15, "cublasCopyEx_64"); }
 void cublasCrot(void);
 void cublasCrot(void) {}
 int cublasCrot_v2(void);
-int cublasCrot_v2(void) { return 15; }
+int cublasCrot_v2(void) { return simblas_unsupported(15, "cublasCrot_v2"); }
 int cublasCrot_v2_64(void);
-int cublasCrot_v2_64(void) { return 15; }
+int cublasCrot_v2_64(void) { return simblas_unsupported(15, "cublasCrot_v2_64"); }
 void cublasCrotg(void);
 void cublasCrotg(void) {}
 int cublasCrotg_v2(void);
-int cublasCrotg_v2(void) { return 15; }
+int cublasCrotg_v2(void) { return simblas_unsupported(15, "cublasCrotg_v2"); }
 void cublasCscal(void);
 void cublasCscal(void) {}
 int cublasCscal_v2(void);
-int cublasCscal_v2(void) { return 15; }
+int cublasCscal_v2(void) { return simblas_unsupported(15, "cublasCscal_v2"); }
 int cublasCscal_v2_64(void);
-int cublasCscal_v2_64(void) { return 15; }
+int cublasCscal_v2_64(void) { return simblas_unsupported(15, "cublasCscal_v2_64"); }
 void cublasCsrot(void);
 void cublasCsrot(void) {}
 int cublasCsrot_v2(void);
-int cublasCsrot_v2(void) { return 15; }
+int cublasCsrot_v2(void) { return simblas_unsupported(15, "cublasCsrot_v2"); }
 int cublasCsrot_v2_64(void);
-int cublasCsrot_v2_64(void) { return 15; }
+int cublasCsrot_v2_64(void) { return simblas_unsupported(15, "cublasCsrot_v2_64"); }
 void cublasCsscal(void);
 void cublasCsscal(void) {}
 int cublasCsscal_v2(void);
-int cublasCsscal_v2(void) { return 15; }
+int cublasCsscal_v2(void) { return simblas_unsupported(15, "cublasCsscal_v2"); }
 int cublasCsscal_v2_64(void);
-int cublasCsscal_v2_64(void) { return 15; }
+int cublasCsscal_v2_64(void) { return simblas_unsupported(15, "cublasCsscal_v2_64"); }
 void cublasCswap(void);
 void cublasCswap(void) {}
 int cublasCswap_v2(void);
-int cublasCswap_v2(void) { return 15; }
+int cublasCswap_v2(void) { return simblas_unsupported(15, "cublasCswap_v2"); }
 int cublasCswap_v2_64(void);
-int cublasCswap_v2_64(void) { return 15; }
+int cublasCswap_v2_64(void) { return simblas_unsupported(15, "cublasCswap_v2_64"); }
 void cublasCsymm(void);
 void cublasCsymm(void) {}
 int cublasCsymm_v2(void);
-int cublasCsymm_v2(void) { return 15; }
+int cublasCsymm_v2(void) { return simblas_unsupported(15, "cublasCsymm_v2"); }
 int cublasCsymm_v2_64(void);
-int cublasCsymm_v2_64(void) { return 15; }
+int cublasCsymm_v2_64(void) { return simblas_unsupported(15, "cublasCsymm_v2_64"); }
 int cublasCsymv_v2(void);
-int cublasCsymv_v2(void) { return 15; }
+int cublasCsymv_v2(void) { return simblas_unsupported(15, "cublasCsymv_v2"); }
 int cublasCsymv_v2_64(void);
-int cublasCsymv_v2_64(void) { return 15; }
+int cublasCsymv_v2_64(void) { return simblas_unsupported(15, "cublasCsymv_v2_64"); }
 int cublasCsyr2_v2(void);
-int cublasCsyr2_v2(void) { return 15; }
+int cublasCsyr2_v2(void) { return simblas_unsupported(15, "cublasCsyr2_v2"); }
 int cublasCsyr2_v2_64(void);
-int cublasCsyr2_v2_64(void) { return 15; }
+int cublasCsyr2_v2_64(void) { return simblas_unsupported(15, "cublasCsyr2_v2_64"); }
 void cublasCsyr2k(void);
 void cublasCsyr2k(void) {}
 int cublasCsyr2k_v2(void);
-int cublasCsyr2k_v2(void) { return 15; }
+int cublasCsyr2k_v2(void) { return simblas_unsupported(15, "cublasCsyr2k_v2"); }
 int cublasCsyr2k_v2_64(void);
-int cublasCsyr2k_v2_64(void) { return 15; }
+int cublasCsyr2k_v2_64(void) { return simblas_unsupported(15, "cublasCsyr2k_v2_64"); }
 int cublasCsyr_v2(void);
-int cublasCsyr_v2(void) { return 15; }
+int cublasCsyr_v2(void) { return simblas_unsupported(15, "cublasCsyr_v2"); }
 int cublasCsyr_v2_64(void);
-int cublasCsyr_v2_64(void) { return 15; }
+int cublasCsyr_v2_64(void) { return simblas_unsupported(15, "cublasCsyr_v2_64"); }
 void cublasCsyrk(void);
 void cublasCsyrk(void) {}
 int cublasCsyrk3mEx(void);
-int cublasCsyrk3mEx(void) { return 15; }
+int cublasCsyrk3mEx(void) { return simblas_unsupported(15, "cublasCsyrk3mEx"); }
 int cublasCsyrk3mEx_64(void);
-int cublasCsyrk3mEx_64(void) { return 15; }
+int cublasCsyrk3mEx_64(void) { return simblas_unsupported(15, "cublasCsyrk3mEx_64"); }
 int cublasCsyrkEx(void);
-int cublasCsyrkEx(void) { return 15; }
+int cublasCsyrkEx(void) { return simblas_unsupported(15, "cublasCsyrkEx"); }
 int cublasCsyrkEx_64(void);
-int cublasCsyrkEx_64(void) { return 15; }
+int cublasCsyrkEx_64(void) { return simblas_unsupported(15, "cublasCsyrkEx_64"); }
 int cublasCsyrk_v2(void);
-int cublasCsyrk_v2(void) { return 15; }
+int cublasCsyrk_v2(void) { return simblas_unsupported(15, "cublasCsyrk_v2"); }
 int cublasCsyrk_v2_64(void);
-int cublasCsyrk_v2_64(void) { return 15; }
+int cublasCsyrk_v2_64(void) { return simblas_unsupported(15, "cublasCsyrk_v2_64"); }
 int cublasCsyrkx(void);
-int cublasCsyrkx(void) { return 15; }
+int cublasCsyrkx(void) { return simblas_unsupported(15, "cublasCsyrkx"); }
 int cublasCsyrkx_64(void);
-int cublasCsyrkx_64(void) { return 15; }
+int cublasCsyrkx_64(void) { return simblas_unsupported(15, "cublasCsyrkx_64"); }
 void cublasCtbmv(void);
 void cublasCtbmv(void) {}
 int cublasCtbmv_v2(void);
-int cublasCtbmv_v2(void) { return 15; }
+int cublasCtbmv_v2(void) { return simblas_unsupported(15, "cublasCtbmv_v2"); }
 int cublasCtbmv_v2_64(void);
-int cublasCtbmv_v2_64(void) { return 15; }
+int cublasCtbmv_v2_64(void) { return simblas_unsupported(15, "cublasCtbmv_v2_64"); }
 void cublasCtbsv(void);
 void cublasCtbsv(void) {}
 int cublasCtbsv_v2(void);
-int cublasCtbsv_v2(void) { return 15; }
+int cublasCtbsv_v2(void) { return simblas_unsupported(15, "cublasCtbsv_v2"); }
 int cublasCtbsv_v2_64(void);
-int cublasCtbsv_v2_64(void) { return 15; }
+int cublasCtbsv_v2_64(void) { return simblas_unsupported(15, "cublasCtbsv_v2_64"); }
 void cublasCtpmv(void);
 void cublasCtpmv(void) {}
 int cublasCtpmv_v2(void);
-int cublasCtpmv_v2(void) { return 15; }
+int cublasCtpmv_v2(void) { return simblas_unsupported(15, "cublasCtpmv_v2"); }
 int cublasCtpmv_v2_64(void);
-int cublasCtpmv_v2_64(void) { return 15; }
+int cublasCtpmv_v2_64(void) { return simblas_unsupported(15, "cublasCtpmv_v2_64"); }
 void cublasCtpsv(void);
 void cublasCtpsv(void) {}
 int cublasCtpsv_v2(void);
-int cublasCtpsv_v2(void) { return 15; }
+int cublasCtpsv_v2(void) { return simblas_unsupported(15, "cublasCtpsv_v2"); }
 int cublasCtpsv_v2_64(void);
-int cublasCtpsv_v2_64(void) { return 15; }
+int cublasCtpsv_v2_64(void) { return simblas_unsupported(15, "cublasCtpsv_v2_64"); }
 int cublasCtpttr(void);
-int cublasCtpttr(void) { return 15; }
+int cublasCtpttr(void) { return simblas_unsupported(15, "cublasCtpttr"); }
 void cublasCtrmm(void);
 void cublasCtrmm(void) {}
 int cublasCtrmm_v2(void);
-int cublasCtrmm_v2(void) { return 15; }
+int cublasCtrmm_v2(void) { return simblas_unsupported(15, "cublasCtrmm_v2"); }
 int cublasCtrmm_v2_64(void);
-int cublasCtrmm_v2_64(void) { return 15; }
+int cublasCtrmm_v2_64(void) { return simblas_unsupported(15, "cublasCtrmm_v2_64"); }
 void cublasCtrmv(void);
 void cublasCtrmv(void) {}
 int cublasCtrmv_v2(void);
-int cublasCtrmv_v2(void) { return 15; }
+int cublasCtrmv_v2(void) { return simblas_unsupported(15, "cublasCtrmv_v2"); }
 int cublasCtrmv_v2_64(void);
-int cublasCtrmv_v2_64(void) { return 15; }
+int cublasCtrmv_v2_64(void) { return simblas_unsupported(15, "cublasCtrmv_v2_64"); }
 void cublasCtrsm(void);
 void cublasCtrsm(void) {}
 int cublasCtrsmBatched(void);
-int cublasCtrsmBatched(void) { return 15; }
+int cublasCtrsmBatched(void) { return simblas_unsupported(15, "cublasCtrsmBatched"); }
 int cublasCtrsmBatched_64(void);
-int cublasCtrsmBatched_64(void) { return 15; }
+int cublasCtrsmBatched_64(void) { return simblas_unsupported(15, "cublasCtrsmBatched_64"); }
 int cublasCtrsm_v2(void);
-int cublasCtrsm_v2(void) { return 15; }
+int cublasCtrsm_v2(void) { return simblas_unsupported(15, "cublasCtrsm_v2"); }
 int cublasCtrsm_v2_64(void);
-int cublasCtrsm_v2_64(void) { return 15; }
+int cublasCtrsm_v2_64(void) { return simblas_unsupported(15, "cublasCtrsm_v2_64"); }
 void cublasCtrsv(void);
 void cublasCtrsv(void) {}
 int cublasCtrsv_v2(void);
-int cublasCtrsv_v2(void) { return 15; }
+int cublasCtrsv_v2(void) { return simblas_unsupported(15, "cublasCtrsv_v2"); }
 int cublasCtrsv_v2_64(void);
-int cublasCtrsv_v2_64(void) { return 15; }
+int cublasCtrsv_v2_64(void) { return simblas_unsupported(15, "cublasCtrsv_v2_64"); }
 int cublasCtrttp(void);
-int cublasCtrttp(void) { return 15; }
+int cublasCtrttp(void) { return simblas_unsupported(15, "cublasCtrttp"); }
 double cublasDasum(void);
 double cublasDasum(void) { return (double)NAN; }
 int cublasDasum_v2(void);
-int cublasDasum_v2(void) { return 15; }
+int cublasDasum_v2(void) { return simblas_unsupported(15, "cublasDasum_v2"); }
 int cublasDasum_v2_64(void);
-int cublasDasum_v2_64(void) { return 15; }
+int cublasDasum_v2_64(void) { return simblas_unsupported(15, "cublasDasum_v2_64"); }
 void cublasDaxpy(void);
 void cublasDaxpy(void) {}
 int cublasDaxpy_v2(void);
-int cublasDaxpy_v2(void) { return 15; }
+int cublasDaxpy_v2(void) { return simblas_unsupported(15, "cublasDaxpy_v2"); }
 int cublasDaxpy_v2_64(void);
-int cublasDaxpy_v2_64(void) { return 15; }
+int cublasDaxpy_v2_64(void) { return simblas_unsupported(15, "cublasDaxpy_v2_64"); }
 int cublasDbdmm(void);
-int cublasDbdmm(void) { return 15; }
+int cublasDbdmm(void) { return simblas_unsupported(15, "cublasDbdmm"); }
 void cublasDcopy(void);
 void cublasDcopy(void) {}
 int cublasDcopy_v2(void);
-int cublasDcopy_v2(void) { return 15; }
+int cublasDcopy_v2(void) { return simblas_unsupported(15, "cublasDcopy_v2"); }
 int cublasDcopy_v2_64(void);
-int cublasDcopy_v2_64(void) { return 15; }
+int cublasDcopy_v2_64(void) { return simblas_unsupported(15, "cublasDcopy_v2_64"); }
 int cublasDdgmm(void);
-int cublasDdgmm(void) { return 15; }
+int cublasDdgmm(void) { return simblas_unsupported(15, "cublasDdgmm"); }
 int cublasDdgmm_64(void);
-int cublasDdgmm_64(void) { return 15; }
+int cublasDdgmm_64(void) { return simblas_unsupported(15, "cublasDdgmm_64"); }
 double cublasDdot(void);
 double cublasDdot(void) { return (double)NAN; }
 int cublasDdot_v2(void);
-int cublasDdot_v2(void) { return 15; }
+int cublasDdot_v2(void) { return simblas_unsupported(15, "cublasDdot_v2"); }
 int cublasDdot_v2_64(void);
-int cublasDdot_v2_64(void) { return 15; }
-int cublasDestroy_v2(void);
-int cublasDestroy_v2(void) { return 15; }
+int cublasDdot_v2_64(void) { return simblas_unsupported(15, "cublasDdot_v2_64"); }
 void cublasDgbmv(void);
 void cublasDgbmv(void) {}
 int cublasDgbmv_v2(void);
-int cublasDgbmv_v2(void) { return 15; }
+int cublasDgbmv_v2(void) { return simblas_unsupported(15, "cublasDgbmv_v2"); }
 int cublasDgbmv_v2_64(void);
-int cublasDgbmv_v2_64(void) { return 15; }
+int cublasDgbmv_v2_64(void) { return simblas_unsupported(15, "cublasDgbmv_v2_64"); }
 int cublasDgeam(void);
-int cublasDgeam(void) { return 15; }
+int cublasDgeam(void) { return simblas_unsupported(15, "cublasDgeam"); }
 int cublasDgeam_64(void);
-int cublasDgeam_64(void) { return 15; }
+int cublasDgeam_64(void) { return simblas_unsupported(15, "cublasDgeam_64"); }
 int cublasDgelsBatched(void);
-int cublasDgelsBatched(void) { return 15; }
+int cublasDgelsBatched(void) { return simblas_unsupported(15, "cublasDgelsBatched"); }
 void cublasDgemm(void);
 void cublasDgemm(void) {}
 int cublasDgemmBatched(void);
-int cublasDgemmBatched(void) { return 15; }
+int cublasDgemmBatched(void) { return simblas_unsupported(15, "cublasDgemmBatched"); }
 int cublasDgemmBatched_64(void);
-int cublasDgemmBatched_64(void) { return 15; }
+int cublasDgemmBatched_64(void) { return simblas_unsupported(15, "cublasDgemmBatched_64"); }
 int cublasDgemmGroupedBatched(void);
-int cublasDgemmGroupedBatched(void) { return 15; }
+int cublasDgemmGroupedBatched(void) { return simblas_unsupported(15, "cublasDgemmGroupedBatched"); }
 int cublasDgemmGroupedBatched_64(void);
-int cublasDgemmGroupedBatched_64(void) { return 15; }
+int cublasDgemmGroupedBatched_64(void) { return simblas_unsupported(15, "cublasDgemmGroupedBatched_64"); }
 int cublasDgemmStridedBatched(void);
-int cublasDgemmStridedBatched(void) { return 15; }
+int cublasDgemmStridedBatched(void) { return simblas_unsupported(15, "cublasDgemmStridedBatched"); }
 int cublasDgemmStridedBatched_64(void);
-int cublasDgemmStridedBatched_64(void) { return 15; }
+int cublasDgemmStridedBatched_64(void) { return simblas_unsupported(15, "cublasDgemmStridedBatched_64"); }
 int cublasDgemm_v2(void);
-int cublasDgemm_v2(void) { return 15; }
+int cublasDgemm_v2(void) { return simblas_unsupported(15, "cublasDgemm_v2"); }
 int cublasDgemm_v2_64(void);
-int cublasDgemm_v2_64(void) { return 15; }
+int cublasDgemm_v2_64(void) { return simblas_unsupported(15, "cublasDgemm_v2_64"); }
 void cublasDgemv(void);
 void cublasDgemv(void) {}
 int cublasDgemvBatched(void);
-int cublasDgemvBatched(void) { return 15; }
+int cublasDgemvBatched(void) { return simblas_unsupported(15, "cublasDgemvBatched"); }
 int cublasDgemvBatched_64(void);
-int cublasDgemvBatched_64(void) { return 15; }
+int cublasDgemvBatched_64(void) { return simblas_unsupported(15, "cublasDgemvBatched_64"); }
 int cublasDgemvStridedBatched(void);
-int cublasDgemvStridedBatched(void) { return 15; }
+int cublasDgemvStridedBatched(void) { return simblas_unsupported(15, "cublasDgemvStridedBatched"); }
 int cublasDgemvStridedBatched_64(void);
-int cublasDgemvStridedBatched_64(void) { return 15; }
+int cublasDgemvStridedBatched_64(void) { return simblas_unsupported(15, "cublasDgemvStridedBatched_64"); }
 int cublasDgemv_v2(void);
-int cublasDgemv_v2(void) { return 15; }
+int cublasDgemv_v2(void) { return simblas_unsupported(15, "cublasDgemv_v2"); }
 int cublasDgemv_v2_64(void);
-int cublasDgemv_v2_64(void) { return 15; }
+int cublasDgemv_v2_64(void) { return simblas_unsupported(15, "cublasDgemv_v2_64"); }
 int cublasDgeqrfBatched(void);
-int cublasDgeqrfBatched(void) { return 15; }
+int cublasDgeqrfBatched(void) { return simblas_unsupported(15, "cublasDgeqrfBatched"); }
 void cublasDger(void);
 void cublasDger(void) {}
 int cublasDger_v2(void);
-int cublasDger_v2(void) { return 15; }
+int cublasDger_v2(void) { return simblas_unsupported(15, "cublasDger_v2"); }
 int cublasDger_v2_64(void);
-int cublasDger_v2_64(void) { return 15; }
+int cublasDger_v2_64(void) { return simblas_unsupported(15, "cublasDger_v2_64"); }
 int cublasDgetrfBatched(void);
-int cublasDgetrfBatched(void) { return 15; }
+int cublasDgetrfBatched(void) { return simblas_unsupported(15, "cublasDgetrfBatched"); }
 int cublasDgetriBatched(void);
-int cublasDgetriBatched(void) { return 15; }
+int cublasDgetriBatched(void) { return simblas_unsupported(15, "cublasDgetriBatched"); }
 int cublasDgetrsBatched(void);
-int cublasDgetrsBatched(void) { return 15; }
+int cublasDgetrsBatched(void) { return simblas_unsupported(15, "cublasDgetrsBatched"); }
 int cublasDmatinvBatched(void);
-int cublasDmatinvBatched(void) { return 15; }
+int cublasDmatinvBatched(void) { return simblas_unsupported(15, "cublasDmatinvBatched"); }
 double cublasDnrm2(void);
 double cublasDnrm2(void) { return (double)NAN; }
 int cublasDnrm2_v2(void);
-int cublasDnrm2_v2(void) { return 15; }
+int cublasDnrm2_v2(void) { return simblas_unsupported(15, "cublasDnrm2_v2"); }
 int cublasDnrm2_v2_64(void);
-int cublasDnrm2_v2_64(void) { return 15; }
+int cublasDnrm2_v2_64(void) { return simblas_unsupported(15, "cublasDnrm2_v2_64"); }
 int cublasDotEx(void);
-int cublasDotEx(void) { return 15; }
+int cublasDotEx(void) { return simblas_unsupported(15, "cublasDotEx"); }
 int cublasDotEx_64(void);
-int cublasDotEx_64(void) { return 15; }
+int cublasDotEx_64(void) { return simblas_unsupported(15, "cublasDotEx_64"); }
 int cublasDotcEx(void);
-int cublasDotcEx(void) { return 15; }
+int cublasDotcEx(void) { return simblas_unsupported(15, "cublasDotcEx"); }
 int cublasDotcEx_64(void);
-int cublasDotcEx_64(void) { return 15; }
+int cublasDotcEx_64(void) { return simblas_unsupported(15, "cublasDotcEx_64"); }
 void cublasDrot(void);
 void cublasDrot(void) {}
 int cublasDrot_v2(void);
-int cublasDrot_v2(void) { return 15; }
+int cublasDrot_v2(void) { return simblas_unsupported(15, "cublasDrot_v2"); }
 int cublasDrot_v2_64(void);
-int cublasDrot_v2_64(void) { return 15; }
+int cublasDrot_v2_64(void) { return simblas_unsupported(15, "cublasDrot_v2_64"); }
 void cublasDrotg(void);
 void cublasDrotg(void) {}
 int cublasDrotg_v2(void);
-int cublasDrotg_v2(void) { return 15; }
+int cublasDrotg_v2(void) { return simblas_unsupported(15, "cublasDrotg_v2"); }
 void cublasDrotm(void);
 void cublasDrotm(void) {}
 int cublasDrotm_v2(void);
-int cublasDrotm_v2(void) { return 15; }
+int cublasDrotm_v2(void) { return simblas_unsupported(15, "cublasDrotm_v2"); }
 int cublasDrotm_v2_64(void);
-int cublasDrotm_v2_64(void) { return 15; }
+int cublasDrotm_v2_64(void) { return simblas_unsupported(15, "cublasDrotm_v2_64"); }
 void cublasDrotmg(void);
 void cublasDrotmg(void) {}
 int cublasDrotmg_v2(void);
-int cublasDrotmg_v2(void) { return 15; }
+int cublasDrotmg_v2(void) { return simblas_unsupported(15, "cublasDrotmg_v2"); }
 void cublasDsbmv(void);
 void cublasDsbmv(void) {}
 int cublasDsbmv_v2(void);
-int cublasDsbmv_v2(void) { return 15; }
+int cublasDsbmv_v2(void) { return simblas_unsupported(15, "cublasDsbmv_v2"); }
 int cublasDsbmv_v2_64(void);
-int cublasDsbmv_v2_64(void) { return 15; }
+int cublasDsbmv_v2_64(void) { return simblas_unsupported(15, "cublasDsbmv_v2_64"); }
 void cublasDscal(void);
 void cublasDscal(void) {}
 int cublasDscal_v2(void);
-int cublasDscal_v2(void) { return 15; }
+int cublasDscal_v2(void) { return simblas_unsupported(15, "cublasDscal_v2"); }
 int cublasDscal_v2_64(void);
-int cublasDscal_v2_64(void) { return 15; }
+int cublasDscal_v2_64(void) { return simblas_unsupported(15, "cublasDscal_v2_64"); }
 void cublasDspmv(void);
 void cublasDspmv(void) {}
 int cublasDspmv_v2(void);
-int cublasDspmv_v2(void) { return 15; }
+int cublasDspmv_v2(void) { return simblas_unsupported(15, "cublasDspmv_v2"); }
 int cublasDspmv_v2_64(void);
-int cublasDspmv_v2_64(void) { return 15; }
+int cublasDspmv_v2_64(void) { return simblas_unsupported(15, "cublasDspmv_v2_64"); }
 void cublasDspr(void);
 void cublasDspr(void) {}
 void cublasDspr2(void);
 void cublasDspr2(void) {}
 int cublasDspr2_v2(void);
-int cublasDspr2_v2(void) { return 15; }
+int cublasDspr2_v2(void) { return simblas_unsupported(15, "cublasDspr2_v2"); }
 int cublasDspr2_v2_64(void);
-int cublasDspr2_v2_64(void) { return 15; }
+int cublasDspr2_v2_64(void) { return simblas_unsupported(15, "cublasDspr2_v2_64"); }
 int cublasDspr_v2(void);
-int cublasDspr_v2(void) { return 15; }
+int cublasDspr_v2(void) { return simblas_unsupported(15, "cublasDspr_v2"); }
 int cublasDspr_v2_64(void);
-int cublasDspr_v2_64(void) { return 15; }
+int cublasDspr_v2_64(void) { return simblas_unsupported(15, "cublasDspr_v2_64"); }
 void cublasDswap(void);
 void cublasDswap(void) {}
 int cublasDswap_v2(void);
-int cublasDswap_v2(void) { return 15; }
+int cublasDswap_v2(void) { return simblas_unsupported(15, "cublasDswap_v2"); }
 int cublasDswap_v2_64(void);
-int cublasDswap_v2_64(void) { return 15; }
+int cublasDswap_v2_64(void) { return simblas_unsupported(15, "cublasDswap_v2_64"); }
 void cublasDsymm(void);
 void cublasDsymm(void) {}
 int cublasDsymm_v2(void);
-int cublasDsymm_v2(void) { return 15; }
+int cublasDsymm_v2(void) { return simblas_unsupported(15, "cublasDsymm_v2"); }
 int cublasDsymm_v2_64(void);
-int cublasDsymm_v2_64(void) { return 15; }
+int cublasDsymm_v2_64(void) { return simblas_unsupported(15, "cublasDsymm_v2_64"); }
 void cublasDsymv(void);
 void cublasDsymv(void) {}
 int cublasDsymv_v2(void);
-int cublasDsymv_v2(void) { return 15; }
+int cublasDsymv_v2(void) { return simblas_unsupported(15, "cublasDsymv_v2"); }
 int cublasDsymv_v2_64(void);
-int cublasDsymv_v2_64(void) { return 15; }
+int cublasDsymv_v2_64(void) { return simblas_unsupported(15, "cublasDsymv_v2_64"); }
 void cublasDsyr(void);
 void cublasDsyr(void) {}
 void cublasDsyr2(void);
 void cublasDsyr2(void) {}
 int cublasDsyr2_v2(void);
-int cublasDsyr2_v2(void) { return 15; }
+int cublasDsyr2_v2(void) { return simblas_unsupported(15, "cublasDsyr2_v2"); }
 int cublasDsyr2_v2_64(void);
-int cublasDsyr2_v2_64(void) { return 15; }
+int cublasDsyr2_v2_64(void) { return simblas_unsupported(15, "cublasDsyr2_v2_64"); }
 void cublasDsyr2k(void);
 void cublasDsyr2k(void) {}
 int cublasDsyr2k_v2(void);
-int cublasDsyr2k_v2(void) { return 15; }
+int cublasDsyr2k_v2(void) { return simblas_unsupported(15, "cublasDsyr2k_v2"); }
 int cublasDsyr2k_v2_64(void);
-int cublasDsyr2k_v2_64(void) { return 15; }
+int cublasDsyr2k_v2_64(void) { return simblas_unsupported(15, "cublasDsyr2k_v2_64"); }
 int cublasDsyr_v2(void);
-int cublasDsyr_v2(void) { return 15; }
+int cublasDsyr_v2(void) { return simblas_unsupported(15, "cublasDsyr_v2"); }
 int cublasDsyr_v2_64(void);
-int cublasDsyr_v2_64(void) { return 15; }
+int cublasDsyr_v2_64(void) { return simblas_unsupported(15, "cublasDsyr_v2_64"); }
 void cublasDsyrk(void);
 void cublasDsyrk(void) {}
 int cublasDsyrk_v2(void);
-int cublasDsyrk_v2(void) { return 15; }
+int cublasDsyrk_v2(void) { return simblas_unsupported(15, "cublasDsyrk_v2"); }
 int cublasDsyrk_v2_64(void);
-int cublasDsyrk_v2_64(void) { return 15; }
+int cublasDsyrk_v2_64(void) { return simblas_unsupported(15, "cublasDsyrk_v2_64"); }
 int cublasDsyrkx(void);
-int cublasDsyrkx(void) { return 15; }
+int cublasDsyrkx(void) { return simblas_unsupported(15, "cublasDsyrkx"); }
 int cublasDsyrkx_64(void);
-int cublasDsyrkx_64(void) { return 15; }
+int cublasDsyrkx_64(void) { return simblas_unsupported(15, "cublasDsyrkx_64"); }
 void cublasDtbmv(void);
 void cublasDtbmv(void) {}
 int cublasDtbmv_v2(void);
-int cublasDtbmv_v2(void) { return 15; }
+int cublasDtbmv_v2(void) { return simblas_unsupported(15, "cublasDtbmv_v2"); }
 int cublasDtbmv_v2_64(void);
-int cublasDtbmv_v2_64(void) { return 15; }
+int cublasDtbmv_v2_64(void) { return simblas_unsupported(15, "cublasDtbmv_v2_64"); }
 void cublasDtbsv(void);
 void cublasDtbsv(void) {}
 int cublasDtbsv_v2(void);
-int cublasDtbsv_v2(void) { return 15; }
+int cublasDtbsv_v2(void) { return simblas_unsupported(15, "cublasDtbsv_v2"); }
 int cublasDtbsv_v2_64(void);
-int cublasDtbsv_v2_64(void) { return 15; }
+int cublasDtbsv_v2_64(void) { return simblas_unsupported(15, "cublasDtbsv_v2_64"); }
 void cublasDtpmv(void);
 void cublasDtpmv(void) {}
 int cublasDtpmv_v2(void);
-int cublasDtpmv_v2(void) { return 15; }
+int cublasDtpmv_v2(void) { return simblas_unsupported(15, "cublasDtpmv_v2"); }
 int cublasDtpmv_v2_64(void);
-int cublasDtpmv_v2_64(void) { return 15; }
+int cublasDtpmv_v2_64(void) { return simblas_unsupported(15, "cublasDtpmv_v2_64"); }
 void cublasDtpsv(void);
 void cublasDtpsv(void) {}
 int cublasDtpsv_v2(void);
-int cublasDtpsv_v2(void) { return 15; }
+int cublasDtpsv_v2(void) { return simblas_unsupported(15, "cublasDtpsv_v2"); }
 int cublasDtpsv_v2_64(void);
-int cublasDtpsv_v2_64(void) { return 15; }
+int cublasDtpsv_v2_64(void) { return simblas_unsupported(15, "cublasDtpsv_v2_64"); }
 int cublasDtpttr(void);
-int cublasDtpttr(void) { return 15; }
+int cublasDtpttr(void) { return simblas_unsupported(15, "cublasDtpttr"); }
 void cublasDtrmm(void);
 void cublasDtrmm(void) {}
 int cublasDtrmm_v2(void);
-int cublasDtrmm_v2(void) { return 15; }
+int cublasDtrmm_v2(void) { return simblas_unsupported(15, "cublasDtrmm_v2"); }
 int cublasDtrmm_v2_64(void);
-int cublasDtrmm_v2_64(void) { return 15; }
+int cublasDtrmm_v2_64(void) { return simblas_unsupported(15, "cublasDtrmm_v2_64"); }
 void cublasDtrmv(void);
 void cublasDtrmv(void) {}
 int cublasDtrmv_v2(void);
-int cublasDtrmv_v2(void) { return 15; }
+int cublasDtrmv_v2(void) { return simblas_unsupported(15, "cublasDtrmv_v2"); }
 int cublasDtrmv_v2_64(void);
-int cublasDtrmv_v2_64(void) { return 15; }
+int cublasDtrmv_v2_64(void) { return simblas_unsupported(15, "cublasDtrmv_v2_64"); }
 void cublasDtrsm(void);
 void cublasDtrsm(void) {}
 int cublasDtrsmBatched(void);
-int cublasDtrsmBatched(void) { return 15; }
+int cublasDtrsmBatched(void) { return simblas_unsupported(15, "cublasDtrsmBatched"); }
 int cublasDtrsmBatched_64(void);
-int cublasDtrsmBatched_64(void) { return 15; }
+int cublasDtrsmBatched_64(void) { return simblas_unsupported(15, "cublasDtrsmBatched_64"); }
 int cublasDtrsm_v2(void);
-int cublasDtrsm_v2(void) { return 15; }
+int cublasDtrsm_v2(void) { return simblas_unsupported(15, "cublasDtrsm_v2"); }
 int cublasDtrsm_v2_64(void);
-int cublasDtrsm_v2_64(void) { return 15; }
+int cublasDtrsm_v2_64(void) { return simblas_unsupported(15, "cublasDtrsm_v2_64"); }
 void cublasDtrsv(void);
 void cublasDtrsv(void) {}
 int cublasDtrsv_v2(void);
-int cublasDtrsv_v2(void) { return 15; }
+int cublasDtrsv_v2(void) { return simblas_unsupported(15, "cublasDtrsv_v2"); }
 int cublasDtrsv_v2_64(void);
-int cublasDtrsv_v2_64(void) { return 15; }
+int cublasDtrsv_v2_64(void) { return simblas_unsupported(15, "cublasDtrsv_v2_64"); }
 int cublasDtrttp(void);
-int cublasDtrttp(void) { return 15; }
+int cublasDtrttp(void) { return simblas_unsupported(15, "cublasDtrttp"); }
 double cublasDzasum(void);
 double cublasDzasum(void) { return (double)NAN; }
 int cublasDzasum_v2(void);
-int cublasDzasum_v2(void) { return 15; }
+int cublasDzasum_v2(void) { return simblas_unsupported(15, "cublasDzasum_v2"); }
 int cublasDzasum_v2_64(void);
-int cublasDzasum_v2_64(void) { return 15; }
+int cublasDzasum_v2_64(void) { return simblas_unsupported(15, "cublasDzasum_v2_64"); }
 double cublasDznrm2(void);
 double cublasDznrm2(void) { return (double)NAN; }
 int cublasDznrm2_v2(void);
-int cublasDznrm2_v2(void) { return 15; }
+int cublasDznrm2_v2(void) { return simblas_unsupported(15, "cublasDznrm2_v2"); }
 int cublasDznrm2_v2_64(void);
-int cublasDznrm2_v2_64(void) { return 15; }
+int cublasDznrm2_v2_64(void) { return simblas_unsupported(15, "cublasDznrm2_v2_64"); }
 int cublasFree(void);
-int cublasFree(void) { return 15; }
+int cublasFree(void) { return simblas_unsupported(15, "cublasFree"); }
 int cublasGemmBatchedEx(void);
-int cublasGemmBatchedEx(void) { return 15; }
+int cublasGemmBatchedEx(void) { return simblas_unsupported(15, "cublasGemmBatchedEx"); }
 int cublasGemmBatchedEx_64(void);
-int cublasGemmBatchedEx_64(void) { return 15; }
-int cublasGemmEx(void);
-int cublasGemmEx(void) { return 15; }
+int cublasGemmBatchedEx_64(void) { return simblas_unsupported(15, "cublasGemmBatchedEx_64"); }
 int cublasGemmEx_64(void);
-int cublasGemmEx_64(void) { return 15; }
+int cublasGemmEx_64(void) { return simblas_unsupported(15, "cublasGemmEx_64"); }
 int cublasGemmGroupedBatchedEx(void);
-int cublasGemmGroupedBatchedEx(void) { return 15; }
+int cublasGemmGroupedBatchedEx(void) { return simblas_unsupported(15, "cublasGemmGroupedBatchedEx"); }
 int cublasGemmGroupedBatchedEx_64(void);
-int cublasGemmGroupedBatchedEx_64(void) { return 15; }
-int cublasGemmStridedBatchedEx(void);
-int cublasGemmStridedBatchedEx(void) { return 15; }
+int cublasGemmGroupedBatchedEx_64(void) { return simblas_unsupported(15, "cublasGemmGroupedBatchedEx_64"); }
 int cublasGemmStridedBatchedEx_64(void);
-int cublasGemmStridedBatchedEx_64(void) { return 15; }
-int cublasGetAtomicsMode(void);
-int cublasGetAtomicsMode(void) { return 15; }
+int cublasGemmStridedBatchedEx_64(void) { return simblas_unsupported(15, "cublasGemmStridedBatchedEx_64"); }
 int cublasGetBackdoor(void);
-int cublasGetBackdoor(void) { return 15; }
+int cublasGetBackdoor(void) { return simblas_unsupported(15, "cublasGetBackdoor"); }
 int cublasGetEmulationSpecialValuesSupport(void);
-int cublasGetEmulationSpecialValuesSupport(void) { return 15; }
+int cublasGetEmulationSpecialValuesSupport(void) { return simblas_unsupported(15, "cublasGetEmulationSpecialValuesSupport"); }
 int cublasGetEmulationStrategy(void);
-int cublasGetEmulationStrategy(void) { return 15; }
+int cublasGetEmulationStrategy(void) { return simblas_unsupported(15, "cublasGetEmulationStrategy"); }
 int cublasGetEnvironmentMode(void);
-int cublasGetEnvironmentMode(void) { return 15; }
+int cublasGetEnvironmentMode(void) { return simblas_unsupported(15, "cublasGetEnvironmentMode"); }
 int cublasGetError(void);
-int cublasGetError(void) { return 15; }
+int cublasGetError(void) { return simblas_unsupported(15, "cublasGetError"); }
 int cublasGetFixedPointEmulationMantissaBitCountPointer(void);
-int cublasGetFixedPointEmulationMantissaBitCountPointer(void) { return 15; }
+int cublasGetFixedPointEmulationMantissaBitCountPointer(void) { return simblas_unsupported(15, "cublasGetFixedPointEmulationMantissaBitCountPointer"); }
 int cublasGetFixedPointEmulationMantissaBitOffset(void);
-int cublasGetFixedPointEmulationMantissaBitOffset(void) { return 15; }
+int cublasGetFixedPointEmulationMantissaBitOffset(void) { return simblas_unsupported(15, "cublasGetFixedPointEmulationMantissaBitOffset"); }
 int cublasGetFixedPointEmulationMantissaControl(void);
-int cublasGetFixedPointEmulationMantissaControl(void) { return 15; }
+int cublasGetFixedPointEmulationMantissaControl(void) { return simblas_unsupported(15, "cublasGetFixedPointEmulationMantissaControl"); }
 int cublasGetFixedPointEmulationMaxMantissaBitCount(void);
-int cublasGetFixedPointEmulationMaxMantissaBitCount(void) { return 15; }
+int cublasGetFixedPointEmulationMaxMantissaBitCount(void) { return simblas_unsupported(15, "cublasGetFixedPointEmulationMaxMantissaBitCount"); }
 int cublasGetLoggerCallback(void);
-int cublasGetLoggerCallback(void) { return 15; }
-int cublasGetMathMode(void);
-int cublasGetMathMode(void) { return 15; }
+int cublasGetLoggerCallback(void) { return simblas_unsupported(15, "cublasGetLoggerCallback"); }
 int cublasGetMatrix(void);
-int cublasGetMatrix(void) { return 15; }
+int cublasGetMatrix(void) { return simblas_unsupported(15, "cublasGetMatrix"); }
 int cublasGetMatrixAsync(void);
-int cublasGetMatrixAsync(void) { return 15; }
+int cublasGetMatrixAsync(void) { return simblas_unsupported(15, "cublasGetMatrixAsync"); }
 int cublasGetMatrixAsync_64(void);
-int cublasGetMatrixAsync_64(void) { return 15; }
+int cublasGetMatrixAsync_64(void) { return simblas_unsupported(15, "cublasGetMatrixAsync_64"); }
 int cublasGetMatrix_64(void);
-int cublasGetMatrix_64(void) { return 15; }
-int cublasGetPointerMode_v2(void);
-int cublasGetPointerMode_v2(void) { return 15; }
+int cublasGetMatrix_64(void) { return simblas_unsupported(15, "cublasGetMatrix_64"); }
 int cublasGetSmCountTarget(void);
-int cublasGetSmCountTarget(void) { return 15; }
-int cublasGetStream_v2(void);
-int cublasGetStream_v2(void) { return 15; }
+int cublasGetSmCountTarget(void) { return simblas_unsupported(15, "cublasGetSmCountTarget"); }
 int cublasGetVector(void);
-int cublasGetVector(void) { return 15; }
+int cublasGetVector(void) { return simblas_unsupported(15, "cublasGetVector"); }
 int cublasGetVectorAsync(void);
-int cublasGetVectorAsync(void) { return 15; }
+int cublasGetVectorAsync(void) { return simblas_unsupported(15, "cublasGetVectorAsync"); }
 int cublasGetVectorAsync_64(void);
-int cublasGetVectorAsync_64(void) { return 15; }
+int cublasGetVectorAsync_64(void) { return simblas_unsupported(15, "cublasGetVectorAsync_64"); }
 int cublasGetVector_64(void);
-int cublasGetVector_64(void) { return 15; }
+int cublasGetVector_64(void) { return simblas_unsupported(15, "cublasGetVector_64"); }
 int cublasGetVersion(void);
-int cublasGetVersion(void) { return 15; }
-int cublasGetVersion_v2(void);
-int cublasGetVersion_v2(void) { return 15; }
+int cublasGetVersion(void) { return simblas_unsupported(15, "cublasGetVersion"); }
 int cublasHSHgemvBatched(void);
-int cublasHSHgemvBatched(void) { return 15; }
+int cublasHSHgemvBatched(void) { return simblas_unsupported(15, "cublasHSHgemvBatched"); }
 int cublasHSHgemvBatched_64(void);
-int cublasHSHgemvBatched_64(void) { return 15; }
+int cublasHSHgemvBatched_64(void) { return simblas_unsupported(15, "cublasHSHgemvBatched_64"); }
 int cublasHSHgemvStridedBatched(void);
-int cublasHSHgemvStridedBatched(void) { return 15; }
+int cublasHSHgemvStridedBatched(void) { return simblas_unsupported(15, "cublasHSHgemvStridedBatched"); }
 int cublasHSHgemvStridedBatched_64(void);
-int cublasHSHgemvStridedBatched_64(void) { return 15; }
+int cublasHSHgemvStridedBatched_64(void) { return simblas_unsupported(15, "cublasHSHgemvStridedBatched_64"); }
 int cublasHSSgemvBatched(void);
-int cublasHSSgemvBatched(void) { return 15; }
+int cublasHSSgemvBatched(void) { return simblas_unsupported(15, "cublasHSSgemvBatched"); }
 int cublasHSSgemvBatched_64(void);
-int cublasHSSgemvBatched_64(void) { return 15; }
+int cublasHSSgemvBatched_64(void) { return simblas_unsupported(15, "cublasHSSgemvBatched_64"); }
 int cublasHSSgemvStridedBatched(void);
-int cublasHSSgemvStridedBatched(void) { return 15; }
+int cublasHSSgemvStridedBatched(void) { return simblas_unsupported(15, "cublasHSSgemvStridedBatched"); }
 int cublasHSSgemvStridedBatched_64(void);
-int cublasHSSgemvStridedBatched_64(void) { return 15; }
+int cublasHSSgemvStridedBatched_64(void) { return simblas_unsupported(15, "cublasHSSgemvStridedBatched_64"); }
 int cublasHgemm(void);
-int cublasHgemm(void) { return 15; }
+int cublasHgemm(void) { return simblas_unsupported(15, "cublasHgemm"); }
 int cublasHgemmBatched(void);
-int cublasHgemmBatched(void) { return 15; }
+int cublasHgemmBatched(void) { return simblas_unsupported(15, "cublasHgemmBatched"); }
 int cublasHgemmBatched_64(void);
-int cublasHgemmBatched_64(void) { return 15; }
+int cublasHgemmBatched_64(void) { return simblas_unsupported(15, "cublasHgemmBatched_64"); }
 int cublasHgemmStridedBatched(void);
-int cublasHgemmStridedBatched(void) { return 15; }
+int cublasHgemmStridedBatched(void) { return simblas_unsupported(15, "cublasHgemmStridedBatched"); }
 int cublasHgemmStridedBatched_64(void);
-int cublasHgemmStridedBatched_64(void) { return 15; }
+int cublasHgemmStridedBatched_64(void) { return simblas_unsupported(15, "cublasHgemmStridedBatched_64"); }
 int cublasHgemm_64(void);
-int cublasHgemm_64(void) { return 15; }
+int cublasHgemm_64(void) { return simblas_unsupported(15, "cublasHgemm_64"); }
 int cublasIamaxEx(void);
-int cublasIamaxEx(void) { return 15; }
+int cublasIamaxEx(void) { return simblas_unsupported(15, "cublasIamaxEx"); }
 int cublasIamaxEx_64(void);
-int cublasIamaxEx_64(void) { return 15; }
+int cublasIamaxEx_64(void) { return simblas_unsupported(15, "cublasIamaxEx_64"); }
 int cublasIaminEx(void);
-int cublasIaminEx(void) { return 15; }
+int cublasIaminEx(void) { return simblas_unsupported(15, "cublasIaminEx"); }
 int cublasIaminEx_64(void);
-int cublasIaminEx_64(void) { return 15; }
+int cublasIaminEx_64(void) { return simblas_unsupported(15, "cublasIaminEx_64"); }
 int cublasIcamax(void);
-int cublasIcamax(void) { return 15; }
+int cublasIcamax(void) { return simblas_unsupported(15, "cublasIcamax"); }
 int cublasIcamax_v2(void);
-int cublasIcamax_v2(void) { return 15; }
+int cublasIcamax_v2(void) { return simblas_unsupported(15, "cublasIcamax_v2"); }
 int cublasIcamax_v2_64(void);
-int cublasIcamax_v2_64(void) { return 15; }
+int cublasIcamax_v2_64(void) { return simblas_unsupported(15, "cublasIcamax_v2_64"); }
 int cublasIcamin(void);
-int cublasIcamin(void) { return 15; }
+int cublasIcamin(void) { return simblas_unsupported(15, "cublasIcamin"); }
 int cublasIcamin_v2(void);
-int cublasIcamin_v2(void) { return 15; }
+int cublasIcamin_v2(void) { return simblas_unsupported(15, "cublasIcamin_v2"); }
 int cublasIcamin_v2_64(void);
-int cublasIcamin_v2_64(void) { return 15; }
+int cublasIcamin_v2_64(void) { return simblas_unsupported(15, "cublasIcamin_v2_64"); }
 int cublasIdamax(void);
-int cublasIdamax(void) { return 15; }
+int cublasIdamax(void) { return simblas_unsupported(15, "cublasIdamax"); }
 int cublasIdamax_v2(void);
-int cublasIdamax_v2(void) { return 15; }
+int cublasIdamax_v2(void) { return simblas_unsupported(15, "cublasIdamax_v2"); }
 int cublasIdamax_v2_64(void);
-int cublasIdamax_v2_64(void) { return 15; }
+int cublasIdamax_v2_64(void) { return simblas_unsupported(15, "cublasIdamax_v2_64"); }
 int cublasIdamin(void);
-int cublasIdamin(void) { return 15; }
+int cublasIdamin(void) { return simblas_unsupported(15, "cublasIdamin"); }
 int cublasIdamin_v2(void);
-int cublasIdamin_v2(void) { return 15; }
+int cublasIdamin_v2(void) { return simblas_unsupported(15, "cublasIdamin_v2"); }
 int cublasIdamin_v2_64(void);
-int cublasIdamin_v2_64(void) { return 15; }
+int cublasIdamin_v2_64(void) { return simblas_unsupported(15, "cublasIdamin_v2_64"); }
 int cublasInit(void);
-int cublasInit(void) { return 15; }
+int cublasInit(void) { return simblas_unsupported(15, "cublasInit"); }
 int cublasIsamax(void);
-int cublasIsamax(void) { return 15; }
+int cublasIsamax(void) { return simblas_unsupported(15, "cublasIsamax"); }
 int cublasIsamax_v2(void);
-int cublasIsamax_v2(void) { return 15; }
+int cublasIsamax_v2(void) { return simblas_unsupported(15, "cublasIsamax_v2"); }
 int cublasIsamax_v2_64(void);
-int cublasIsamax_v2_64(void) { return 15; }
+int cublasIsamax_v2_64(void) { return simblas_unsupported(15, "cublasIsamax_v2_64"); }
 int cublasIsamin(void);
-int cublasIsamin(void) { return 15; }
+int cublasIsamin(void) { return simblas_unsupported(15, "cublasIsamin"); }
 int cublasIsamin_v2(void);
-int cublasIsamin_v2(void) { return 15; }
+int cublasIsamin_v2(void) { return simblas_unsupported(15, "cublasIsamin_v2"); }
 int cublasIsamin_v2_64(void);
-int cublasIsamin_v2_64(void) { return 15; }
+int cublasIsamin_v2_64(void) { return simblas_unsupported(15, "cublasIsamin_v2_64"); }
 int cublasIzamax(void);
-int cublasIzamax(void) { return 15; }
+int cublasIzamax(void) { return simblas_unsupported(15, "cublasIzamax"); }
 int cublasIzamax_v2(void);
-int cublasIzamax_v2(void) { return 15; }
+int cublasIzamax_v2(void) { return simblas_unsupported(15, "cublasIzamax_v2"); }
 int cublasIzamax_v2_64(void);
-int cublasIzamax_v2_64(void) { return 15; }
+int cublasIzamax_v2_64(void) { return simblas_unsupported(15, "cublasIzamax_v2_64"); }
 int cublasIzamin(void);
-int cublasIzamin(void) { return 15; }
+int cublasIzamin(void) { return simblas_unsupported(15, "cublasIzamin"); }
 int cublasIzamin_v2(void);
-int cublasIzamin_v2(void) { return 15; }
+int cublasIzamin_v2(void) { return simblas_unsupported(15, "cublasIzamin_v2"); }
 int cublasIzamin_v2_64(void);
-int cublasIzamin_v2_64(void) { return 15; }
+int cublasIzamin_v2_64(void) { return simblas_unsupported(15, "cublasIzamin_v2_64"); }
 int cublasLoggerConfigure(void);
-int cublasLoggerConfigure(void) { return 15; }
+int cublasLoggerConfigure(void) { return simblas_unsupported(15, "cublasLoggerConfigure"); }
 int cublasNrm2Ex(void);
-int cublasNrm2Ex(void) { return 15; }
+int cublasNrm2Ex(void) { return simblas_unsupported(15, "cublasNrm2Ex"); }
 int cublasNrm2Ex_64(void);
-int cublasNrm2Ex_64(void) { return 15; }
+int cublasNrm2Ex_64(void) { return simblas_unsupported(15, "cublasNrm2Ex_64"); }
 int cublasRotEx(void);
-int cublasRotEx(void) { return 15; }
+int cublasRotEx(void) { return simblas_unsupported(15, "cublasRotEx"); }
 int cublasRotEx_64(void);
-int cublasRotEx_64(void) { return 15; }
+int cublasRotEx_64(void) { return simblas_unsupported(15, "cublasRotEx_64"); }
 int cublasRotgEx(void);
-int cublasRotgEx(void) { return 15; }
+int cublasRotgEx(void) { return simblas_unsupported(15, "cublasRotgEx"); }
 int cublasRotmEx(void);
-int cublasRotmEx(void) { return 15; }
+int cublasRotmEx(void) { return simblas_unsupported(15, "cublasRotmEx"); }
 int cublasRotmEx_64(void);
-int cublasRotmEx_64(void) { return 15; }
+int cublasRotmEx_64(void) { return simblas_unsupported(15, "cublasRotmEx_64"); }
 int cublasRotmgEx(void);
-int cublasRotmgEx(void) { return 15; }
+int cublasRotmgEx(void) { return simblas_unsupported(15, "cublasRotmgEx"); }
 float cublasSasum(void);
 float cublasSasum(void) { return (float)NAN; }
 int cublasSasum_v2(void);
-int cublasSasum_v2(void) { return 15; }
+int cublasSasum_v2(void) { return simblas_unsupported(15, "cublasSasum_v2"); }
 int cublasSasum_v2_64(void);
-int cublasSasum_v2_64(void) { return 15; }
+int cublasSasum_v2_64(void) { return simblas_unsupported(15, "cublasSasum_v2_64"); }
 void cublasSaxpy(void);
 void cublasSaxpy(void) {}
 int cublasSaxpy_v2(void);
-int cublasSaxpy_v2(void) { return 15; }
+int cublasSaxpy_v2(void) { return simblas_unsupported(15, "cublasSaxpy_v2"); }
 int cublasSaxpy_v2_64(void);
-int cublasSaxpy_v2_64(void) { return 15; }
+int cublasSaxpy_v2_64(void) { return simblas_unsupported(15, "cublasSaxpy_v2_64"); }
 int cublasSbdmm(void);
-int cublasSbdmm(void) { return 15; }
+int cublasSbdmm(void) { return simblas_unsupported(15, "cublasSbdmm"); }
 int cublasScalEx(void);
-int cublasScalEx(void) { return 15; }
+int cublasScalEx(void) { return simblas_unsupported(15, "cublasScalEx"); }
 int cublasScalEx_64(void);
-int cublasScalEx_64(void) { return 15; }
+int cublasScalEx_64(void) { return simblas_unsupported(15, "cublasScalEx_64"); }
 float cublasScasum(void);
 float cublasScasum(void) { return (float)NAN; }
 int cublasScasum_v2(void);
-int cublasScasum_v2(void) { return 15; }
+int cublasScasum_v2(void) { return simblas_unsupported(15, "cublasScasum_v2"); }
 int cublasScasum_v2_64(void);
-int cublasScasum_v2_64(void) { return 15; }
+int cublasScasum_v2_64(void) { return simblas_unsupported(15, "cublasScasum_v2_64"); }
 float cublasScnrm2(void);
 float cublasScnrm2(void) { return (float)NAN; }
 int cublasScnrm2_v2(void);
-int cublasScnrm2_v2(void) { return 15; }
+int cublasScnrm2_v2(void) { return simblas_unsupported(15, "cublasScnrm2_v2"); }
 int cublasScnrm2_v2_64(void);
-int cublasScnrm2_v2_64(void) { return 15; }
+int cublasScnrm2_v2_64(void) { return simblas_unsupported(15, "cublasScnrm2_v2_64"); }
 void cublasScopy(void);
 void cublasScopy(void) {}
 int cublasScopy_v2(void);
-int cublasScopy_v2(void) { return 15; }
+int cublasScopy_v2(void) { return simblas_unsupported(15, "cublasScopy_v2"); }
 int cublasScopy_v2_64(void);
-int cublasScopy_v2_64(void) { return 15; }
+int cublasScopy_v2_64(void) { return simblas_unsupported(15, "cublasScopy_v2_64"); }
 int cublasSdgmm(void);
-int cublasSdgmm(void) { return 15; }
+int cublasSdgmm(void) { return simblas_unsupported(15, "cublasSdgmm"); }
 int cublasSdgmm_64(void);
-int cublasSdgmm_64(void) { return 15; }
+int cublasSdgmm_64(void) { return simblas_unsupported(15, "cublasSdgmm_64"); }
 float cublasSdot(void);
 float cublasSdot(void) { return (float)NAN; }
 int cublasSdot_v2(void);
-int cublasSdot_v2(void) { return 15; }
+int cublasSdot_v2(void) { return simblas_unsupported(15, "cublasSdot_v2"); }
 int cublasSdot_v2_64(void);
-int cublasSdot_v2_64(void) { return 15; }
-int cublasSetAtomicsMode(void);
-int cublasSetAtomicsMode(void) { return 15; }
+int cublasSdot_v2_64(void) { return simblas_unsupported(15, "cublasSdot_v2_64"); }
 int cublasSetBackdoor(void);
-int cublasSetBackdoor(void) { return 15; }
+int cublasSetBackdoor(void) { return simblas_unsupported(15, "cublasSetBackdoor"); }
 int cublasSetBackdoorEx(void);
-int cublasSetBackdoorEx(void) { return 15; }
+int cublasSetBackdoorEx(void) { return simblas_unsupported(15, "cublasSetBackdoorEx"); }
 int cublasSetEmulationSpecialValuesSupport(void);
-int cublasSetEmulationSpecialValuesSupport(void) { return 15; }
+int cublasSetEmulationSpecialValuesSupport(void) { return simblas_unsupported(15, "cublasSetEmulationSpecialValuesSupport"); }
 int cublasSetEmulationStrategy(void);
-int cublasSetEmulationStrategy(void) { return 15; }
+int cublasSetEmulationStrategy(void) { return simblas_unsupported(15, "cublasSetEmulationStrategy"); }
 int cublasSetEnvironmentMode(void);
-int cublasSetEnvironmentMode(void) { return 15; }
+int cublasSetEnvironmentMode(void) { return simblas_unsupported(15, "cublasSetEnvironmentMode"); }
 int cublasSetFixedPointEmulationMantissaBitCountPointer(void);
-int cublasSetFixedPointEmulationMantissaBitCountPointer(void) { return 15; }
+int cublasSetFixedPointEmulationMantissaBitCountPointer(void) { return simblas_unsupported(15, "cublasSetFixedPointEmulationMantissaBitCountPointer"); }
 int cublasSetFixedPointEmulationMantissaBitOffset(void);
-int cublasSetFixedPointEmulationMantissaBitOffset(void) { return 15; }
+int cublasSetFixedPointEmulationMantissaBitOffset(void) { return simblas_unsupported(15, "cublasSetFixedPointEmulationMantissaBitOffset"); }
 int cublasSetFixedPointEmulationMantissaControl(void);
-int cublasSetFixedPointEmulationMantissaControl(void) { return 15; }
+int cublasSetFixedPointEmulationMantissaControl(void) { return simblas_unsupported(15, "cublasSetFixedPointEmulationMantissaControl"); }
 int cublasSetFixedPointEmulationMaxMantissaBitCount(void);
-int cublasSetFixedPointEmulationMaxMantissaBitCount(void) { return 15; }
+int cublasSetFixedPointEmulationMaxMantissaBitCount(void) { return simblas_unsupported(15, "cublasSetFixedPointEmulationMaxMantissaBitCount"); }
 int cublasSetKernelStream(void);
-int cublasSetKernelStream(void) { return 15; }
+int cublasSetKernelStream(void) { return simblas_unsupported(15, "cublasSetKernelStream"); }
 int cublasSetLoggerCallback(void);
-int cublasSetLoggerCallback(void) { return 15; }
-int cublasSetMathMode(void);
-int cublasSetMathMode(void) { return 15; }
+int cublasSetLoggerCallback(void) { return simblas_unsupported(15, "cublasSetLoggerCallback"); }
 int cublasSetMatrix(void);
-int cublasSetMatrix(void) { return 15; }
+int cublasSetMatrix(void) { return simblas_unsupported(15, "cublasSetMatrix"); }
 int cublasSetMatrixAsync(void);
-int cublasSetMatrixAsync(void) { return 15; }
+int cublasSetMatrixAsync(void) { return simblas_unsupported(15, "cublasSetMatrixAsync"); }
 int cublasSetMatrixAsync_64(void);
-int cublasSetMatrixAsync_64(void) { return 15; }
+int cublasSetMatrixAsync_64(void) { return simblas_unsupported(15, "cublasSetMatrixAsync_64"); }
 int cublasSetMatrix_64(void);
-int cublasSetMatrix_64(void) { return 15; }
-int cublasSetPointerMode_v2(void);
-int cublasSetPointerMode_v2(void) { return 15; }
+int cublasSetMatrix_64(void) { return simblas_unsupported(15, "cublasSetMatrix_64"); }
 int cublasSetSmCountTarget(void);
-int cublasSetSmCountTarget(void) { return 15; }
-int cublasSetStream_v2(void);
-int cublasSetStream_v2(void) { return 15; }
+int cublasSetSmCountTarget(void) { return simblas_unsupported(15, "cublasSetSmCountTarget"); }
 int cublasSetVector(void);
-int cublasSetVector(void) { return 15; }
+int cublasSetVector(void) { return simblas_unsupported(15, "cublasSetVector"); }
 int cublasSetVectorAsync(void);
-int cublasSetVectorAsync(void) { return 15; }
+int cublasSetVectorAsync(void) { return simblas_unsupported(15, "cublasSetVectorAsync"); }
 int cublasSetVectorAsync_64(void);
-int cublasSetVectorAsync_64(void) { return 15; }
+int cublasSetVectorAsync_64(void) { return simblas_unsupported(15, "cublasSetVectorAsync_64"); }
 int cublasSetVector_64(void);
-int cublasSetVector_64(void) { return 15; }
-int cublasSetWorkspace_v2(void);
-int cublasSetWorkspace_v2(void) { return 15; }
+int cublasSetVector_64(void) { return simblas_unsupported(15, "cublasSetVector_64"); }
 void cublasSgbmv(void);
 void cublasSgbmv(void) {}
 int cublasSgbmv_v2(void);
-int cublasSgbmv_v2(void) { return 15; }
+int cublasSgbmv_v2(void) { return simblas_unsupported(15, "cublasSgbmv_v2"); }
 int cublasSgbmv_v2_64(void);
-int cublasSgbmv_v2_64(void) { return 15; }
+int cublasSgbmv_v2_64(void) { return simblas_unsupported(15, "cublasSgbmv_v2_64"); }
 int cublasSgeam(void);
-int cublasSgeam(void) { return 15; }
+int cublasSgeam(void) { return simblas_unsupported(15, "cublasSgeam"); }
 int cublasSgeam_64(void);
-int cublasSgeam_64(void) { return 15; }
+int cublasSgeam_64(void) { return simblas_unsupported(15, "cublasSgeam_64"); }
 int cublasSgelsBatched(void);
-int cublasSgelsBatched(void) { return 15; }
+int cublasSgelsBatched(void) { return simblas_unsupported(15, "cublasSgelsBatched"); }
 void cublasSgemm(void);
 void cublasSgemm(void) {}
 int cublasSgemmBatched(void);
-int cublasSgemmBatched(void) { return 15; }
+int cublasSgemmBatched(void) { return simblas_unsupported(15, "cublasSgemmBatched"); }
 int cublasSgemmBatched_64(void);
-int cublasSgemmBatched_64(void) { return 15; }
+int cublasSgemmBatched_64(void) { return simblas_unsupported(15, "cublasSgemmBatched_64"); }
 int cublasSgemmEx(void);
-int cublasSgemmEx(void) { return 15; }
+int cublasSgemmEx(void) { return simblas_unsupported(15, "cublasSgemmEx"); }
 int cublasSgemmEx_64(void);
-int cublasSgemmEx_64(void) { return 15; }
+int cublasSgemmEx_64(void) { return simblas_unsupported(15, "cublasSgemmEx_64"); }
 int cublasSgemmGroupedBatched(void);
-int cublasSgemmGroupedBatched(void) { return 15; }
+int cublasSgemmGroupedBatched(void) { return simblas_unsupported(15, "cublasSgemmGroupedBatched"); }
 int cublasSgemmGroupedBatched_64(void);
-int cublasSgemmGroupedBatched_64(void) { return 15; }
-int cublasSgemmStridedBatched(void);
-int cublasSgemmStridedBatched(void) { return 15; }
+int cublasSgemmGroupedBatched_64(void) { return simblas_unsupported(15, "cublasSgemmGroupedBatched_64"); }
 int cublasSgemmStridedBatched_64(void);
-int cublasSgemmStridedBatched_64(void) { return 15; }
-int cublasSgemm_v2(void);
-int cublasSgemm_v2(void) { return 15; }
+int cublasSgemmStridedBatched_64(void) { return simblas_unsupported(15, "cublasSgemmStridedBatched_64"); }
 int cublasSgemm_v2_64(void);
-int cublasSgemm_v2_64(void) { return 15; }
+int cublasSgemm_v2_64(void) { return simblas_unsupported(15, "cublasSgemm_v2_64"); }
 void cublasSgemv(void);
 void cublasSgemv(void) {}
 int cublasSgemvBatched(void);
-int cublasSgemvBatched(void) { return 15; }
+int cublasSgemvBatched(void) { return simblas_unsupported(15, "cublasSgemvBatched"); }
 int cublasSgemvBatched_64(void);
-int cublasSgemvBatched_64(void) { return 15; }
+int cublasSgemvBatched_64(void) { return simblas_unsupported(15, "cublasSgemvBatched_64"); }
 int cublasSgemvStridedBatched(void);
-int cublasSgemvStridedBatched(void) { return 15; }
+int cublasSgemvStridedBatched(void) { return simblas_unsupported(15, "cublasSgemvStridedBatched"); }
 int cublasSgemvStridedBatched_64(void);
-int cublasSgemvStridedBatched_64(void) { return 15; }
+int cublasSgemvStridedBatched_64(void) { return simblas_unsupported(15, "cublasSgemvStridedBatched_64"); }
 int cublasSgemv_v2(void);
-int cublasSgemv_v2(void) { return 15; }
+int cublasSgemv_v2(void) { return simblas_unsupported(15, "cublasSgemv_v2"); }
 int cublasSgemv_v2_64(void);
-int cublasSgemv_v2_64(void) { return 15; }
+int cublasSgemv_v2_64(void) { return simblas_unsupported(15, "cublasSgemv_v2_64"); }
 int cublasSgeqrfBatched(void);
-int cublasSgeqrfBatched(void) { return 15; }
+int cublasSgeqrfBatched(void) { return simblas_unsupported(15, "cublasSgeqrfBatched"); }
 void cublasSger(void);
 void cublasSger(void) {}
 int cublasSger_v2(void);
-int cublasSger_v2(void) { return 15; }
+int cublasSger_v2(void) { return simblas_unsupported(15, "cublasSger_v2"); }
 int cublasSger_v2_64(void);
-int cublasSger_v2_64(void) { return 15; }
+int cublasSger_v2_64(void) { return simblas_unsupported(15, "cublasSger_v2_64"); }
 int cublasSgetrfBatched(void);
-int cublasSgetrfBatched(void) { return 15; }
+int cublasSgetrfBatched(void) { return simblas_unsupported(15, "cublasSgetrfBatched"); }
 int cublasSgetriBatched(void);
-int cublasSgetriBatched(void) { return 15; }
+int cublasSgetriBatched(void) { return simblas_unsupported(15, "cublasSgetriBatched"); }
 int cublasSgetrsBatched(void);
-int cublasSgetrsBatched(void) { return 15; }
+int cublasSgetrsBatched(void) { return simblas_unsupported(15, "cublasSgetrsBatched"); }
 int cublasShutdown(void);
-int cublasShutdown(void) { return 15; }
+int cublasShutdown(void) { return simblas_unsupported(15, "cublasShutdown"); }
 int cublasSmatinvBatched(void);
-int cublasSmatinvBatched(void) { return 15; }
+int cublasSmatinvBatched(void) { return simblas_unsupported(15, "cublasSmatinvBatched"); }
 float cublasSnrm2(void);
 float cublasSnrm2(void) { return (float)NAN; }
 int cublasSnrm2_v2(void);
-int cublasSnrm2_v2(void) { return 15; }
+int cublasSnrm2_v2(void) { return simblas_unsupported(15, "cublasSnrm2_v2"); }
 int cublasSnrm2_v2_64(void);
-int cublasSnrm2_v2_64(void) { return 15; }
+int cublasSnrm2_v2_64(void) { return simblas_unsupported(15, "cublasSnrm2_v2_64"); }
 void cublasSrot(void);
 void cublasSrot(void) {}
 int cublasSrot_v2(void);
-int cublasSrot_v2(void) { return 15; }
+int cublasSrot_v2(void) { return simblas_unsupported(15, "cublasSrot_v2"); }
 int cublasSrot_v2_64(void);
-int cublasSrot_v2_64(void) { return 15; }
+int cublasSrot_v2_64(void) { return simblas_unsupported(15, "cublasSrot_v2_64"); }
 void cublasSrotg(void);
 void cublasSrotg(void) {}
 int cublasSrotg_v2(void);
-int cublasSrotg_v2(void) { return 15; }
+int cublasSrotg_v2(void) { return simblas_unsupported(15, "cublasSrotg_v2"); }
 void cublasSrotm(void);
 void cublasSrotm(void) {}
 int cublasSrotm_v2(void);
-int cublasSrotm_v2(void) { return 15; }
+int cublasSrotm_v2(void) { return simblas_unsupported(15, "cublasSrotm_v2"); }
 int cublasSrotm_v2_64(void);
-int cublasSrotm_v2_64(void) { return 15; }
+int cublasSrotm_v2_64(void) { return simblas_unsupported(15, "cublasSrotm_v2_64"); }
 void cublasSrotmg(void);
 void cublasSrotmg(void) {}
 int cublasSrotmg_v2(void);
-int cublasSrotmg_v2(void) { return 15; }
+int cublasSrotmg_v2(void) { return simblas_unsupported(15, "cublasSrotmg_v2"); }
 void cublasSsbmv(void);
 void cublasSsbmv(void) {}
 int cublasSsbmv_v2(void);
-int cublasSsbmv_v2(void) { return 15; }
+int cublasSsbmv_v2(void) { return simblas_unsupported(15, "cublasSsbmv_v2"); }
 int cublasSsbmv_v2_64(void);
-int cublasSsbmv_v2_64(void) { return 15; }
+int cublasSsbmv_v2_64(void) { return simblas_unsupported(15, "cublasSsbmv_v2_64"); }
 void cublasSscal(void);
 void cublasSscal(void) {}
 int cublasSscal_v2(void);
-int cublasSscal_v2(void) { return 15; }
+int cublasSscal_v2(void) { return simblas_unsupported(15, "cublasSscal_v2"); }
 int cublasSscal_v2_64(void);
-int cublasSscal_v2_64(void) { return 15; }
+int cublasSscal_v2_64(void) { return simblas_unsupported(15, "cublasSscal_v2_64"); }
 void cublasSspmv(void);
 void cublasSspmv(void) {}
 int cublasSspmv_v2(void);
-int cublasSspmv_v2(void) { return 15; }
+int cublasSspmv_v2(void) { return simblas_unsupported(15, "cublasSspmv_v2"); }
 int cublasSspmv_v2_64(void);
-int cublasSspmv_v2_64(void) { return 15; }
+int cublasSspmv_v2_64(void) { return simblas_unsupported(15, "cublasSspmv_v2_64"); }
 void cublasSspr(void);
 void cublasSspr(void) {}
 void cublasSspr2(void);
 void cublasSspr2(void) {}
 int cublasSspr2_v2(void);
-int cublasSspr2_v2(void) { return 15; }
+int cublasSspr2_v2(void) { return simblas_unsupported(15, "cublasSspr2_v2"); }
 int cublasSspr2_v2_64(void);
-int cublasSspr2_v2_64(void) { return 15; }
+int cublasSspr2_v2_64(void) { return simblas_unsupported(15, "cublasSspr2_v2_64"); }
 int cublasSspr_v2(void);
-int cublasSspr_v2(void) { return 15; }
+int cublasSspr_v2(void) { return simblas_unsupported(15, "cublasSspr_v2"); }
 int cublasSspr_v2_64(void);
-int cublasSspr_v2_64(void) { return 15; }
+int cublasSspr_v2_64(void) { return simblas_unsupported(15, "cublasSspr_v2_64"); }
 void cublasSswap(void);
 void cublasSswap(void) {}
 int cublasSswap_v2(void);
-int cublasSswap_v2(void) { return 15; }
+int cublasSswap_v2(void) { return simblas_unsupported(15, "cublasSswap_v2"); }
 int cublasSswap_v2_64(void);
-int cublasSswap_v2_64(void) { return 15; }
+int cublasSswap_v2_64(void) { return simblas_unsupported(15, "cublasSswap_v2_64"); }
 void cublasSsymm(void);
 void cublasSsymm(void) {}
 int cublasSsymm_v2(void);
-int cublasSsymm_v2(void) { return 15; }
+int cublasSsymm_v2(void) { return simblas_unsupported(15, "cublasSsymm_v2"); }
 int cublasSsymm_v2_64(void);
-int cublasSsymm_v2_64(void) { return 15; }
+int cublasSsymm_v2_64(void) { return simblas_unsupported(15, "cublasSsymm_v2_64"); }
 void cublasSsymv(void);
 void cublasSsymv(void) {}
 int cublasSsymv_v2(void);
-int cublasSsymv_v2(void) { return 15; }
+int cublasSsymv_v2(void) { return simblas_unsupported(15, "cublasSsymv_v2"); }
 int cublasSsymv_v2_64(void);
-int cublasSsymv_v2_64(void) { return 15; }
+int cublasSsymv_v2_64(void) { return simblas_unsupported(15, "cublasSsymv_v2_64"); }
 void cublasSsyr(void);
 void cublasSsyr(void) {}
 void cublasSsyr2(void);
 void cublasSsyr2(void) {}
 int cublasSsyr2_v2(void);
-int cublasSsyr2_v2(void) { return 15; }
+int cublasSsyr2_v2(void) { return simblas_unsupported(15, "cublasSsyr2_v2"); }
 int cublasSsyr2_v2_64(void);
-int cublasSsyr2_v2_64(void) { return 15; }
+int cublasSsyr2_v2_64(void) { return simblas_unsupported(15, "cublasSsyr2_v2_64"); }
 void cublasSsyr2k(void);
 void cublasSsyr2k(void) {}
 int cublasSsyr2k_v2(void);
-int cublasSsyr2k_v2(void) { return 15; }
+int cublasSsyr2k_v2(void) { return simblas_unsupported(15, "cublasSsyr2k_v2"); }
 int cublasSsyr2k_v2_64(void);
-int cublasSsyr2k_v2_64(void) { return 15; }
+int cublasSsyr2k_v2_64(void) { return simblas_unsupported(15, "cublasSsyr2k_v2_64"); }
 int cublasSsyr_v2(void);
-int cublasSsyr_v2(void) { return 15; }
+int cublasSsyr_v2(void) { return simblas_unsupported(15, "cublasSsyr_v2"); }
 int cublasSsyr_v2_64(void);
-int cublasSsyr_v2_64(void) { return 15; }
+int cublasSsyr_v2_64(void) { return simblas_unsupported(15, "cublasSsyr_v2_64"); }
 void cublasSsyrk(void);
 void cublasSsyrk(void) {}
 int cublasSsyrk_v2(void);
-int cublasSsyrk_v2(void) { return 15; }
+int cublasSsyrk_v2(void) { return simblas_unsupported(15, "cublasSsyrk_v2"); }
 int cublasSsyrk_v2_64(void);
-int cublasSsyrk_v2_64(void) { return 15; }
+int cublasSsyrk_v2_64(void) { return simblas_unsupported(15, "cublasSsyrk_v2_64"); }
 int cublasSsyrkx(void);
-int cublasSsyrkx(void) { return 15; }
+int cublasSsyrkx(void) { return simblas_unsupported(15, "cublasSsyrkx"); }
 int cublasSsyrkx_64(void);
-int cublasSsyrkx_64(void) { return 15; }
+int cublasSsyrkx_64(void) { return simblas_unsupported(15, "cublasSsyrkx_64"); }
 void cublasStbmv(void);
 void cublasStbmv(void) {}
 int cublasStbmv_v2(void);
-int cublasStbmv_v2(void) { return 15; }
+int cublasStbmv_v2(void) { return simblas_unsupported(15, "cublasStbmv_v2"); }
 int cublasStbmv_v2_64(void);
-int cublasStbmv_v2_64(void) { return 15; }
+int cublasStbmv_v2_64(void) { return simblas_unsupported(15, "cublasStbmv_v2_64"); }
 void cublasStbsv(void);
 void cublasStbsv(void) {}
 int cublasStbsv_v2(void);
-int cublasStbsv_v2(void) { return 15; }
+int cublasStbsv_v2(void) { return simblas_unsupported(15, "cublasStbsv_v2"); }
 int cublasStbsv_v2_64(void);
-int cublasStbsv_v2_64(void) { return 15; }
+int cublasStbsv_v2_64(void) { return simblas_unsupported(15, "cublasStbsv_v2_64"); }
 void cublasStpmv(void);
 void cublasStpmv(void) {}
 int cublasStpmv_v2(void);
-int cublasStpmv_v2(void) { return 15; }
+int cublasStpmv_v2(void) { return simblas_unsupported(15, "cublasStpmv_v2"); }
 int cublasStpmv_v2_64(void);
-int cublasStpmv_v2_64(void) { return 15; }
+int cublasStpmv_v2_64(void) { return simblas_unsupported(15, "cublasStpmv_v2_64"); }
 void cublasStpsv(void);
 void cublasStpsv(void) {}
 int cublasStpsv_v2(void);
-int cublasStpsv_v2(void) { return 15; }
+int cublasStpsv_v2(void) { return simblas_unsupported(15, "cublasStpsv_v2"); }
 int cublasStpsv_v2_64(void);
-int cublasStpsv_v2_64(void) { return 15; }
+int cublasStpsv_v2_64(void) { return simblas_unsupported(15, "cublasStpsv_v2_64"); }
 int cublasStpttr(void);
-int cublasStpttr(void) { return 15; }
+int cublasStpttr(void) { return simblas_unsupported(15, "cublasStpttr"); }
 void cublasStrmm(void);
 void cublasStrmm(void) {}
 int cublasStrmm_v2(void);
-int cublasStrmm_v2(void) { return 15; }
+int cublasStrmm_v2(void) { return simblas_unsupported(15, "cublasStrmm_v2"); }
 int cublasStrmm_v2_64(void);
-int cublasStrmm_v2_64(void) { return 15; }
+int cublasStrmm_v2_64(void) { return simblas_unsupported(15, "cublasStrmm_v2_64"); }
 void cublasStrmv(void);
 void cublasStrmv(void) {}
 int cublasStrmv_v2(void);
-int cublasStrmv_v2(void) { return 15; }
+int cublasStrmv_v2(void) { return simblas_unsupported(15, "cublasStrmv_v2"); }
 int cublasStrmv_v2_64(void);
-int cublasStrmv_v2_64(void) { return 15; }
+int cublasStrmv_v2_64(void) { return simblas_unsupported(15, "cublasStrmv_v2_64"); }
 void cublasStrsm(void);
 void cublasStrsm(void) {}
 int cublasStrsmBatched(void);
-int cublasStrsmBatched(void) { return 15; }
+int cublasStrsmBatched(void) { return simblas_unsupported(15, "cublasStrsmBatched"); }
 int cublasStrsmBatched_64(void);
-int cublasStrsmBatched_64(void) { return 15; }
+int cublasStrsmBatched_64(void) { return simblas_unsupported(15, "cublasStrsmBatched_64"); }
 int cublasStrsm_v2(void);
-int cublasStrsm_v2(void) { return 15; }
+int cublasStrsm_v2(void) { return simblas_unsupported(15, "cublasStrsm_v2"); }
 int cublasStrsm_v2_64(void);
-int cublasStrsm_v2_64(void) { return 15; }
+int cublasStrsm_v2_64(void) { return simblas_unsupported(15, "cublasStrsm_v2_64"); }
 void cublasStrsv(void);
 void cublasStrsv(void) {}
 int cublasStrsv_v2(void);
-int cublasStrsv_v2(void) { return 15; }
+int cublasStrsv_v2(void) { return simblas_unsupported(15, "cublasStrsv_v2"); }
 int cublasStrsv_v2_64(void);
-int cublasStrsv_v2_64(void) { return 15; }
+int cublasStrsv_v2_64(void) { return simblas_unsupported(15, "cublasStrsv_v2_64"); }
 int cublasStrttp(void);
-int cublasStrttp(void) { return 15; }
+int cublasStrttp(void) { return simblas_unsupported(15, "cublasStrttp"); }
 int cublasSwapEx(void);
-int cublasSwapEx(void) { return 15; }
+int cublasSwapEx(void) { return simblas_unsupported(15, "cublasSwapEx"); }
 int cublasSwapEx_64(void);
-int cublasSwapEx_64(void) { return 15; }
+int cublasSwapEx_64(void) { return simblas_unsupported(15, "cublasSwapEx_64"); }
 int cublasTSSgemvBatched(void);
-int cublasTSSgemvBatched(void) { return 15; }
+int cublasTSSgemvBatched(void) { return simblas_unsupported(15, "cublasTSSgemvBatched"); }
 int cublasTSSgemvBatched_64(void);
-int cublasTSSgemvBatched_64(void) { return 15; }
+int cublasTSSgemvBatched_64(void) { return simblas_unsupported(15, "cublasTSSgemvBatched_64"); }
 int cublasTSSgemvStridedBatched(void);
-int cublasTSSgemvStridedBatched(void) { return 15; }
+int cublasTSSgemvStridedBatched(void) { return simblas_unsupported(15, "cublasTSSgemvStridedBatched"); }
 int cublasTSSgemvStridedBatched_64(void);
-int cublasTSSgemvStridedBatched_64(void) { return 15; }
+int cublasTSSgemvStridedBatched_64(void) { return simblas_unsupported(15, "cublasTSSgemvStridedBatched_64"); }
 int cublasTSTgemvBatched(void);
-int cublasTSTgemvBatched(void) { return 15; }
+int cublasTSTgemvBatched(void) { return simblas_unsupported(15, "cublasTSTgemvBatched"); }
 int cublasTSTgemvBatched_64(void);
-int cublasTSTgemvBatched_64(void) { return 15; }
+int cublasTSTgemvBatched_64(void) { return simblas_unsupported(15, "cublasTSTgemvBatched_64"); }
 int cublasTSTgemvStridedBatched(void);
-int cublasTSTgemvStridedBatched(void) { return 15; }
+int cublasTSTgemvStridedBatched(void) { return simblas_unsupported(15, "cublasTSTgemvStridedBatched"); }
 int cublasTSTgemvStridedBatched_64(void);
-int cublasTSTgemvStridedBatched_64(void) { return 15; }
+int cublasTSTgemvStridedBatched_64(void) { return simblas_unsupported(15, "cublasTSTgemvStridedBatched_64"); }
 int cublasUint8gemmBias(void);
-int cublasUint8gemmBias(void) { return 15; }
+int cublasUint8gemmBias(void) { return simblas_unsupported(15, "cublasUint8gemmBias"); }
 void cublasXerbla(void);
 void cublasXerbla(void) {}
 int cublasXtCgemm(void);
-int cublasXtCgemm(void) { return 15; }
+int cublasXtCgemm(void) { return simblas_unsupported(15, "cublasXtCgemm"); }
 int cublasXtChemm(void);
-int cublasXtChemm(void) { return 15; }
+int cublasXtChemm(void) { return simblas_unsupported(15, "cublasXtChemm"); }
 int cublasXtCher2k(void);
-int cublasXtCher2k(void) { return 15; }
+int cublasXtCher2k(void) { return simblas_unsupported(15, "cublasXtCher2k"); }
 int cublasXtCherk(void);
-int cublasXtCherk(void) { return 15; }
+int cublasXtCherk(void) { return simblas_unsupported(15, "cublasXtCherk"); }
 int cublasXtCherkx(void);
-int cublasXtCherkx(void) { return 15; }
+int cublasXtCherkx(void) { return simblas_unsupported(15, "cublasXtCherkx"); }
 int cublasXtCreate(void);
-int cublasXtCreate(void) { return 15; }
+int cublasXtCreate(void) { return simblas_unsupported(15, "cublasXtCreate"); }
 int cublasXtCspmm(void);
-int cublasXtCspmm(void) { return 15; }
+int cublasXtCspmm(void) { return simblas_unsupported(15, "cublasXtCspmm"); }
 int cublasXtCsymm(void);
-int cublasXtCsymm(void) { return 15; }
+int cublasXtCsymm(void) { return simblas_unsupported(15, "cublasXtCsymm"); }
 int cublasXtCsyr2k(void);
-int cublasXtCsyr2k(void) { return 15; }
+int cublasXtCsyr2k(void) { return simblas_unsupported(15, "cublasXtCsyr2k"); }
 int cublasXtCsyrk(void);
-int cublasXtCsyrk(void) { return 15; }
+int cublasXtCsyrk(void) { return simblas_unsupported(15, "cublasXtCsyrk"); }
 int cublasXtCsyrkx(void);
-int cublasXtCsyrkx(void) { return 15; }
+int cublasXtCsyrkx(void) { return simblas_unsupported(15, "cublasXtCsyrkx"); }
 int cublasXtCtrmm(void);
-int cublasXtCtrmm(void) { return 15; }
+int cublasXtCtrmm(void) { return simblas_unsupported(15, "cublasXtCtrmm"); }
 int cublasXtCtrsm(void);
-int cublasXtCtrsm(void) { return 15; }
+int cublasXtCtrsm(void) { return simblas_unsupported(15, "cublasXtCtrsm"); }
 int cublasXtDestroy(void);
-int cublasXtDestroy(void) { return 15; }
+int cublasXtDestroy(void) { return simblas_unsupported(15, "cublasXtDestroy"); }
 int cublasXtDeviceSelect(void);
-int cublasXtDeviceSelect(void) { return 15; }
+int cublasXtDeviceSelect(void) { return simblas_unsupported(15, "cublasXtDeviceSelect"); }
 int cublasXtDgemm(void);
-int cublasXtDgemm(void) { return 15; }
+int cublasXtDgemm(void) { return simblas_unsupported(15, "cublasXtDgemm"); }
 int cublasXtDspmm(void);
-int cublasXtDspmm(void) { return 15; }
+int cublasXtDspmm(void) { return simblas_unsupported(15, "cublasXtDspmm"); }
 int cublasXtDsymm(void);
-int cublasXtDsymm(void) { return 15; }
+int cublasXtDsymm(void) { return simblas_unsupported(15, "cublasXtDsymm"); }
 int cublasXtDsyr2k(void);
-int cublasXtDsyr2k(void) { return 15; }
+int cublasXtDsyr2k(void) { return simblas_unsupported(15, "cublasXtDsyr2k"); }
 int cublasXtDsyrk(void);
-int cublasXtDsyrk(void) { return 15; }
+int cublasXtDsyrk(void) { return simblas_unsupported(15, "cublasXtDsyrk"); }
 int cublasXtDsyrkx(void);
-int cublasXtDsyrkx(void) { return 15; }
+int cublasXtDsyrkx(void) { return simblas_unsupported(15, "cublasXtDsyrkx"); }
 int cublasXtDtrmm(void);
-int cublasXtDtrmm(void) { return 15; }
+int cublasXtDtrmm(void) { return simblas_unsupported(15, "cublasXtDtrmm"); }
 int cublasXtDtrsm(void);
-int cublasXtDtrsm(void) { return 15; }
+int cublasXtDtrsm(void) { return simblas_unsupported(15, "cublasXtDtrsm"); }
 int cublasXtGetBlockDim(void);
-int cublasXtGetBlockDim(void) { return 15; }
+int cublasXtGetBlockDim(void) { return simblas_unsupported(15, "cublasXtGetBlockDim"); }
 int cublasXtGetNumBoards(void);
-int cublasXtGetNumBoards(void) { return 15; }
+int cublasXtGetNumBoards(void) { return simblas_unsupported(15, "cublasXtGetNumBoards"); }
 int cublasXtGetPinningMemMode(void);
-int cublasXtGetPinningMemMode(void) { return 15; }
+int cublasXtGetPinningMemMode(void) { return simblas_unsupported(15, "cublasXtGetPinningMemMode"); }
 int cublasXtMaxBoards(void);
-int cublasXtMaxBoards(void) { return 15; }
+int cublasXtMaxBoards(void) { return simblas_unsupported(15, "cublasXtMaxBoards"); }
 int cublasXtSetBlockDim(void);
-int cublasXtSetBlockDim(void) { return 15; }
+int cublasXtSetBlockDim(void) { return simblas_unsupported(15, "cublasXtSetBlockDim"); }
 int cublasXtSetCpuRatio(void);
-int cublasXtSetCpuRatio(void) { return 15; }
+int cublasXtSetCpuRatio(void) { return simblas_unsupported(15, "cublasXtSetCpuRatio"); }
 int cublasXtSetCpuRoutine(void);
-int cublasXtSetCpuRoutine(void) { return 15; }
+int cublasXtSetCpuRoutine(void) { return simblas_unsupported(15, "cublasXtSetCpuRoutine"); }
 int cublasXtSetPinningMemMode(void);
-int cublasXtSetPinningMemMode(void) { return 15; }
+int cublasXtSetPinningMemMode(void) { return simblas_unsupported(15, "cublasXtSetPinningMemMode"); }
 int cublasXtSgemm(void);
-int cublasXtSgemm(void) { return 15; }
+int cublasXtSgemm(void) { return simblas_unsupported(15, "cublasXtSgemm"); }
 int cublasXtSspmm(void);
-int cublasXtSspmm(void) { return 15; }
+int cublasXtSspmm(void) { return simblas_unsupported(15, "cublasXtSspmm"); }
 int cublasXtSsymm(void);
-int cublasXtSsymm(void) { return 15; }
+int cublasXtSsymm(void) { return simblas_unsupported(15, "cublasXtSsymm"); }
 int cublasXtSsyr2k(void);
-int cublasXtSsyr2k(void) { return 15; }
+int cublasXtSsyr2k(void) { return simblas_unsupported(15, "cublasXtSsyr2k"); }
 int cublasXtSsyrk(void);
-int cublasXtSsyrk(void) { return 15; }
+int cublasXtSsyrk(void) { return simblas_unsupported(15, "cublasXtSsyrk"); }
 int cublasXtSsyrkx(void);
-int cublasXtSsyrkx(void) { return 15; }
+int cublasXtSsyrkx(void) { return simblas_unsupported(15, "cublasXtSsyrkx"); }
 int cublasXtStrmm(void);
-int cublasXtStrmm(void) { return 15; }
+int cublasXtStrmm(void) { return simblas_unsupported(15, "cublasXtStrmm"); }
 int cublasXtStrsm(void);
-int cublasXtStrsm(void) { return 15; }
+int cublasXtStrsm(void) { return simblas_unsupported(15, "cublasXtStrsm"); }
 int cublasXtZgemm(void);
-int cublasXtZgemm(void) { return 15; }
+int cublasXtZgemm(void) { return simblas_unsupported(15, "cublasXtZgemm"); }
 int cublasXtZhemm(void);
-int cublasXtZhemm(void) { return 15; }
+int cublasXtZhemm(void) { return simblas_unsupported(15, "cublasXtZhemm"); }
 int cublasXtZher2k(void);
-int cublasXtZher2k(void) { return 15; }
+int cublasXtZher2k(void) { return simblas_unsupported(15, "cublasXtZher2k"); }
 int cublasXtZherk(void);
-int cublasXtZherk(void) { return 15; }
+int cublasXtZherk(void) { return simblas_unsupported(15, "cublasXtZherk"); }
 int cublasXtZherkx(void);
-int cublasXtZherkx(void) { return 15; }
+int cublasXtZherkx(void) { return simblas_unsupported(15, "cublasXtZherkx"); }
 int cublasXtZspmm(void);
-int cublasXtZspmm(void) { return 15; }
+int cublasXtZspmm(void) { return simblas_unsupported(15, "cublasXtZspmm"); }
 int cublasXtZsymm(void);
-int cublasXtZsymm(void) { return 15; }
+int cublasXtZsymm(void) { return simblas_unsupported(15, "cublasXtZsymm"); }
 int cublasXtZsyr2k(void);
-int cublasXtZsyr2k(void) { return 15; }
+int cublasXtZsyr2k(void) { return simblas_unsupported(15, "cublasXtZsyr2k"); }
 int cublasXtZsyrk(void);
-int cublasXtZsyrk(void) { return 15; }
+int cublasXtZsyrk(void) { return simblas_unsupported(15, "cublasXtZsyrk"); }
 int cublasXtZsyrkx(void);
-int cublasXtZsyrkx(void) { return 15; }
+int cublasXtZsyrkx(void) { return simblas_unsupported(15, "cublasXtZsyrkx"); }
 int cublasXtZtrmm(void);
-int cublasXtZtrmm(void) { return 15; }
+int cublasXtZtrmm(void) { return simblas_unsupported(15, "cublasXtZtrmm"); }
 int cublasXtZtrsm(void);
-int cublasXtZtrsm(void) { return 15; }
+int cublasXtZtrsm(void) { return simblas_unsupported(15, "cublasXtZtrsm"); }
 void cublasZaxpy(void);
 void cublasZaxpy(void) {}
 int cublasZaxpy_v2(void);
-int cublasZaxpy_v2(void) { return 15; }
+int cublasZaxpy_v2(void) { return simblas_unsupported(15, "cublasZaxpy_v2"); }
 int cublasZaxpy_v2_64(void);
-int cublasZaxpy_v2_64(void) { return 15; }
+int cublasZaxpy_v2_64(void) { return simblas_unsupported(15, "cublasZaxpy_v2_64"); }
 int cublasZbdmm(void);
-int cublasZbdmm(void) { return 15; }
+int cublasZbdmm(void) { return simblas_unsupported(15, "cublasZbdmm"); }
 void cublasZcopy(void);
 void cublasZcopy(void) {}
 int cublasZcopy_v2(void);
-int cublasZcopy_v2(void) { return 15; }
+int cublasZcopy_v2(void) { return simblas_unsupported(15, "cublasZcopy_v2"); }
 int cublasZcopy_v2_64(void);
-int cublasZcopy_v2_64(void) { return 15; }
+int cublasZcopy_v2_64(void) { return simblas_unsupported(15, "cublasZcopy_v2_64"); }
 int cublasZdgmm(void);
-int cublasZdgmm(void) { return 15; }
+int cublasZdgmm(void) { return simblas_unsupported(15, "cublasZdgmm"); }
 int cublasZdgmm_64(void);
-int cublasZdgmm_64(void) { return 15; }
+int cublasZdgmm_64(void) { return simblas_unsupported(15, "cublasZdgmm_64"); }
 _Complex double cublasZdotc(void);
 _Complex double cublasZdotc(void) { return (double)NAN; }
 int cublasZdotc_v2(void);
-int cublasZdotc_v2(void) { return 15; }
+int cublasZdotc_v2(void) { return simblas_unsupported(15, "cublasZdotc_v2"); }
 int cublasZdotc_v2_64(void);
-int cublasZdotc_v2_64(void) { return 15; }
+int cublasZdotc_v2_64(void) { return simblas_unsupported(15, "cublasZdotc_v2_64"); }
 _Complex double cublasZdotu(void);
 _Complex double cublasZdotu(void) { return (double)NAN; }
 int cublasZdotu_v2(void);
-int cublasZdotu_v2(void) { return 15; }
+int cublasZdotu_v2(void) { return simblas_unsupported(15, "cublasZdotu_v2"); }
 int cublasZdotu_v2_64(void);
-int cublasZdotu_v2_64(void) { return 15; }
+int cublasZdotu_v2_64(void) { return simblas_unsupported(15, "cublasZdotu_v2_64"); }
 void cublasZdrot(void);
 void cublasZdrot(void) {}
 int cublasZdrot_v2(void);
-int cublasZdrot_v2(void) { return 15; }
+int cublasZdrot_v2(void) { return simblas_unsupported(15, "cublasZdrot_v2"); }
 int cublasZdrot_v2_64(void);
-int cublasZdrot_v2_64(void) { return 15; }
+int cublasZdrot_v2_64(void) { return simblas_unsupported(15, "cublasZdrot_v2_64"); }
 void cublasZdscal(void);
 void cublasZdscal(void) {}
 int cublasZdscal_v2(void);
-int cublasZdscal_v2(void) { return 15; }
+int cublasZdscal_v2(void) { return simblas_unsupported(15, "cublasZdscal_v2"); }
 int cublasZdscal_v2_64(void);
-int cublasZdscal_v2_64(void) { return 15; }
+int cublasZdscal_v2_64(void) { return simblas_unsupported(15, "cublasZdscal_v2_64"); }
 void cublasZgbmv(void);
 void cublasZgbmv(void) {}
 int cublasZgbmv_v2(void);
-int cublasZgbmv_v2(void) { return 15; }
+int cublasZgbmv_v2(void) { return simblas_unsupported(15, "cublasZgbmv_v2"); }
 int cublasZgbmv_v2_64(void);
-int cublasZgbmv_v2_64(void) { return 15; }
+int cublasZgbmv_v2_64(void) { return simblas_unsupported(15, "cublasZgbmv_v2_64"); }
 int cublasZgeam(void);
-int cublasZgeam(void) { return 15; }
+int cublasZgeam(void) { return simblas_unsupported(15, "cublasZgeam"); }
 int cublasZgeam_64(void);
-int cublasZgeam_64(void) { return 15; }
+int cublasZgeam_64(void) { return simblas_unsupported(15, "cublasZgeam_64"); }
 int cublasZgelsBatched(void);
-int cublasZgelsBatched(void) { return 15; }
+int cublasZgelsBatched(void) { return simblas_unsupported(15, "cublasZgelsBatched"); }
 void cublasZgemm(void);
 void cublasZgemm(void) {}
 int cublasZgemm3m(void);
-int cublasZgemm3m(void) { return 15; }
+int cublasZgemm3m(void) { return simblas_unsupported(15, "cublasZgemm3m"); }
 int cublasZgemm3m_64(void);
-int cublasZgemm3m_64(void) { return 15; }
+int cublasZgemm3m_64(void) { return simblas_unsupported(15, "cublasZgemm3m_64"); }
 int cublasZgemmBatched(void);
-int cublasZgemmBatched(void) { return 15; }
+int cublasZgemmBatched(void) { return simblas_unsupported(15, "cublasZgemmBatched"); }
 int cublasZgemmBatched_64(void);
-int cublasZgemmBatched_64(void) { return 15; }
+int cublasZgemmBatched_64(void) { return simblas_unsupported(15, "cublasZgemmBatched_64"); }
 int cublasZgemmStridedBatched(void);
-int cublasZgemmStridedBatched(void) { return 15; }
+int cublasZgemmStridedBatched(void) { return simblas_unsupported(15, "cublasZgemmStridedBatched"); }
 int cublasZgemmStridedBatched_64(void);
-int cublasZgemmStridedBatched_64(void) { return 15; }
+int cublasZgemmStridedBatched_64(void) { return simblas_unsupported(15, "cublasZgemmStridedBatched_64"); }
 int cublasZgemm_v2(void);
-int cublasZgemm_v2(void) { return 15; }
+int cublasZgemm_v2(void) { return simblas_unsupported(15, "cublasZgemm_v2"); }
 int cublasZgemm_v2_64(void);
-int cublasZgemm_v2_64(void) { return 15; }
+int cublasZgemm_v2_64(void) { return simblas_unsupported(15, "cublasZgemm_v2_64"); }
 void cublasZgemv(void);
 void cublasZgemv(void) {}
 int cublasZgemvBatched(void);
-int cublasZgemvBatched(void) { return 15; }
+int cublasZgemvBatched(void) { return simblas_unsupported(15, "cublasZgemvBatched"); }
 int cublasZgemvBatched_64(void);
-int cublasZgemvBatched_64(void) { return 15; }
+int cublasZgemvBatched_64(void) { return simblas_unsupported(15, "cublasZgemvBatched_64"); }
 int cublasZgemvStridedBatched(void);
-int cublasZgemvStridedBatched(void) { return 15; }
+int cublasZgemvStridedBatched(void) { return simblas_unsupported(15, "cublasZgemvStridedBatched"); }
 int cublasZgemvStridedBatched_64(void);
-int cublasZgemvStridedBatched_64(void) { return 15; }
+int cublasZgemvStridedBatched_64(void) { return simblas_unsupported(15, "cublasZgemvStridedBatched_64"); }
 int cublasZgemv_v2(void);
-int cublasZgemv_v2(void) { return 15; }
+int cublasZgemv_v2(void) { return simblas_unsupported(15, "cublasZgemv_v2"); }
 int cublasZgemv_v2_64(void);
-int cublasZgemv_v2_64(void) { return 15; }
+int cublasZgemv_v2_64(void) { return simblas_unsupported(15, "cublasZgemv_v2_64"); }
 int cublasZgeqrfBatched(void);
-int cublasZgeqrfBatched(void) { return 15; }
+int cublasZgeqrfBatched(void) { return simblas_unsupported(15, "cublasZgeqrfBatched"); }
 void cublasZgerc(void);
 void cublasZgerc(void) {}
 int cublasZgerc_v2(void);
-int cublasZgerc_v2(void) { return 15; }
+int cublasZgerc_v2(void) { return simblas_unsupported(15, "cublasZgerc_v2"); }
 int cublasZgerc_v2_64(void);
-int cublasZgerc_v2_64(void) { return 15; }
+int cublasZgerc_v2_64(void) { return simblas_unsupported(15, "cublasZgerc_v2_64"); }
 void cublasZgeru(void);
 void cublasZgeru(void) {}
 int cublasZgeru_v2(void);
-int cublasZgeru_v2(void) { return 15; }
+int cublasZgeru_v2(void) { return simblas_unsupported(15, "cublasZgeru_v2"); }
 int cublasZgeru_v2_64(void);
-int cublasZgeru_v2_64(void) { return 15; }
+int cublasZgeru_v2_64(void) { return simblas_unsupported(15, "cublasZgeru_v2_64"); }
 int cublasZgetrfBatched(void);
-int cublasZgetrfBatched(void) { return 15; }
+int cublasZgetrfBatched(void) { return simblas_unsupported(15, "cublasZgetrfBatched"); }
 int cublasZgetriBatched(void);
-int cublasZgetriBatched(void) { return 15; }
+int cublasZgetriBatched(void) { return simblas_unsupported(15, "cublasZgetriBatched"); }
 int cublasZgetrsBatched(void);
-int cublasZgetrsBatched(void) { return 15; }
+int cublasZgetrsBatched(void) { return simblas_unsupported(15, "cublasZgetrsBatched"); }
 void cublasZhbmv(void);
 void cublasZhbmv(void) {}
 int cublasZhbmv_v2(void);
-int cublasZhbmv_v2(void) { return 15; }
+int cublasZhbmv_v2(void) { return simblas_unsupported(15, "cublasZhbmv_v2"); }
 int cublasZhbmv_v2_64(void);
-int cublasZhbmv_v2_64(void) { return 15; }
+int cublasZhbmv_v2_64(void) { return simblas_unsupported(15, "cublasZhbmv_v2_64"); }
 void cublasZhemm(void);
 void cublasZhemm(void) {}
 int cublasZhemm_v2(void);
-int cublasZhemm_v2(void) { return 15; }
+int cublasZhemm_v2(void) { return simblas_unsupported(15, "cublasZhemm_v2"); }
 int cublasZhemm_v2_64(void);
-int cublasZhemm_v2_64(void) { return 15; }
+int cublasZhemm_v2_64(void) { return simblas_unsupported(15, "cublasZhemm_v2_64"); }
 void cublasZhemv(void);
 void cublasZhemv(void) {}
 int cublasZhemv_v2(void);
-int cublasZhemv_v2(void) { return 15; }
+int cublasZhemv_v2(void) { return simblas_unsupported(15, "cublasZhemv_v2"); }
 int cublasZhemv_v2_64(void);
-int cublasZhemv_v2_64(void) { return 15; }
+int cublasZhemv_v2_64(void) { return simblas_unsupported(15, "cublasZhemv_v2_64"); }
 void cublasZher(void);
 void cublasZher(void) {}
 void cublasZher2(void);
 void cublasZher2(void) {}
 int cublasZher2_v2(void);
-int cublasZher2_v2(void) { return 15; }
+int cublasZher2_v2(void) { return simblas_unsupported(15, "cublasZher2_v2"); }
 int cublasZher2_v2_64(void);
-int cublasZher2_v2_64(void) { return 15; }
+int cublasZher2_v2_64(void) { return simblas_unsupported(15, "cublasZher2_v2_64"); }
 void cublasZher2k(void);
 void cublasZher2k(void) {}
 int cublasZher2k_v2(void);
-int cublasZher2k_v2(void) { return 15; }
+int cublasZher2k_v2(void) { return simblas_unsupported(15, "cublasZher2k_v2"); }
 int cublasZher2k_v2_64(void);
-int cublasZher2k_v2_64(void) { return 15; }
+int cublasZher2k_v2_64(void) { return simblas_unsupported(15, "cublasZher2k_v2_64"); }
 int cublasZher_v2(void);
-int cublasZher_v2(void) { return 15; }
+int cublasZher_v2(void) { return simblas_unsupported(15, "cublasZher_v2"); }
 int cublasZher_v2_64(void);
-int cublasZher_v2_64(void) { return 15; }
+int cublasZher_v2_64(void) { return simblas_unsupported(15, "cublasZher_v2_64"); }
 void cublasZherk(void);
 void cublasZherk(void) {}
 int cublasZherk_v2(void);
-int cublasZherk_v2(void) { return 15; }
+int cublasZherk_v2(void) { return simblas_unsupported(15, "cublasZherk_v2"); }
 int cublasZherk_v2_64(void);
-int cublasZherk_v2_64(void) { return 15; }
+int cublasZherk_v2_64(void) { return simblas_unsupported(15, "cublasZherk_v2_64"); }
 int cublasZherkx(void);
-int cublasZherkx(void) { return 15; }
+int cublasZherkx(void) { return simblas_unsupported(15, "cublasZherkx"); }
 int cublasZherkx_64(void);
-int cublasZherkx_64(void) { return 15; }
+int cublasZherkx_64(void) { return simblas_unsupported(15, "cublasZherkx_64"); }
 void cublasZhpmv(void);
 void cublasZhpmv(void) {}
 int cublasZhpmv_v2(void);
-int cublasZhpmv_v2(void) { return 15; }
+int cublasZhpmv_v2(void) { return simblas_unsupported(15, "cublasZhpmv_v2"); }
 int cublasZhpmv_v2_64(void);
-int cublasZhpmv_v2_64(void) { return 15; }
+int cublasZhpmv_v2_64(void) { return simblas_unsupported(15, "cublasZhpmv_v2_64"); }
 void cublasZhpr(void);
 void cublasZhpr(void) {}
 void cublasZhpr2(void);
 void cublasZhpr2(void) {}
 int cublasZhpr2_v2(void);
-int cublasZhpr2_v2(void) { return 15; }
+int cublasZhpr2_v2(void) { return simblas_unsupported(15, "cublasZhpr2_v2"); }
 int cublasZhpr2_v2_64(void);
-int cublasZhpr2_v2_64(void) { return 15; }
+int cublasZhpr2_v2_64(void) { return simblas_unsupported(15, "cublasZhpr2_v2_64"); }
 int cublasZhpr_v2(void);
-int cublasZhpr_v2(void) { return 15; }
+int cublasZhpr_v2(void) { return simblas_unsupported(15, "cublasZhpr_v2"); }
 int cublasZhpr_v2_64(void);
-int cublasZhpr_v2_64(void) { return 15; }
+int cublasZhpr_v2_64(void) { return simblas_unsupported(15, "cublasZhpr_v2_64"); }
 int cublasZmatinvBatched(void);
-int cublasZmatinvBatched(void) { return 15; }
+int cublasZmatinvBatched(void) { return simblas_unsupported(15, "cublasZmatinvBatched"); }
 void cublasZrot(void);
 void cublasZrot(void) {}
 int cublasZrot_v2(void);
-int cublasZrot_v2(void) { return 15; }
+int cublasZrot_v2(void) { return simblas_unsupported(15, "cublasZrot_v2"); }
 int cublasZrot_v2_64(void);
-int cublasZrot_v2_64(void) { return 15; }
+int cublasZrot_v2_64(void) { return simblas_unsupported(15, "cublasZrot_v2_64"); }
 void cublasZrotg(void);
 void cublasZrotg(void) {}
 int cublasZrotg_v2(void);
-int cublasZrotg_v2(void) { return 15; }
+int cublasZrotg_v2(void) { return simblas_unsupported(15, "cublasZrotg_v2"); }
 void cublasZscal(void);
 void cublasZscal(void) {}
 int cublasZscal_v2(void);
-int cublasZscal_v2(void) { return 15; }
+int cublasZscal_v2(void) { return simblas_unsupported(15, "cublasZscal_v2"); }
 int cublasZscal_v2_64(void);
-int cublasZscal_v2_64(void) { return 15; }
+int cublasZscal_v2_64(void) { return simblas_unsupported(15, "cublasZscal_v2_64"); }
 void cublasZswap(void);
 void cublasZswap(void) {}
 int cublasZswap_v2(void);
-int cublasZswap_v2(void) { return 15; }
+int cublasZswap_v2(void) { return simblas_unsupported(15, "cublasZswap_v2"); }
 int cublasZswap_v2_64(void);
-int cublasZswap_v2_64(void) { return 15; }
+int cublasZswap_v2_64(void) { return simblas_unsupported(15, "cublasZswap_v2_64"); }
 void cublasZsymm(void);
 void cublasZsymm(void) {}
 int cublasZsymm_v2(void);
-int cublasZsymm_v2(void) { return 15; }
+int cublasZsymm_v2(void) { return simblas_unsupported(15, "cublasZsymm_v2"); }
 int cublasZsymm_v2_64(void);
-int cublasZsymm_v2_64(void) { return 15; }
+int cublasZsymm_v2_64(void) { return simblas_unsupported(15, "cublasZsymm_v2_64"); }
 int cublasZsymv_v2(void);
-int cublasZsymv_v2(void) { return 15; }
+int cublasZsymv_v2(void) { return simblas_unsupported(15, "cublasZsymv_v2"); }
 int cublasZsymv_v2_64(void);
-int cublasZsymv_v2_64(void) { return 15; }
+int cublasZsymv_v2_64(void) { return simblas_unsupported(15, "cublasZsymv_v2_64"); }
 int cublasZsyr2_v2(void);
-int cublasZsyr2_v2(void) { return 15; }
+int cublasZsyr2_v2(void) { return simblas_unsupported(15, "cublasZsyr2_v2"); }
 int cublasZsyr2_v2_64(void);
-int cublasZsyr2_v2_64(void) { return 15; }
+int cublasZsyr2_v2_64(void) { return simblas_unsupported(15, "cublasZsyr2_v2_64"); }
 void cublasZsyr2k(void);
 void cublasZsyr2k(void) {}
 int cublasZsyr2k_v2(void);
-int cublasZsyr2k_v2(void) { return 15; }
+int cublasZsyr2k_v2(void) { return simblas_unsupported(15, "cublasZsyr2k_v2"); }
 int cublasZsyr2k_v2_64(void);
-int cublasZsyr2k_v2_64(void) { return 15; }
+int cublasZsyr2k_v2_64(void) { return simblas_unsupported(15, "cublasZsyr2k_v2_64"); }
 int cublasZsyr_v2(void);
-int cublasZsyr_v2(void) { return 15; }
+int cublasZsyr_v2(void) { return simblas_unsupported(15, "cublasZsyr_v2"); }
 int cublasZsyr_v2_64(void);
-int cublasZsyr_v2_64(void) { return 15; }
+int cublasZsyr_v2_64(void) { return simblas_unsupported(15, "cublasZsyr_v2_64"); }
 void cublasZsyrk(void);
 void cublasZsyrk(void) {}
 int cublasZsyrk_v2(void);
-int cublasZsyrk_v2(void) { return 15; }
+int cublasZsyrk_v2(void) { return simblas_unsupported(15, "cublasZsyrk_v2"); }
 int cublasZsyrk_v2_64(void);
-int cublasZsyrk_v2_64(void) { return 15; }
+int cublasZsyrk_v2_64(void) { return simblas_unsupported(15, "cublasZsyrk_v2_64"); }
 int cublasZsyrkx(void);
-int cublasZsyrkx(void) { return 15; }
+int cublasZsyrkx(void) { return simblas_unsupported(15, "cublasZsyrkx"); }
 int cublasZsyrkx_64(void);
-int cublasZsyrkx_64(void) { return 15; }
+int cublasZsyrkx_64(void) { return simblas_unsupported(15, "cublasZsyrkx_64"); }
 void cublasZtbmv(void);
 void cublasZtbmv(void) {}
 int cublasZtbmv_v2(void);
-int cublasZtbmv_v2(void) { return 15; }
+int cublasZtbmv_v2(void) { return simblas_unsupported(15, "cublasZtbmv_v2"); }
 int cublasZtbmv_v2_64(void);
-int cublasZtbmv_v2_64(void) { return 15; }
+int cublasZtbmv_v2_64(void) { return simblas_unsupported(15, "cublasZtbmv_v2_64"); }
 void cublasZtbsv(void);
 void cublasZtbsv(void) {}
 int cublasZtbsv_v2(void);
-int cublasZtbsv_v2(void) { return 15; }
+int cublasZtbsv_v2(void) { return simblas_unsupported(15, "cublasZtbsv_v2"); }
 int cublasZtbsv_v2_64(void);
-int cublasZtbsv_v2_64(void) { return 15; }
+int cublasZtbsv_v2_64(void) { return simblas_unsupported(15, "cublasZtbsv_v2_64"); }
 void cublasZtpmv(void);
 void cublasZtpmv(void) {}
 int cublasZtpmv_v2(void);
-int cublasZtpmv_v2(void) { return 15; }
+int cublasZtpmv_v2(void) { return simblas_unsupported(15, "cublasZtpmv_v2"); }
 int cublasZtpmv_v2_64(void);
-int cublasZtpmv_v2_64(void) { return 15; }
+int cublasZtpmv_v2_64(void) { return simblas_unsupported(15, "cublasZtpmv_v2_64"); }
 void cublasZtpsv(void);
 void cublasZtpsv(void) {}
 int cublasZtpsv_v2(void);
-int cublasZtpsv_v2(void) { return 15; }
+int cublasZtpsv_v2(void) { return simblas_unsupported(15, "cublasZtpsv_v2"); }
 int cublasZtpsv_v2_64(void);
-int cublasZtpsv_v2_64(void) { return 15; }
+int cublasZtpsv_v2_64(void) { return simblas_unsupported(15, "cublasZtpsv_v2_64"); }
 int cublasZtpttr(void);
-int cublasZtpttr(void) { return 15; }
+int cublasZtpttr(void) { return simblas_unsupported(15, "cublasZtpttr"); }
 void cublasZtrmm(void);
 void cublasZtrmm(void) {}
 int cublasZtrmm_v2(void);
-int cublasZtrmm_v2(void) { return 15; }
+int cublasZtrmm_v2(void) { return simblas_unsupported(15, "cublasZtrmm_v2"); }
 int cublasZtrmm_v2_64(void);
-int cublasZtrmm_v2_64(void) { return 15; }
+int cublasZtrmm_v2_64(void) { return simblas_unsupported(15, "cublasZtrmm_v2_64"); }
 void cublasZtrmv(void);
 void cublasZtrmv(void) {}
 int cublasZtrmv_v2(void);
-int cublasZtrmv_v2(void) { return 15; }
+int cublasZtrmv_v2(void) { return simblas_unsupported(15, "cublasZtrmv_v2"); }
 int cublasZtrmv_v2_64(void);
-int cublasZtrmv_v2_64(void) { return 15; }
+int cublasZtrmv_v2_64(void) { return simblas_unsupported(15, "cublasZtrmv_v2_64"); }
 void cublasZtrsm(void);
 void cublasZtrsm(void) {}
 int cublasZtrsmBatched(void);
-int cublasZtrsmBatched(void) { return 15; }
+int cublasZtrsmBatched(void) { return simblas_unsupported(15, "cublasZtrsmBatched"); }
 int cublasZtrsmBatched_64(void);
-int cublasZtrsmBatched_64(void) { return 15; }
+int cublasZtrsmBatched_64(void) { return simblas_unsupported(15, "cublasZtrsmBatched_64"); }
 int cublasZtrsm_v2(void);
-int cublasZtrsm_v2(void) { return 15; }
+int cublasZtrsm_v2(void) { return simblas_unsupported(15, "cublasZtrsm_v2"); }
 int cublasZtrsm_v2_64(void);
-int cublasZtrsm_v2_64(void) { return 15; }
+int cublasZtrsm_v2_64(void) { return simblas_unsupported(15, "cublasZtrsm_v2_64"); }
 void cublasZtrsv(void);
 void cublasZtrsv(void) {}
 int cublasZtrsv_v2(void);
-int cublasZtrsv_v2(void) { return 15; }
+int cublasZtrsv_v2(void) { return simblas_unsupported(15, "cublasZtrsv_v2"); }
 int cublasZtrsv_v2_64(void);
-int cublasZtrsv_v2_64(void) { return 15; }
+int cublasZtrsv_v2_64(void) { return simblas_unsupported(15, "cublasZtrsv_v2_64"); }
 int cublasZtrttp(void);
-int cublasZtrttp(void) { return 15; }
+int cublasZtrttp(void) { return simblas_unsupported(15, "cublasZtrttp"); }

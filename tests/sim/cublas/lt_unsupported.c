@@ -3,361 +3,333 @@
 #include <math.h>
 #include <stddef.h>
 
+int simblas_unsupported(int err, const char *name);
+
 int cublasLtACCMatmul(void);
-int cublasLtACCMatmul(void) { return 15; }
+int cublasLtACCMatmul(void) { return simblas_unsupported(15, "cublasLtACCMatmul"); }
 int cublasLtACCMatmulAlgoCapGetAttribute(void);
-int cublasLtACCMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtACCMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtACCMatmulAlgoCapGetAttribute"); }
 int cublasLtACCMatmulAlgoCheck(void);
-int cublasLtACCMatmulAlgoCheck(void) { return 15; }
+int cublasLtACCMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtACCMatmulAlgoCheck"); }
 int cublasLtACCMatmulAlgoGetHeuristic(void);
-int cublasLtACCMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtACCMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtACCMatmulAlgoGetHeuristic"); }
 int cublasLtACCMatmulAlgoGetIds(void);
-int cublasLtACCMatmulAlgoGetIds(void) { return 15; }
+int cublasLtACCMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtACCMatmulAlgoGetIds"); }
 int cublasLtACCMatmulAlgoInit(void);
-int cublasLtACCMatmulAlgoInit(void) { return 15; }
+int cublasLtACCMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtACCMatmulAlgoInit"); }
 int cublasLtAlgoCharacteristicGetAttribute(void);
-int cublasLtAlgoCharacteristicGetAttribute(void) { return 15; }
+int cublasLtAlgoCharacteristicGetAttribute(void) { return simblas_unsupported(15, "cublasLtAlgoCharacteristicGetAttribute"); }
 int cublasLtBIIMatmul(void);
-int cublasLtBIIMatmul(void) { return 15; }
+int cublasLtBIIMatmul(void) { return simblas_unsupported(15, "cublasLtBIIMatmul"); }
 int cublasLtBIIMatmulAlgoCapGetAttribute(void);
-int cublasLtBIIMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtBIIMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtBIIMatmulAlgoCapGetAttribute"); }
 int cublasLtBIIMatmulAlgoCheck(void);
-int cublasLtBIIMatmulAlgoCheck(void) { return 15; }
+int cublasLtBIIMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtBIIMatmulAlgoCheck"); }
 int cublasLtBIIMatmulAlgoGetHeuristic(void);
-int cublasLtBIIMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtBIIMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtBIIMatmulAlgoGetHeuristic"); }
 int cublasLtBIIMatmulAlgoGetIds(void);
-int cublasLtBIIMatmulAlgoGetIds(void) { return 15; }
+int cublasLtBIIMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtBIIMatmulAlgoGetIds"); }
 int cublasLtBIIMatmulAlgoInit(void);
-int cublasLtBIIMatmulAlgoInit(void) { return 15; }
+int cublasLtBIIMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtBIIMatmulAlgoInit"); }
 int cublasLtBSBMatmul(void);
-int cublasLtBSBMatmul(void) { return 15; }
+int cublasLtBSBMatmul(void) { return simblas_unsupported(15, "cublasLtBSBMatmul"); }
 int cublasLtBSBMatmulAlgoCapGetAttribute(void);
-int cublasLtBSBMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtBSBMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtBSBMatmulAlgoCapGetAttribute"); }
 int cublasLtBSBMatmulAlgoCheck(void);
-int cublasLtBSBMatmulAlgoCheck(void) { return 15; }
+int cublasLtBSBMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtBSBMatmulAlgoCheck"); }
 int cublasLtBSBMatmulAlgoGetHeuristic(void);
-int cublasLtBSBMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtBSBMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtBSBMatmulAlgoGetHeuristic"); }
 int cublasLtBSBMatmulAlgoGetIds(void);
-int cublasLtBSBMatmulAlgoGetIds(void) { return 15; }
+int cublasLtBSBMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtBSBMatmulAlgoGetIds"); }
 int cublasLtBSBMatmulAlgoInit(void);
-int cublasLtBSBMatmulAlgoInit(void) { return 15; }
+int cublasLtBSBMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtBSBMatmulAlgoInit"); }
 int cublasLtBSSMatmul(void);
-int cublasLtBSSMatmul(void) { return 15; }
+int cublasLtBSSMatmul(void) { return simblas_unsupported(15, "cublasLtBSSMatmul"); }
 int cublasLtBSSMatmulAlgoCapGetAttribute(void);
-int cublasLtBSSMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtBSSMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtBSSMatmulAlgoCapGetAttribute"); }
 int cublasLtBSSMatmulAlgoCheck(void);
-int cublasLtBSSMatmulAlgoCheck(void) { return 15; }
+int cublasLtBSSMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtBSSMatmulAlgoCheck"); }
 int cublasLtBSSMatmulAlgoGetHeuristic(void);
-int cublasLtBSSMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtBSSMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtBSSMatmulAlgoGetHeuristic"); }
 int cublasLtBSSMatmulAlgoGetIds(void);
-int cublasLtBSSMatmulAlgoGetIds(void) { return 15; }
+int cublasLtBSSMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtBSSMatmulAlgoGetIds"); }
 int cublasLtBSSMatmulAlgoInit(void);
-int cublasLtBSSMatmulAlgoInit(void) { return 15; }
+int cublasLtBSSMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtBSSMatmulAlgoInit"); }
 int cublasLtCCCMatmul(void);
-int cublasLtCCCMatmul(void) { return 15; }
+int cublasLtCCCMatmul(void) { return simblas_unsupported(15, "cublasLtCCCMatmul"); }
 int cublasLtCCCMatmulAlgoCapGetAttribute(void);
-int cublasLtCCCMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtCCCMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtCCCMatmulAlgoCapGetAttribute"); }
 int cublasLtCCCMatmulAlgoCheck(void);
-int cublasLtCCCMatmulAlgoCheck(void) { return 15; }
+int cublasLtCCCMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtCCCMatmulAlgoCheck"); }
 int cublasLtCCCMatmulAlgoGetHeuristic(void);
-int cublasLtCCCMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtCCCMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtCCCMatmulAlgoGetHeuristic"); }
 int cublasLtCCCMatmulAlgoGetIds(void);
-int cublasLtCCCMatmulAlgoGetIds(void) { return 15; }
+int cublasLtCCCMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtCCCMatmulAlgoGetIds"); }
 int cublasLtCCCMatmulAlgoInit(void);
-int cublasLtCCCMatmulAlgoInit(void) { return 15; }
+int cublasLtCCCMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtCCCMatmulAlgoInit"); }
 int cublasLtClearNvjetCache(void);
-int cublasLtClearNvjetCache(void) { return 15; }
-int cublasLtCreate(void);
-int cublasLtCreate(void) { return 15; }
+int cublasLtClearNvjetCache(void) { return simblas_unsupported(15, "cublasLtClearNvjetCache"); }
 int cublasLtCtxInit(void);
-int cublasLtCtxInit(void) { return 15; }
+int cublasLtCtxInit(void) { return simblas_unsupported(15, "cublasLtCtxInit"); }
 int cublasLtDDDMatmul(void);
-int cublasLtDDDMatmul(void) { return 15; }
+int cublasLtDDDMatmul(void) { return simblas_unsupported(15, "cublasLtDDDMatmul"); }
 int cublasLtDDDMatmulAlgoCapGetAttribute(void);
-int cublasLtDDDMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtDDDMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtDDDMatmulAlgoCapGetAttribute"); }
 int cublasLtDDDMatmulAlgoCheck(void);
-int cublasLtDDDMatmulAlgoCheck(void) { return 15; }
+int cublasLtDDDMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtDDDMatmulAlgoCheck"); }
 int cublasLtDDDMatmulAlgoGetHeuristic(void);
-int cublasLtDDDMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtDDDMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtDDDMatmulAlgoGetHeuristic"); }
 int cublasLtDDDMatmulAlgoGetIds(void);
-int cublasLtDDDMatmulAlgoGetIds(void) { return 15; }
+int cublasLtDDDMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtDDDMatmulAlgoGetIds"); }
 int cublasLtDDDMatmulAlgoInit(void);
-int cublasLtDDDMatmulAlgoInit(void) { return 15; }
-int cublasLtDestroy(void);
-int cublasLtDestroy(void) { return 15; }
+int cublasLtDDDMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtDDDMatmulAlgoInit"); }
 int cublasLtEmulationDescCreate(void);
-int cublasLtEmulationDescCreate(void) { return 15; }
+int cublasLtEmulationDescCreate(void) { return simblas_unsupported(15, "cublasLtEmulationDescCreate"); }
 int cublasLtEmulationDescDestroy(void);
-int cublasLtEmulationDescDestroy(void) { return 15; }
+int cublasLtEmulationDescDestroy(void) { return simblas_unsupported(15, "cublasLtEmulationDescDestroy"); }
 int cublasLtEmulationDescGetAttribute(void);
-int cublasLtEmulationDescGetAttribute(void) { return 15; }
+int cublasLtEmulationDescGetAttribute(void) { return simblas_unsupported(15, "cublasLtEmulationDescGetAttribute"); }
 int cublasLtEmulationDescInit_internal(void);
-int cublasLtEmulationDescInit_internal(void) { return 15; }
+int cublasLtEmulationDescInit_internal(void) { return simblas_unsupported(15, "cublasLtEmulationDescInit_internal"); }
 int cublasLtEmulationDescSetAttribute(void);
-int cublasLtEmulationDescSetAttribute(void) { return 15; }
+int cublasLtEmulationDescSetAttribute(void) { return simblas_unsupported(15, "cublasLtEmulationDescSetAttribute"); }
 int cublasLtGetEnvironmentMode(void);
-int cublasLtGetEnvironmentMode(void) { return 15; }
+int cublasLtGetEnvironmentMode(void) { return simblas_unsupported(15, "cublasLtGetEnvironmentMode"); }
 int cublasLtHHHMatmul(void);
-int cublasLtHHHMatmul(void) { return 15; }
+int cublasLtHHHMatmul(void) { return simblas_unsupported(15, "cublasLtHHHMatmul"); }
 int cublasLtHHHMatmulAlgoCapGetAttribute(void);
-int cublasLtHHHMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtHHHMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtHHHMatmulAlgoCapGetAttribute"); }
 int cublasLtHHHMatmulAlgoCheck(void);
-int cublasLtHHHMatmulAlgoCheck(void) { return 15; }
+int cublasLtHHHMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtHHHMatmulAlgoCheck"); }
 int cublasLtHHHMatmulAlgoGetHeuristic(void);
-int cublasLtHHHMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtHHHMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtHHHMatmulAlgoGetHeuristic"); }
 int cublasLtHHHMatmulAlgoGetIds(void);
-int cublasLtHHHMatmulAlgoGetIds(void) { return 15; }
+int cublasLtHHHMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtHHHMatmulAlgoGetIds"); }
 int cublasLtHHHMatmulAlgoInit(void);
-int cublasLtHHHMatmulAlgoInit(void) { return 15; }
+int cublasLtHHHMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtHHHMatmulAlgoInit"); }
 int cublasLtHSHMatmul(void);
-int cublasLtHSHMatmul(void) { return 15; }
+int cublasLtHSHMatmul(void) { return simblas_unsupported(15, "cublasLtHSHMatmul"); }
 int cublasLtHSHMatmulAlgoCapGetAttribute(void);
-int cublasLtHSHMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtHSHMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtHSHMatmulAlgoCapGetAttribute"); }
 int cublasLtHSHMatmulAlgoCheck(void);
-int cublasLtHSHMatmulAlgoCheck(void) { return 15; }
+int cublasLtHSHMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtHSHMatmulAlgoCheck"); }
 int cublasLtHSHMatmulAlgoGetHeuristic(void);
-int cublasLtHSHMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtHSHMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtHSHMatmulAlgoGetHeuristic"); }
 int cublasLtHSHMatmulAlgoGetIds(void);
-int cublasLtHSHMatmulAlgoGetIds(void) { return 15; }
+int cublasLtHSHMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtHSHMatmulAlgoGetIds"); }
 int cublasLtHSHMatmulAlgoInit(void);
-int cublasLtHSHMatmulAlgoInit(void) { return 15; }
+int cublasLtHSHMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtHSHMatmulAlgoInit"); }
 int cublasLtHSSMatmul(void);
-int cublasLtHSSMatmul(void) { return 15; }
+int cublasLtHSSMatmul(void) { return simblas_unsupported(15, "cublasLtHSSMatmul"); }
 int cublasLtHSSMatmulAlgoCapGetAttribute(void);
-int cublasLtHSSMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtHSSMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtHSSMatmulAlgoCapGetAttribute"); }
 int cublasLtHSSMatmulAlgoCheck(void);
-int cublasLtHSSMatmulAlgoCheck(void) { return 15; }
+int cublasLtHSSMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtHSSMatmulAlgoCheck"); }
 int cublasLtHSSMatmulAlgoGetHeuristic(void);
-int cublasLtHSSMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtHSSMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtHSSMatmulAlgoGetHeuristic"); }
 int cublasLtHSSMatmulAlgoGetIds(void);
-int cublasLtHSSMatmulAlgoGetIds(void) { return 15; }
+int cublasLtHSSMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtHSSMatmulAlgoGetIds"); }
 int cublasLtHSSMatmulAlgoInit(void);
-int cublasLtHSSMatmulAlgoInit(void) { return 15; }
+int cublasLtHSSMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtHSSMatmulAlgoInit"); }
 int cublasLtHeuristicLutSerializeEntry(void);
-int cublasLtHeuristicLutSerializeEntry(void) { return 15; }
+int cublasLtHeuristicLutSerializeEntry(void) { return simblas_unsupported(15, "cublasLtHeuristicLutSerializeEntry"); }
 int cublasLtHeuristicsCacheCreate(void);
-int cublasLtHeuristicsCacheCreate(void) { return 15; }
+int cublasLtHeuristicsCacheCreate(void) { return simblas_unsupported(15, "cublasLtHeuristicsCacheCreate"); }
 int cublasLtHeuristicsCacheDestroy(void);
-int cublasLtHeuristicsCacheDestroy(void) { return 15; }
+int cublasLtHeuristicsCacheDestroy(void) { return simblas_unsupported(15, "cublasLtHeuristicsCacheDestroy"); }
 int cublasLtHeuristicsCacheGet(void);
-int cublasLtHeuristicsCacheGet(void) { return 15; }
+int cublasLtHeuristicsCacheGet(void) { return simblas_unsupported(15, "cublasLtHeuristicsCacheGet"); }
 int cublasLtHeuristicsCacheGetCapacity(void);
-int cublasLtHeuristicsCacheGetCapacity(void) { return 15; }
+int cublasLtHeuristicsCacheGetCapacity(void) { return simblas_unsupported(15, "cublasLtHeuristicsCacheGetCapacity"); }
 int cublasLtHeuristicsCachePut(void);
-int cublasLtHeuristicsCachePut(void) { return 15; }
+int cublasLtHeuristicsCachePut(void) { return simblas_unsupported(15, "cublasLtHeuristicsCachePut"); }
 int cublasLtHeuristicsCacheSetCapacity(void);
-int cublasLtHeuristicsCacheSetCapacity(void) { return 15; }
+int cublasLtHeuristicsCacheSetCapacity(void) { return simblas_unsupported(15, "cublasLtHeuristicsCacheSetCapacity"); }
 int cublasLtKCCMatmul(void);
-int cublasLtKCCMatmul(void) { return 15; }
+int cublasLtKCCMatmul(void) { return simblas_unsupported(15, "cublasLtKCCMatmul"); }
 int cublasLtKCCMatmulAlgoCapGetAttribute(void);
-int cublasLtKCCMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtKCCMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtKCCMatmulAlgoCapGetAttribute"); }
 int cublasLtKCCMatmulAlgoCheck(void);
-int cublasLtKCCMatmulAlgoCheck(void) { return 15; }
+int cublasLtKCCMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtKCCMatmulAlgoCheck"); }
 int cublasLtKCCMatmulAlgoGetHeuristic(void);
-int cublasLtKCCMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtKCCMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtKCCMatmulAlgoGetHeuristic"); }
 int cublasLtKCCMatmulAlgoGetIds(void);
-int cublasLtKCCMatmulAlgoGetIds(void) { return 15; }
+int cublasLtKCCMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtKCCMatmulAlgoGetIds"); }
 int cublasLtKCCMatmulAlgoInit(void);
-int cublasLtKCCMatmulAlgoInit(void) { return 15; }
+int cublasLtKCCMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtKCCMatmulAlgoInit"); }
 int cublasLtKCKMatmul(void);
-int cublasLtKCKMatmul(void) { return 15; }
+int cublasLtKCKMatmul(void) { return simblas_unsupported(15, "cublasLtKCKMatmul"); }
 int cublasLtKCKMatmulAlgoCapGetAttribute(void);
-int cublasLtKCKMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtKCKMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtKCKMatmulAlgoCapGetAttribute"); }
 int cublasLtKCKMatmulAlgoCheck(void);
-int cublasLtKCKMatmulAlgoCheck(void) { return 15; }
+int cublasLtKCKMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtKCKMatmulAlgoCheck"); }
 int cublasLtKCKMatmulAlgoGetHeuristic(void);
-int cublasLtKCKMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtKCKMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtKCKMatmulAlgoGetHeuristic"); }
 int cublasLtKCKMatmulAlgoGetIds(void);
-int cublasLtKCKMatmulAlgoGetIds(void) { return 15; }
+int cublasLtKCKMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtKCKMatmulAlgoGetIds"); }
 int cublasLtKCKMatmulAlgoInit(void);
-int cublasLtKCKMatmulAlgoInit(void) { return 15; }
+int cublasLtKCKMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtKCKMatmulAlgoInit"); }
 int cublasLtLegacyGemmACC(void);
-int cublasLtLegacyGemmACC(void) { return 15; }
+int cublasLtLegacyGemmACC(void) { return simblas_unsupported(15, "cublasLtLegacyGemmACC"); }
 int cublasLtLegacyGemmBII(void);
-int cublasLtLegacyGemmBII(void) { return 15; }
+int cublasLtLegacyGemmBII(void) { return simblas_unsupported(15, "cublasLtLegacyGemmBII"); }
 int cublasLtLegacyGemmBSS(void);
-int cublasLtLegacyGemmBSS(void) { return 15; }
+int cublasLtLegacyGemmBSS(void) { return simblas_unsupported(15, "cublasLtLegacyGemmBSS"); }
 int cublasLtLegacyGemmCCC(void);
-int cublasLtLegacyGemmCCC(void) { return 15; }
+int cublasLtLegacyGemmCCC(void) { return simblas_unsupported(15, "cublasLtLegacyGemmCCC"); }
 int cublasLtLegacyGemmDDD(void);
-int cublasLtLegacyGemmDDD(void) { return 15; }
+int cublasLtLegacyGemmDDD(void) { return simblas_unsupported(15, "cublasLtLegacyGemmDDD"); }
 int cublasLtLegacyGemmHHH(void);
-int cublasLtLegacyGemmHHH(void) { return 15; }
+int cublasLtLegacyGemmHHH(void) { return simblas_unsupported(15, "cublasLtLegacyGemmHHH"); }
 int cublasLtLegacyGemmHSH(void);
-int cublasLtLegacyGemmHSH(void) { return 15; }
+int cublasLtLegacyGemmHSH(void) { return simblas_unsupported(15, "cublasLtLegacyGemmHSH"); }
 int cublasLtLegacyGemmHSS(void);
-int cublasLtLegacyGemmHSS(void) { return 15; }
+int cublasLtLegacyGemmHSS(void) { return simblas_unsupported(15, "cublasLtLegacyGemmHSS"); }
 int cublasLtLegacyGemmSSS(void);
-int cublasLtLegacyGemmSSS(void) { return 15; }
+int cublasLtLegacyGemmSSS(void) { return simblas_unsupported(15, "cublasLtLegacyGemmSSS"); }
 int cublasLtLegacyGemmTSS(void);
-int cublasLtLegacyGemmTSS(void) { return 15; }
+int cublasLtLegacyGemmTSS(void) { return simblas_unsupported(15, "cublasLtLegacyGemmTSS"); }
 int cublasLtLegacyGemmTST(void);
-int cublasLtLegacyGemmTST(void) { return 15; }
+int cublasLtLegacyGemmTST(void) { return simblas_unsupported(15, "cublasLtLegacyGemmTST"); }
 int cublasLtLegacyGemmZZZ(void);
-int cublasLtLegacyGemmZZZ(void) { return 15; }
+int cublasLtLegacyGemmZZZ(void) { return simblas_unsupported(15, "cublasLtLegacyGemmZZZ"); }
 int cublasLtLoggerForceDisable(void);
-int cublasLtLoggerForceDisable(void) { return 15; }
+int cublasLtLoggerForceDisable(void) { return simblas_unsupported(15, "cublasLtLoggerForceDisable"); }
 int cublasLtLoggerOpenFile(void);
-int cublasLtLoggerOpenFile(void) { return 15; }
+int cublasLtLoggerOpenFile(void) { return simblas_unsupported(15, "cublasLtLoggerOpenFile"); }
 int cublasLtLoggerSetCallback(void);
-int cublasLtLoggerSetCallback(void) { return 15; }
+int cublasLtLoggerSetCallback(void) { return simblas_unsupported(15, "cublasLtLoggerSetCallback"); }
 int cublasLtLoggerSetFile(void);
-int cublasLtLoggerSetFile(void) { return 15; }
+int cublasLtLoggerSetFile(void) { return simblas_unsupported(15, "cublasLtLoggerSetFile"); }
 int cublasLtLoggerSetLevel(void);
-int cublasLtLoggerSetLevel(void) { return 15; }
+int cublasLtLoggerSetLevel(void) { return simblas_unsupported(15, "cublasLtLoggerSetLevel"); }
 int cublasLtLoggerSetMask(void);
-int cublasLtLoggerSetMask(void) { return 15; }
-int cublasLtMatmul(void);
-int cublasLtMatmul(void) { return 15; }
+int cublasLtLoggerSetMask(void) { return simblas_unsupported(15, "cublasLtLoggerSetMask"); }
 int cublasLtMatmulAlgoCapGetAttribute(void);
-int cublasLtMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtMatmulAlgoCapGetAttribute"); }
 int cublasLtMatmulAlgoCheck(void);
-int cublasLtMatmulAlgoCheck(void) { return 15; }
+int cublasLtMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtMatmulAlgoCheck"); }
 int cublasLtMatmulAlgoConfigGetAttribute(void);
-int cublasLtMatmulAlgoConfigGetAttribute(void) { return 15; }
+int cublasLtMatmulAlgoConfigGetAttribute(void) { return simblas_unsupported(15, "cublasLtMatmulAlgoConfigGetAttribute"); }
 int cublasLtMatmulAlgoConfigGetAttributeRange(void);
-int cublasLtMatmulAlgoConfigGetAttributeRange(void) { return 15; }
+int cublasLtMatmulAlgoConfigGetAttributeRange(void) { return simblas_unsupported(15, "cublasLtMatmulAlgoConfigGetAttributeRange"); }
 int cublasLtMatmulAlgoConfigSetAttribute(void);
-int cublasLtMatmulAlgoConfigSetAttribute(void) { return 15; }
-int cublasLtMatmulAlgoGetHeuristic(void);
-int cublasLtMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtMatmulAlgoConfigSetAttribute(void) { return simblas_unsupported(15, "cublasLtMatmulAlgoConfigSetAttribute"); }
 int cublasLtMatmulAlgoGetIds(void);
-int cublasLtMatmulAlgoGetIds(void) { return 15; }
+int cublasLtMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtMatmulAlgoGetIds"); }
 int cublasLtMatmulAlgoInit(void);
-int cublasLtMatmulAlgoInit(void) { return 15; }
-int cublasLtMatmulDescCreate(void);
-int cublasLtMatmulDescCreate(void) { return 15; }
-int cublasLtMatmulDescDestroy(void);
-int cublasLtMatmulDescDestroy(void) { return 15; }
-int cublasLtMatmulDescGetAttribute(void);
-int cublasLtMatmulDescGetAttribute(void) { return 15; }
+int cublasLtMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtMatmulAlgoInit"); }
 int cublasLtMatmulDescInit_internal(void);
-int cublasLtMatmulDescInit_internal(void) { return 15; }
-int cublasLtMatmulDescSetAttribute(void);
-int cublasLtMatmulDescSetAttribute(void) { return 15; }
-int cublasLtMatmulPreferenceCreate(void);
-int cublasLtMatmulPreferenceCreate(void) { return 15; }
-int cublasLtMatmulPreferenceDestroy(void);
-int cublasLtMatmulPreferenceDestroy(void) { return 15; }
+int cublasLtMatmulDescInit_internal(void) { return simblas_unsupported(15, "cublasLtMatmulDescInit_internal"); }
 int cublasLtMatmulPreferenceGetAttribute(void);
-int cublasLtMatmulPreferenceGetAttribute(void) { return 15; }
+int cublasLtMatmulPreferenceGetAttribute(void) { return simblas_unsupported(15, "cublasLtMatmulPreferenceGetAttribute"); }
 int cublasLtMatmulPreferenceInit_internal(void);
-int cublasLtMatmulPreferenceInit_internal(void) { return 15; }
-int cublasLtMatmulPreferenceSetAttribute(void);
-int cublasLtMatmulPreferenceSetAttribute(void) { return 15; }
-int cublasLtMatrixLayoutCreate(void);
-int cublasLtMatrixLayoutCreate(void) { return 15; }
-int cublasLtMatrixLayoutDestroy(void);
-int cublasLtMatrixLayoutDestroy(void) { return 15; }
-int cublasLtMatrixLayoutGetAttribute(void);
-int cublasLtMatrixLayoutGetAttribute(void) { return 15; }
+int cublasLtMatmulPreferenceInit_internal(void) { return simblas_unsupported(15, "cublasLtMatmulPreferenceInit_internal"); }
 int cublasLtMatrixLayoutInit_internal(void);
-int cublasLtMatrixLayoutInit_internal(void) { return 15; }
-int cublasLtMatrixLayoutSetAttribute(void);
-int cublasLtMatrixLayoutSetAttribute(void) { return 15; }
+int cublasLtMatrixLayoutInit_internal(void) { return simblas_unsupported(15, "cublasLtMatrixLayoutInit_internal"); }
 int cublasLtMatrixTransform(void);
-int cublasLtMatrixTransform(void) { return 15; }
+int cublasLtMatrixTransform(void) { return simblas_unsupported(15, "cublasLtMatrixTransform"); }
 int cublasLtMatrixTransformDescCreate(void);
-int cublasLtMatrixTransformDescCreate(void) { return 15; }
+int cublasLtMatrixTransformDescCreate(void) { return simblas_unsupported(15, "cublasLtMatrixTransformDescCreate"); }
 int cublasLtMatrixTransformDescDestroy(void);
-int cublasLtMatrixTransformDescDestroy(void) { return 15; }
+int cublasLtMatrixTransformDescDestroy(void) { return simblas_unsupported(15, "cublasLtMatrixTransformDescDestroy"); }
 int cublasLtMatrixTransformDescGetAttribute(void);
-int cublasLtMatrixTransformDescGetAttribute(void) { return 15; }
+int cublasLtMatrixTransformDescGetAttribute(void) { return simblas_unsupported(15, "cublasLtMatrixTransformDescGetAttribute"); }
 int cublasLtMatrixTransformDescInit_internal(void);
-int cublasLtMatrixTransformDescInit_internal(void) { return 15; }
+int cublasLtMatrixTransformDescInit_internal(void) { return simblas_unsupported(15, "cublasLtMatrixTransformDescInit_internal"); }
 int cublasLtMatrixTransformDescSetAttribute(void);
-int cublasLtMatrixTransformDescSetAttribute(void) { return 15; }
+int cublasLtMatrixTransformDescSetAttribute(void) { return simblas_unsupported(15, "cublasLtMatrixTransformDescSetAttribute"); }
 int cublasLtSSSMatmul(void);
-int cublasLtSSSMatmul(void) { return 15; }
+int cublasLtSSSMatmul(void) { return simblas_unsupported(15, "cublasLtSSSMatmul"); }
 int cublasLtSSSMatmulAlgoCapGetAttribute(void);
-int cublasLtSSSMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtSSSMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtSSSMatmulAlgoCapGetAttribute"); }
 int cublasLtSSSMatmulAlgoCheck(void);
-int cublasLtSSSMatmulAlgoCheck(void) { return 15; }
+int cublasLtSSSMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtSSSMatmulAlgoCheck"); }
 int cublasLtSSSMatmulAlgoGetHeuristic(void);
-int cublasLtSSSMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtSSSMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtSSSMatmulAlgoGetHeuristic"); }
 int cublasLtSSSMatmulAlgoGetIds(void);
-int cublasLtSSSMatmulAlgoGetIds(void) { return 15; }
+int cublasLtSSSMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtSSSMatmulAlgoGetIds"); }
 int cublasLtSSSMatmulAlgoInit(void);
-int cublasLtSSSMatmulAlgoInit(void) { return 15; }
+int cublasLtSSSMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtSSSMatmulAlgoInit"); }
 int cublasLtSetEnvironmentMode(void);
-int cublasLtSetEnvironmentMode(void) { return 15; }
+int cublasLtSetEnvironmentMode(void) { return simblas_unsupported(15, "cublasLtSetEnvironmentMode"); }
 int cublasLtShutdownCtx(void);
-int cublasLtShutdownCtx(void) { return 15; }
+int cublasLtShutdownCtx(void) { return simblas_unsupported(15, "cublasLtShutdownCtx"); }
 int cublasLtTSSMatmul(void);
-int cublasLtTSSMatmul(void) { return 15; }
+int cublasLtTSSMatmul(void) { return simblas_unsupported(15, "cublasLtTSSMatmul"); }
 int cublasLtTSSMatmulAlgoCapGetAttribute(void);
-int cublasLtTSSMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtTSSMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtTSSMatmulAlgoCapGetAttribute"); }
 int cublasLtTSSMatmulAlgoCheck(void);
-int cublasLtTSSMatmulAlgoCheck(void) { return 15; }
+int cublasLtTSSMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtTSSMatmulAlgoCheck"); }
 int cublasLtTSSMatmulAlgoGetHeuristic(void);
-int cublasLtTSSMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtTSSMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtTSSMatmulAlgoGetHeuristic"); }
 int cublasLtTSSMatmulAlgoGetIds(void);
-int cublasLtTSSMatmulAlgoGetIds(void) { return 15; }
+int cublasLtTSSMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtTSSMatmulAlgoGetIds"); }
 int cublasLtTSSMatmulAlgoInit(void);
-int cublasLtTSSMatmulAlgoInit(void) { return 15; }
+int cublasLtTSSMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtTSSMatmulAlgoInit"); }
 int cublasLtTSTMatmul(void);
-int cublasLtTSTMatmul(void) { return 15; }
+int cublasLtTSTMatmul(void) { return simblas_unsupported(15, "cublasLtTSTMatmul"); }
 int cublasLtTSTMatmulAlgoCapGetAttribute(void);
-int cublasLtTSTMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtTSTMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtTSTMatmulAlgoCapGetAttribute"); }
 int cublasLtTSTMatmulAlgoCheck(void);
-int cublasLtTSTMatmulAlgoCheck(void) { return 15; }
+int cublasLtTSTMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtTSTMatmulAlgoCheck"); }
 int cublasLtTSTMatmulAlgoGetHeuristic(void);
-int cublasLtTSTMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtTSTMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtTSTMatmulAlgoGetHeuristic"); }
 int cublasLtTSTMatmulAlgoGetIds(void);
-int cublasLtTSTMatmulAlgoGetIds(void) { return 15; }
+int cublasLtTSTMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtTSTMatmulAlgoGetIds"); }
 int cublasLtTSTMatmulAlgoInit(void);
-int cublasLtTSTMatmulAlgoInit(void) { return 15; }
+int cublasLtTSTMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtTSTMatmulAlgoInit"); }
 int cublasLtVCCMatmul(void);
-int cublasLtVCCMatmul(void) { return 15; }
+int cublasLtVCCMatmul(void) { return simblas_unsupported(15, "cublasLtVCCMatmul"); }
 int cublasLtVCCMatmulAlgoCapGetAttribute(void);
-int cublasLtVCCMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtVCCMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtVCCMatmulAlgoCapGetAttribute"); }
 int cublasLtVCCMatmulAlgoCheck(void);
-int cublasLtVCCMatmulAlgoCheck(void) { return 15; }
+int cublasLtVCCMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtVCCMatmulAlgoCheck"); }
 int cublasLtVCCMatmulAlgoGetHeuristic(void);
-int cublasLtVCCMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtVCCMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtVCCMatmulAlgoGetHeuristic"); }
 int cublasLtVCCMatmulAlgoGetIds(void);
-int cublasLtVCCMatmulAlgoGetIds(void) { return 15; }
+int cublasLtVCCMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtVCCMatmulAlgoGetIds"); }
 int cublasLtVCCMatmulAlgoInit(void);
-int cublasLtVCCMatmulAlgoInit(void) { return 15; }
+int cublasLtVCCMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtVCCMatmulAlgoInit"); }
 int cublasLtVCVMatmul(void);
-int cublasLtVCVMatmul(void) { return 15; }
+int cublasLtVCVMatmul(void) { return simblas_unsupported(15, "cublasLtVCVMatmul"); }
 int cublasLtVCVMatmulAlgoCapGetAttribute(void);
-int cublasLtVCVMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtVCVMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtVCVMatmulAlgoCapGetAttribute"); }
 int cublasLtVCVMatmulAlgoCheck(void);
-int cublasLtVCVMatmulAlgoCheck(void) { return 15; }
+int cublasLtVCVMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtVCVMatmulAlgoCheck"); }
 int cublasLtVCVMatmulAlgoGetHeuristic(void);
-int cublasLtVCVMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtVCVMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtVCVMatmulAlgoGetHeuristic"); }
 int cublasLtVCVMatmulAlgoGetIds(void);
-int cublasLtVCVMatmulAlgoGetIds(void) { return 15; }
+int cublasLtVCVMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtVCVMatmulAlgoGetIds"); }
 int cublasLtVCVMatmulAlgoInit(void);
-int cublasLtVCVMatmulAlgoInit(void) { return 15; }
+int cublasLtVCVMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtVCVMatmulAlgoInit"); }
 int cublasLtZZZMatmul(void);
-int cublasLtZZZMatmul(void) { return 15; }
+int cublasLtZZZMatmul(void) { return simblas_unsupported(15, "cublasLtZZZMatmul"); }
 int cublasLtZZZMatmulAlgoCapGetAttribute(void);
-int cublasLtZZZMatmulAlgoCapGetAttribute(void) { return 15; }
+int cublasLtZZZMatmulAlgoCapGetAttribute(void) { return simblas_unsupported(15, "cublasLtZZZMatmulAlgoCapGetAttribute"); }
 int cublasLtZZZMatmulAlgoCheck(void);
-int cublasLtZZZMatmulAlgoCheck(void) { return 15; }
+int cublasLtZZZMatmulAlgoCheck(void) { return simblas_unsupported(15, "cublasLtZZZMatmulAlgoCheck"); }
 int cublasLtZZZMatmulAlgoGetHeuristic(void);
-int cublasLtZZZMatmulAlgoGetHeuristic(void) { return 15; }
+int cublasLtZZZMatmulAlgoGetHeuristic(void) { return simblas_unsupported(15, "cublasLtZZZMatmulAlgoGetHeuristic"); }
 int cublasLtZZZMatmulAlgoGetIds(void);
-int cublasLtZZZMatmulAlgoGetIds(void) { return 15; }
+int cublasLtZZZMatmulAlgoGetIds(void) { return simblas_unsupported(15, "cublasLtZZZMatmulAlgoGetIds"); }
 int cublasLtZZZMatmulAlgoInit(void);
-int cublasLtZZZMatmulAlgoInit(void) { return 15; }
+int cublasLtZZZMatmulAlgoInit(void) { return simblas_unsupported(15, "cublasLtZZZMatmulAlgoInit"); }
 int cublasLt_for_cublas_BII(void);
-int cublasLt_for_cublas_BII(void) { return 15; }
+int cublasLt_for_cublas_BII(void) { return simblas_unsupported(15, "cublasLt_for_cublas_BII"); }
 int cublasLt_for_cublas_BSS(void);
-int cublasLt_for_cublas_BSS(void) { return 15; }
+int cublasLt_for_cublas_BSS(void) { return simblas_unsupported(15, "cublasLt_for_cublas_BSS"); }
 int cublasLt_for_cublas_DDD(void);
-int cublasLt_for_cublas_DDD(void) { return 15; }
+int cublasLt_for_cublas_DDD(void) { return simblas_unsupported(15, "cublasLt_for_cublas_DDD"); }
 int cublasLt_for_cublas_HHH(void);
-int cublasLt_for_cublas_HHH(void) { return 15; }
+int cublasLt_for_cublas_HHH(void) { return simblas_unsupported(15, "cublasLt_for_cublas_HHH"); }
 int cublasLt_for_cublas_HSH(void);
-int cublasLt_for_cublas_HSH(void) { return 15; }
+int cublasLt_for_cublas_HSH(void) { return simblas_unsupported(15, "cublasLt_for_cublas_HSH"); }
 int cublasLt_for_cublas_HSS(void);
-int cublasLt_for_cublas_HSS(void) { return 15; }
+int cublasLt_for_cublas_HSS(void) { return simblas_unsupported(15, "cublasLt_for_cublas_HSS"); }
 int cublasLt_for_cublas_SSS(void);
-int cublasLt_for_cublas_SSS(void) { return 15; }
+int cublasLt_for_cublas_SSS(void) { return simblas_unsupported(15, "cublasLt_for_cublas_SSS"); }
 int cublasLt_for_cublas_TSS(void);
-int cublasLt_for_cublas_TSS(void) { return 15; }
+int cublasLt_for_cublas_TSS(void) { return simblas_unsupported(15, "cublasLt_for_cublas_TSS"); }
 int cublasLt_for_cublas_TST(void);
-int cublasLt_for_cublas_TST(void) { return 15; }
+int cublasLt_for_cublas_TST(void) { return simblas_unsupported(15, "cublasLt_for_cublas_TST"); }
