@@ -139,6 +139,8 @@ static float op_mse(const char *f, const float *in) {
   float d = in[0] - in[1];
   return d * d;
 }
+/* mse_backward_cuda_kernel's lambda {alpha}(a, b, c): alpha * (a - b) * c. */
+static float op_mse_bw(const char *f, const float *in) { return rd(f, 0) * (in[0] - in[1]) * in[2]; }
 static float op_copy(const char *f, const float *in) { (void)f; return in[0]; }
 
 /* A functor is recognised by every one of its `all` strings occurring in the functor part of the
@@ -176,6 +178,7 @@ static const op_desc_t OPS[] = {
     {{"launch_clamp_scalar", "{lambda(float)#1}"}, 1, 0, op_clamp},
     {{"compare_scalar_kernel<float>", "{lambda(float)#1}"}, 1, 1, op_cmp_scalar},
     {{"mse_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_mse},
+    {{"mse_backward_cuda_kernel", "{lambda(float, float, float)#1}"}, 3, 0, op_mse_bw},
     {{"direct_copy_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_copy},
 };
 
@@ -217,7 +220,7 @@ static uint64_t oc_get(const char *oc, int n, int arg, uint32_t idx) {
 
 /* ---- frameworks ---- */
 
-enum { FW_CONTIG, FW_LEGACY, FW_REDUCE };
+enum { FW_CONTIG, FW_LEGACY, FW_REDUCE, FW_MTA };
 enum { RED_SUM, RED_MEAN };
 
 typedef struct twin {
@@ -225,6 +228,7 @@ typedef struct twin {
   int fw;
   const op_desc_t *op;
   int red;
+  int mta_depth, mta_scalar_list, mta_fn, mta_nargs, mta_op, mta_r, mta_res;
   struct twin *next;
 } twin_t;
 
@@ -299,6 +303,187 @@ static void run_reduce(const twin_t *t, void **args) {
   }
 }
 
+/* ---- multi_tensor_apply_kernel<Metadata, Functor<float, depth, r_args, res_arg>, Op, args…> ----
+ *
+ * MultiTensorApply.cuh: the metadata lists, for up to max_tensors tensors of `depth` lists, each
+ * list's addresses, each tensor's numel, and for each of the launch's blocks (up to max_blocks)
+ * its tensor (block_to_tensor) and chunk (block_to_chunk; chunks of kChunkSize = 65536
+ * elements). TensorListScalarListMetadata has a float per tensor (scalar_vals) after numel and no
+ * start_tensor_this_launch. The functor reads lists 0..r_args-1 and writes list res_arg. In this
+ * wheel max_blocks is 2240 with 16-bit block_to_tensor (max_tensors exceeds 255); max_tensors
+ * depends on depth and is recovered from the metadata's size (the offset of the next argument),
+ * and the twin refuses a launch whose block table is not well formed rather than guess. */
+#define MTA_CHUNK 65536
+#define MTA_BLOCKS 2240
+
+enum { MF_UNARY, MF_LIST_ALPHA, MF_SCALAR, MF_SCALAR_LIST, MF_LIST, MF_SCALAR_TENSOR,
+       MF_POINTWISE_SCALAR, MF_POINTWISE_SCALAR_LIST, MF_LERP_SCALAR, MF_LERP_LIST,
+       MF_LERP_SCALAR_LIST };
+enum { MO_PLUS, MO_MINUS, MO_MUL, MO_DIV, MO_NEG, MO_SQRT, MO_EXP, MO_COPY, MO_LERP };
+
+static float mta_op(int op, float a, float b) {
+  switch (op) {
+    case MO_PLUS: return a + b;
+    case MO_MINUS: return a - b;
+    case MO_MUL: return a * b;
+    case MO_DIV: return a / b;
+    case MO_NEG: return -a;
+    case MO_SQRT: return sqrtf(a);
+    case MO_EXP: return expf(a);
+    default: return a;
+  }
+}
+
+/* LerpFunctor: the two-sided form PyTorch uses for accuracy near both ends. */
+static float lerpf(float self, float end, float w) {
+  return fabsf(w) < 0.5f ? fmaf(w, end - self, self) : fmaf(-(end - self), 1.0f - w, end);
+}
+
+static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+static void run_mta(const twin_t *t, dim3 grid, void **args) {
+  const char *m = args[0];
+  size_t size = (size_t)((const char *)args[1] - m), d = (size_t)t->mta_depth;
+  int scalar_list = t->mta_scalar_list;
+  /* Find max_tensors from the metadata's size. */
+  size_t per = 8 * (d + 1) + (scalar_list ? 4 : 0), tail = round_up(MTA_BLOCKS * 2, 4) + 4 * MTA_BLOCKS +
+                                                             (scalar_list ? 0 : 4);
+  size_t T = 0;
+  for (size_t c = 1; c < 4096 && !T; c++)
+    if (round_up(per * c + tail, 8) == size) T = c;
+  const char *numel = m + 8 * d * T, *svals = m + 8 * (d + 1) * T;
+  const char *b2t = svals + (scalar_list ? 4 * T : 0), *b2c = b2t + round_up(MTA_BLOCKS * 2, 4);
+  for (unsigned b = 0; T && b < grid.x; b++) {
+    uint16_t ti, prev = 0;
+    int chunk;
+    memcpy(&ti, b2t + 2 * b, 2);
+    if (b) memcpy(&prev, b2t + 2 * (b - 1), 2);
+    memcpy(&chunk, b2c + 4 * b, 4);
+    if (ti >= T || (b == 0 ? ti != 0 : ti < prev || ti > prev + 1) || chunk < 0) T = 0;
+  }
+  if (!T) {
+    fprintf(stderr, "sim: %s: multi-tensor metadata of an unknown layout; not run\n", t->name);
+    abort();
+  }
+  float s0 = 0.0f;
+  const float *stensor = NULL;
+  int na = t->mta_nargs;
+  if (t->mta_fn == MF_SCALAR_TENSOR) {
+    memcpy(&stensor, args[3], sizeof stensor);
+    memcpy(&s0, args[4], 4);
+  } else if (na >= 1) {
+    memcpy(&s0, args[3], 4);
+  }
+  for (unsigned b = 0; b < grid.x; b++) {
+    uint16_t ti;
+    int chunk;
+    int64_t n;
+    memcpy(&ti, b2t + 2 * b, 2);
+    memcpy(&chunk, b2c + 4 * b, 4);
+    memcpy(&n, numel + 8 * ti, 8);
+    float *lists[5] = {0};
+    for (size_t k = 0; k < d && k < 5; k++) memcpy(&lists[k], m + 8 * (k * T + ti), 8);
+    float sv = 0.0f;
+    if (scalar_list) memcpy(&sv, svals + 4 * ti, 4);
+    int64_t end = (int64_t)(chunk + 1) * MTA_CHUNK < n ? (int64_t)(chunk + 1) * MTA_CHUNK : n;
+    for (int64_t i = (int64_t)chunk * MTA_CHUNK; i < end; i++) {
+      float x0 = lists[0][i], x1 = t->mta_r > 1 ? lists[1][i] : 0.0f, x2 = t->mta_r > 2 ? lists[2][i] : 0.0f;
+      float v;
+      switch (t->mta_fn) {
+        case MF_UNARY: v = mta_op(t->mta_op, x0, 0.0f); break;
+        case MF_LIST_ALPHA: v = mta_op(t->mta_op, x0, s0 * x1); break;
+        case MF_SCALAR: v = mta_op(t->mta_op, x0, s0); break;
+        case MF_SCALAR_LIST: v = mta_op(t->mta_op, x0, sv); break;
+        case MF_LIST: v = mta_op(t->mta_op, x0, x1); break;
+        case MF_SCALAR_TENSOR: v = mta_op(t->mta_op, x0, s0 * *stensor); break;
+        case MF_POINTWISE_SCALAR: v = fmaf(s0, mta_op(t->mta_op, x1, x2), x0); break;
+        case MF_POINTWISE_SCALAR_LIST: v = fmaf(sv, mta_op(t->mta_op, x1, x2), x0); break;
+        case MF_LERP_SCALAR: v = lerpf(x0, x1, s0); break;
+        case MF_LERP_LIST: v = lerpf(x0, x1, x2); break;
+        default: v = lerpf(x0, x1, sv); break;
+      }
+      lists[t->mta_res][i] = v;
+    }
+  }
+}
+
+static const struct {
+  const char *name;
+  int fn, nargs;
+} MTA_FUNCTORS[] = {
+    {"UnaryOpFunctor<float, ", MF_UNARY, 0},
+    {"BinaryOpListAlphaFunctor<float, ", MF_LIST_ALPHA, 1},
+    {"BinaryOpScalarListFunctor<float, ", MF_SCALAR_LIST, 0},
+    {"BinaryOpScalarTensorFunctor<float, ", MF_SCALAR_TENSOR, 2},
+    {"BinaryOpScalarFunctor<float, ", MF_SCALAR, 1},
+    {"BinaryOpListFunctor<float, ", MF_LIST, 0},
+    {"PointwiseOpScalarListFunctor<float, ", MF_POINTWISE_SCALAR_LIST, 0},
+    {"PointwiseOpScalarFunctor<float, ", MF_POINTWISE_SCALAR, 1},
+    {"TernaryOpScalarListFunctor<float, ", MF_LERP_SCALAR_LIST, 0},
+    {"TernaryOpScalarFunctor<float, ", MF_LERP_SCALAR, 1},
+    {"TernaryOpListFunctor<float, ", MF_LERP_LIST, 0},
+};
+static const struct {
+  const char *name;
+  int op;
+} MTA_OPS[] = {
+    {"std::plus<float>", MO_PLUS}, {"std::minus<float>", MO_MINUS},
+    {"std::multiplies<float>", MO_MUL}, {"std::divides<float>", MO_DIV},
+    {"std::negate<float>", MO_NEG}, {"at::native::Sqrt<float>", MO_SQRT},
+    {"at::native::Exp<float>", MO_EXP}, {"at::native::Copy<float, float>", MO_COPY},
+    {"at::native::LerpFunctor<float>", MO_LERP},
+};
+
+/* Fills t from a demangled multi_tensor_apply_kernel name; 0 when it has no twin. */
+static int resolve_mta(const char *dm, twin_t *t) {
+  const char *p = strstr(dm, "multi_tensor_apply_kernel<");
+  if (!p) return 0;
+  p += strlen("multi_tensor_apply_kernel<");
+  const char *ns = "at::native::(anonymous namespace)::";
+  if (strncmp(p, ns, strlen(ns)) != 0) return 0;
+  p += strlen(ns);
+  if (strncmp(p, "TensorListMetadata<", 19) == 0) {
+    t->mta_depth = atoi(p + 19);
+  } else if (strncmp(p, "TensorListScalarListMetadata<float, ", 36) == 0) {
+    t->mta_depth = atoi(p + 36);
+    t->mta_scalar_list = 1;
+  } else {
+    return 0;
+  }
+  if (!(p = strstr(p, ">, ")) || strncmp(p + 3, ns, strlen(ns)) != 0) return 0;
+  p += 3 + strlen(ns);
+  int fi = -1;
+  for (size_t i = 0; i < sizeof MTA_FUNCTORS / sizeof MTA_FUNCTORS[0] && fi < 0; i++)
+    if (strncmp(p, MTA_FUNCTORS[i].name, strlen(MTA_FUNCTORS[i].name)) == 0) fi = (int)i;
+  if (fi < 0) return 0;
+  p += strlen(MTA_FUNCTORS[fi].name);
+  int depth, r, res;
+  if (sscanf(p, "%d, %d, %d>, ", &depth, &r, &res) != 3 || depth != t->mta_depth || r < 1 ||
+      r > 3 || res < 0 || res >= depth || depth > 5)
+    return 0;
+  if (!(p = strstr(p, ">, "))) return 0;
+  p += 3;
+  int op = -1;
+  size_t oplen = 0;
+  for (size_t i = 0; i < sizeof MTA_OPS / sizeof MTA_OPS[0] && op < 0; i++)
+    if (strncmp(p, MTA_OPS[i].name, (oplen = strlen(MTA_OPS[i].name))) == 0) op = MTA_OPS[i].op;
+  if (op < 0) return 0;
+  int lerp = MTA_FUNCTORS[fi].fn >= MF_LERP_SCALAR;
+  if (lerp != (op == MO_LERP)) return 0;
+  /* The trailing arguments must be exactly those the functor takes. */
+  const char *after = p + oplen;
+  const char *want = MTA_FUNCTORS[fi].nargs == 0 ? ">(" : MTA_FUNCTORS[fi].nargs == 1 ? ", float>(" : ", float*, float>(";
+  if (strncmp(after, want, strlen(want)) != 0) return 0;
+  t->fw = FW_MTA;
+  t->mta_fn = MTA_FUNCTORS[fi].fn;
+  t->mta_nargs = MTA_FUNCTORS[fi].nargs;
+  t->mta_op = op;
+  t->mta_r = r;
+  t->mta_res = res;
+  t->op = &OPS[0]; /* marks "known" */
+  return 1;
+}
+
 /* ---- resolution ---- */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -359,6 +544,8 @@ static twin_t *resolve(const char *name) {
       t.red = RED_MEAN;
       t.op = &OPS[0];
     }
+  } else {
+    resolve_mta(dm, &t);
   }
   free(dm);
   if (!t.op) return NULL;
@@ -374,7 +561,7 @@ static twin_t *resolve(const char *name) {
 /* Answers (args NULL) whether kernel `name` has a twin, else runs it over the whole grid.
  * Returns 1 when it has (ran), 0 when not. */
 int simtw_twin(const char *name, dim3 grid, dim3 block, void **args) {
-  (void)grid, (void)block;
+  (void)block;
   size_t b = hash(name);
   pthread_mutex_lock(&lock);
   twin_t *t = twins[b];
@@ -390,6 +577,7 @@ int simtw_twin(const char *name, dim3 grid, dim3 block, void **args) {
     case FW_CONTIG: run_contig(t, args); break;
     case FW_LEGACY: run_legacy(t, args); break;
     case FW_REDUCE: run_reduce(t, args); break;
+    case FW_MTA: run_mta(t, grid, args); break;
   }
   return 1;
 }
