@@ -472,6 +472,7 @@ static int resolve_mta(const char *dm, twin_t *t) {
   if (lerp != (op == MO_LERP)) return 0;
   /* The trailing arguments must be exactly those the functor takes. */
   const char *after = p + oplen;
+  if (*after == ' ') after++; /* "Sqrt<float> >(" */
   const char *want = MTA_FUNCTORS[fi].nargs == 0 ? ">(" : MTA_FUNCTORS[fi].nargs == 1 ? ", float>(" : ", float*, float>(";
   if (strncmp(after, want, strlen(want)) != 0) return 0;
   t->fw = FW_MTA;
