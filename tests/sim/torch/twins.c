@@ -142,13 +142,16 @@ static float op_mse(const char *f, const float *in) {
 /* mse_backward_cuda_kernel's lambda {alpha}(a, b, c): alpha * (a - b) * c. */
 static float op_mse_bw(const char *f, const float *in) { return rd(f, 0) * (in[0] - in[1]) * in[2]; }
 static float op_copy(const char *f, const float *in) { (void)f; return in[0]; }
+/* where_kernel_impl's lambda (cond, self, other), dispatched on 4-byte values of any type: only
+ * selects, so the values are carried as their bits (run_contig handles the bool input). */
+static float op_where(const char *f, const float *in) { (void)f; return in[0] != 0.0f ? in[1] : in[2]; }
 
 /* A functor is recognised by every one of its `all` strings occurring in the functor part of the
  * demangled name (NULL-terminated); the first match wins, so specific entries come first. */
 typedef struct op_desc {
   const char *all[3];
   int ninputs;
-  int out_bool;
+  int out_bool;  /* 1: the output is bool; 2: where(bool, x, y) on raw 4-byte values */
   op_fn fn;
 } op_desc_t;
 
@@ -180,6 +183,7 @@ static const op_desc_t OPS[] = {
     {{"mse_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_mse},
     {{"mse_backward_cuda_kernel", "{lambda(float, float, float)#1}"}, 3, 0, op_mse_bw},
     {{"direct_copy_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_copy},
+    {{"where_kernel_impl", "{lambda(bool, unsigned int, unsigned int)#1}"}, 3, 2, op_where},
 };
 
 static const op_desc_t *find_op(const char *functor, size_t len) {
@@ -220,7 +224,7 @@ static uint64_t oc_get(const char *oc, int n, int arg, uint32_t idx) {
 
 /* ---- frameworks ---- */
 
-enum { FW_CONTIG, FW_LEGACY, FW_REDUCE, FW_MTA };
+enum { FW_CONTIG, FW_LEGACY, FW_REDUCE, FW_MTA, FW_ARANGE };
 enum { RED_SUM, RED_MEAN };
 
 typedef struct twin {
@@ -238,7 +242,14 @@ static void run_contig(const twin_t *t, void **args) {
   char *const *data = args[2];
   float in[3];
   for (int i = 0; i < n; i++) {
-    for (int k = 0; k < t->op->ninputs; k++) in[k] = ((const float *)data[1 + k])[i];
+    for (int k = 0; k < t->op->ninputs; k++) {
+      if (t->op->out_bool == 2 && k == 0) in[k] = ((const uint8_t *)data[1])[i];
+      else memcpy(&in[k], data[1 + k] + 4 * (size_t)i, 4); /* bits kept: where selects */
+    }
+    if (t->op->out_bool == 2) {
+      memcpy(data[0] + 4 * (size_t)i, in[0] != 0.0f ? &in[1] : &in[2], 4);
+      continue;
+    }
     float v = t->op->fn(f, in);
     if (t->op->out_bool) ((uint8_t *)data[0])[i] = v != 0.0f;
     else ((float *)data[0])[i] = v;
@@ -485,6 +496,17 @@ static int resolve_mta(const char *dm, twin_t *t) {
   return 1;
 }
 
+/* elementwise_kernel_with_index<int, arange_cuda_out's lambda(long)>(int N, F f, float *out):
+ * the float instantiation (the seventh type of its dispatch) captures {xstart, xstep} in float;
+ * out[i] = xstart + i * xstep. */
+static void run_arange(void **args) {
+  int n = *(const int *)args[0];
+  const char *f = args[1];
+  float *out = *(float **)args[2];
+  float start = rd(f, 0), step = rd(f, 4);
+  for (int i = 0; i < n; i++) out[i] = fmaf((float)i, step, start);
+}
+
 /* ---- resolution ---- */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -545,6 +567,10 @@ static twin_t *resolve(const char *name) {
       t.red = RED_MEAN;
       t.op = &OPS[0];
     }
+  } else if (strncmp(dm, "void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(", 91) == 0 &&
+             strstr(dm, "::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda(long)#1}>(int, ")) {
+    t.fw = FW_ARANGE;
+    t.op = &OPS[0];
   } else {
     resolve_mta(dm, &t);
   }
@@ -579,6 +605,7 @@ int simtw_twin(const char *name, dim3 grid, dim3 block, void **args) {
     case FW_LEGACY: run_legacy(t, args); break;
     case FW_REDUCE: run_reduce(t, args); break;
     case FW_MTA: run_mta(t, grid, args); break;
+    case FW_ARANGE: run_arange(args); break;
   }
   return 1;
 }
