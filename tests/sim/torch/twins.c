@@ -240,7 +240,7 @@ static void run_contig(const twin_t *t, void **args) {
   int n = *(const int *)args[0];
   const char *f = args[1];
   char *const *data = args[2];
-  float in[3];
+  float in[3] = {0};
   for (int i = 0; i < n; i++) {
     for (int k = 0; k < t->op->ninputs; k++) {
       if (t->op->out_bool == 2 && k == 0) in[k] = ((const uint8_t *)data[1])[i];
@@ -252,7 +252,7 @@ static void run_contig(const twin_t *t, void **args) {
     }
     float v = t->op->fn(f, in);
     if (t->op->out_bool) ((uint8_t *)data[0])[i] = v != 0.0f;
-    else ((float *)data[0])[i] = v;
+    else memcpy(data[0] + 4 * (size_t)i, &v, 4);
   }
 }
 
@@ -263,9 +263,9 @@ static void run_legacy(const twin_t *t, void **args) {
   const char *oc = lam;
   size_t data_off = (oc_size(nt) + 7) & ~(size_t)7;
   char *data[4];
-  memcpy(data, lam + data_off, sizeof(char *) * (size_t)nt);
-  const char *f = lam + data_off + sizeof(char *) * (size_t)nt;
-  float in[3];
+  memcpy(data, lam + data_off, 8 * (size_t)nt); /* device pointers: 8 bytes */
+  const char *f = lam + data_off + 8 * (size_t)nt;
+  float in[3] = {0};
   for (int i = 0; i < n; i++) {
     for (int k = 0; k < t->op->ninputs; k++)
       memcpy(&in[k], data[1 + k] + oc_get(oc, nt, 1 + k, (uint32_t)i), 4);
@@ -290,11 +290,11 @@ static void run_reduce(const twin_t *t, void **args) {
   const char *r = args[0];
   float ident = rd(r, RO_IDENT);
   int num_inputs = rdi(r, RO_CONFIG + 4), num_outputs = rdi(r, RO_CONFIG + 8);
-  const char *src, *dst, *accb;
+  const char *src, *dst, *accb; /* device pointers the kernel writes through */
   memcpy(&src, r + RO_SRC, 8);
   memcpy(&dst, r + RO_DST, 8);
   memcpy(&accb, r + RO_ACC, 8);
-  int accumulate = r[RO_FLAGS], final_output = r[RO_FLAGS + 1];
+  int accumulate = (unsigned char)r[RO_FLAGS] != 0, final_output = (unsigned char)r[RO_FLAGS + 1] != 0;
   float factor = t->red == RED_MEAN ? rd(r, 0) : 1.0f;
   for (int o = 0; o < num_outputs; o++) {
     uint64_t out_off = oc_get(r + RO_OUT_CALC, 2, 0, (uint32_t)o);
@@ -305,12 +305,13 @@ static void run_reduce(const twin_t *t, void **args) {
       memcpy(&x, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i), 4);
       v += x;
     }
-    float *out = (float *)(dst + out_off);
-    float *acc = accb ? (float *)(accb + out_off) : NULL;
-    float *keep = acc ? acc : out;
-    if (accumulate) v = *keep + v;
-    if (final_output) *out = v * factor;
-    else *keep = v;
+    char *out = (char *)dst + out_off;
+    char *keep = accb ? (char *)accb + out_off : out;
+    float prev;
+    memcpy(&prev, keep, 4);
+    if (accumulate) v = prev + v;
+    if (final_output) v *= factor;
+    memcpy(final_output ? out : keep, &v, 4);
   }
 }
 
@@ -393,7 +394,14 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
     memcpy(&chunk, b2c + 4 * b, 4);
     memcpy(&n, numel + 8 * ti, 8);
     float *lists[5] = {0};
-    for (size_t k = 0; k < d && k < 5; k++) memcpy(&lists[k], m + 8 * (k * T + ti), 8);
+    int missing = 0;
+    for (size_t k = 0; k < d && k < 5; k++) {
+      memcpy(&lists[k], m + 8 * (k * T + ti), 8);
+      missing |= !lists[k];
+    }
+    if (missing || !lists[0] || !lists[t->mta_res] || (t->mta_r > 1 && !lists[1]) ||
+        (t->mta_r > 2 && !lists[2]))
+      continue; /* no tensor has a NULL address; never reached for PyTorch's launches */
     float sv = 0.0f;
     if (scalar_list) memcpy(&sv, svals + 4 * ti, 4);
     int64_t end = (int64_t)(chunk + 1) * MTA_CHUNK < n ? (int64_t)(chunk + 1) * MTA_CHUNK : n;
