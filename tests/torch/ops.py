@@ -64,6 +64,7 @@ ops = {
     "gelu_tanh": lambda a, b, c: torch.nn.functional.gelu(a, approximate="tanh"),
     "exp": lambda a, b, c: torch.exp(a),
     "sqrt": lambda a, b, c: torch.sqrt(b),
+    "rsqrt": lambda a, b, c: torch.rsqrt(b),
     "clamp": lambda a, b, c: torch.clamp(a, -0.5, 0.7),
     "gt": lambda a, b, c: a > 0.1,
     "where": lambda a, b, c: torch.where(a > 0, a, b),
@@ -96,6 +97,15 @@ def train(dev, opt_name):
         opt.step()
     return torch.cat([p.detach().cpu().reshape(-1) for p in model.parameters()] + [loss.detach().cpu().reshape(1)])
 
+
+for name, act in [("relu", torch.relu), ("sigmoid", torch.sigmoid), ("tanh", torch.tanh),
+                  ("gelu", torch.nn.functional.gelu)]:
+    grads = []
+    for dev in ("cuda", "cpu"):
+        a = x.to(dev).requires_grad_()
+        (act(a) * y.to(dev)).sum().backward()
+        grads.append(a.grad)
+    check(f"{name}_backward", lambda: grads[0], lambda: grads[1])
 
 lin_dev = torch.nn.Linear(5, 3).cuda()
 lin_cpu = torch.nn.Linear(5, 3)
