@@ -102,7 +102,7 @@ for name, act in [("relu", torch.relu), ("sigmoid", torch.sigmoid), ("tanh", tor
                   ("gelu", torch.nn.functional.gelu)]:
     grads = []
     for dev in ("cuda", "cpu"):
-        a = x.to(dev).requires_grad_()
+        a = x.detach().to(dev).clone().requires_grad_()
         (act(a) * y.to(dev)).sum().backward()
         grads.append(a.grad)
     check(f"{name}_backward", lambda: grads[0], lambda: grads[1])
