@@ -51,3 +51,47 @@ $(BUILD)/sim/libcudnn.so.9: $(SIM_DNN) $(SIM_COMMON) tests/sim/cudnn/libcudnn.ma
 	$(CC) -shared -Wl,-soname,libcudnn.so.9 -Wl,-Bsymbolic-functions -Wl,--version-script=tests/sim/cudnn/libcudnn.map \
 	    -o $@ $(SIM_DNN) $(SIM_COMMON) $(LDFLAGS) -ldl -lpthread -lm
 	ln -sf libcudnn.so.9 $(BUILD)/sim/libcudnn.so
+
+# cuBLAS and cuBLASLt (tests/sim/cublas): blas_*.c → libcublas.so.13, lt_*.c → libcublasLt.so.13,
+# common_*.c and the embedded device code (kernels.cu → fatbin, fatbin.S) into both. Each exports
+# every function of the real library; those not simulated are generated stubs (blas_unsupported.c,
+# lt_unsupported.c from the .list files by tests/sim/cublas/gen-lists).
+SIM_BLAS_COMMON := $(patsubst %.c,$(BUILD)/sim/obj/%.o,$(wildcard tests/sim/cublas/common_*.c)) \
+                   $(BUILD)/sim/obj/tests/sim/cublas/fatbin.o
+SIM_BLAS := $(patsubst %.c,$(BUILD)/sim/obj/%.o,$(wildcard tests/sim/cublas/blas_*.c))
+SIM_LT   := $(patsubst %.c,$(BUILD)/sim/obj/%.o,$(wildcard tests/sim/cublas/lt_*.c))
+# cublasLt.h declares cublasLtLoggerForceDisable() without a prototype.
+$(SIM_LT): SIM_CFLAGS += -Wno-strict-prototypes
+# The twins' sums are those of the fused multiply-adds gemm.h spells out, nothing contracted more.
+$(SIM_BLAS_COMMON) $(SIM_BLAS) $(SIM_LT): SIM_CFLAGS += -ffp-contract=off
+SIM_LIBS += $(BUILD)/sim/libcublas.so.13 $(BUILD)/sim/libcublasLt.so.13
+AG_ALL   += $(BUILD)/sim/libcublas.so.13 $(BUILD)/sim/libcublasLt.so.13
+SIM_BLAS_FATBIN := $(BUILD)/sim/cublas/cublassim_kernels.fatbin
+
+$(SIM_BLAS_FATBIN): tests/sim/cublas/kernels.cu tests/sim/cublas/gemm.h
+	@mkdir -p $(dir $@)
+	$(NVCC) -fatbin -Xfatbin -compress-all -fmad=false -Itests/sim \
+	    -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ $<
+
+$(BUILD)/sim/obj/tests/sim/cublas/fatbin.o: tests/sim/cublas/fatbin.S $(SIM_BLAS_FATBIN)
+	@mkdir -p $(dir $@)
+	$(CC) -c -Wa,-I$(BUILD)/sim/cublas -o $@ $<
+
+$(BUILD)/sim/libcublas.so.13: $(SIM_BLAS) $(SIM_BLAS_COMMON) $(SIM_COMMON) tests/sim/cublas/libcublas.map
+	$(CC) -shared -Wl,-soname,libcublas.so.13 -Wl,-Bsymbolic-functions -Wl,--version-script=tests/sim/cublas/libcublas.map \
+	    -o $@ $(SIM_BLAS) $(SIM_BLAS_COMMON) $(SIM_COMMON) $(LDFLAGS) -ldl -lpthread -lm
+	ln -sf libcublas.so.13 $(BUILD)/sim/libcublas.so
+
+$(BUILD)/sim/libcublasLt.so.13: $(SIM_LT) $(SIM_BLAS_COMMON) $(SIM_COMMON) tests/sim/cublas/libcublasLt.map
+	$(CC) -shared -Wl,-soname,libcublasLt.so.13 -Wl,-Bsymbolic-functions -Wl,--version-script=tests/sim/cublas/libcublasLt.map \
+	    -o $@ $(SIM_LT) $(SIM_BLAS_COMMON) $(SIM_COMMON) $(LDFLAGS) -ldl -lpthread -lm
+	ln -sf libcublasLt.so.13 $(BUILD)/sim/libcublasLt.so
+
+# CPU twins of PyTorch's CUDA kernels (tests/sim/torch), preloaded by tools/torch-sim: one generic
+# twin, simtw_twin, which the driver calls for kernels without a sim_<name> twin.
+SIM_TW := $(patsubst %.c,$(BUILD)/sim/obj/%.o,$(wildcard tests/sim/torch/*.c))
+AG_ALL += $(BUILD)/sim/libtorchtwins.so
+
+$(BUILD)/sim/libtorchtwins.so: $(SIM_TW) tests/sim/torch/libtorchtwins.map
+	$(CC) -shared -Wl,-soname,libtorchtwins.so -Wl,--version-script=tests/sim/torch/libtorchtwins.map \
+	    -o $@ $(SIM_TW) $(LDFLAGS) -lstdc++ -lm -lpthread

@@ -16,6 +16,33 @@
 
 /* X(name, version, symbol); XP(name, version, legacy symbol, per-thread symbol) */
 #define DRV_PROCS(X, XP)                                                                        \
+  /* Not simulated (unsupported.c): found, and answering CUDA_ERROR_NOT_SUPPORTED. */            \
+  X("cuMemAddressFree", 10020, cuMemAddressFree)                                        \
+  X("cuMemAddressReserve", 10020, cuMemAddressReserve)                                  \
+  X("cuMemCreate", 10020, cuMemCreate)                                                  \
+  X("cuMemRelease", 10020, cuMemRelease)                                                \
+  X("cuMemMap", 10020, cuMemMap)                                                        \
+  X("cuMemUnmap", 10020, cuMemUnmap)                                                    \
+  X("cuMemSetAccess", 10020, cuMemSetAccess)                                            \
+  X("cuMemExportToShareableHandle", 10020, cuMemExportToShareableHandle)                \
+  X("cuMemImportFromShareableHandle", 10020, cuMemImportFromShareableHandle)            \
+  X("cuMemGetAllocationGranularity", 10020, cuMemGetAllocationGranularity)              \
+  X("cuMemGetAllocationPropertiesFromHandle", 10020, cuMemGetAllocationPropertiesFromHandle) \
+  X("cuMemRetainAllocationHandle", 11000, cuMemRetainAllocationHandle)                  \
+  X("cuMulticastCreate", 12010, cuMulticastCreate)                                      \
+  X("cuMulticastAddDevice", 12010, cuMulticastAddDevice)                                \
+  X("cuMulticastBindMem", 12010, cuMulticastBindMem)                                    \
+  X("cuMulticastUnbind", 12010, cuMulticastUnbind)                                      \
+  X("cuGreenCtxCreate", 12040, cuGreenCtxCreate)                                        \
+  X("cuGreenCtxDestroy", 12040, cuGreenCtxDestroy)                                      \
+  X("cuGreenCtxStreamCreate", 12050, cuGreenCtxStreamCreate)                            \
+  X("cuCtxFromGreenCtx", 12040, cuCtxFromGreenCtx)                                      \
+  X("cuDeviceGetDevResource", 12040, cuDeviceGetDevResource)                            \
+  X("cuDevResourceGenerateDesc", 12040, cuDevResourceGenerateDesc)                      \
+  X("cuDevSmResourceSplitByCount", 12040, cuDevSmResourceSplitByCount)                  \
+  X("cuLogsRegisterCallback", 12080, cuLogsRegisterCallback)                            \
+  X("cuLogsUnregisterCallback", 12080, cuLogsUnregisterCallback)                        \
+  XP("cuStreamWriteValue32", 11070, cuStreamWriteValue32_v2, cuStreamWriteValue32_v2_ptsz) \
   X("cuInit", 2000, cuInit)                                                             \
   X("cuDriverGetVersion", 2020, cuDriverGetVersion)                                     \
   X("cuGetProcAddress", 11030, cuGetProcAddress)                                        \

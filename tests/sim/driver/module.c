@@ -17,7 +17,11 @@
  *
  * A launch copies the argument values (from kernelParams, or from an `extra` parameter buffer
  * unpacked with the layout) and queues the CPU twin sim_<name>, found with
- * dlsym(RTLD_DEFAULT). A kernel without a twin fails to launch with CUDA_ERROR_NO_BINARY_FOR_GPU.
+ * dlsym(RTLD_DEFAULT). Kernels of libraries whose names are template instantiations (PyTorch's)
+ * are run by a generic twin instead: an exported `int simtw_twin(const char *name, dim3 grid,
+ * dim3 block, void **args)` answers, with args NULL, whether it runs kernel `name`, and runs it
+ * otherwise. A kernel without a twin fails to launch with CUDA_ERROR_NO_BINARY_FOR_GPU, and its
+ * name is printed on stderr once.
  */
 #include "drv.h"
 
@@ -74,6 +78,12 @@ CUresult drv_func(CUfunction f, drv_func_t **out) {
   return CUDA_SUCCESS;
 }
 
+typedef int (*generic_twin_fn)(const char *name, dim3 grid, dim3 block, void **args);
+static generic_twin_fn generic_twin;
+
+/* Stands for the generic twin in f->twin; drv_launch_run calls simtw_twin with the name instead. */
+static void run_generic(dim3 grid, dim3 block, void **args) { (void)grid, (void)block, (void)args; }
+
 drv_twin_fn drv_func_twin(drv_func_t *f) {
   pthread_mutex_lock(&drv_lock);
   if (!f->twin_resolved) {
@@ -85,6 +95,14 @@ drv_twin_fn drv_func_twin(drv_func_t *f) {
       memcpy(&f->twin, &p, sizeof p);
       free(sym);
       f->twin_resolved = 1;
+      if (!f->twin) {
+        p = dlsym(RTLD_DEFAULT, "simtw_twin");
+        memcpy(&generic_twin, &p, sizeof p);
+        if (generic_twin && generic_twin(f->name, (dim3){1, 1, 1}, (dim3){1, 1, 1}, NULL))
+          f->twin = run_generic;
+        else
+          fprintf(stderr, "sim: kernel %s has no CPU twin: it cannot run\n", f->name);
+      }
     }
   }
   drv_twin_fn t = f->twin;
@@ -600,7 +618,8 @@ CUresult drv_launch_copy(drv_launch_t *dst, const drv_launch_t *src) {
 
 void drv_launch_run(const drv_launch_t *l) {
   drv_twin_fn t = drv_func_twin(l->f);
-  if (t) t(l->grid, l->block, l->argv);
+  if (t == run_generic) generic_twin(l->f->name, l->grid, l->block, l->argv);
+  else if (t) t(l->grid, l->block, l->argv);
 }
 
 static void launch_op_run(drv_op_t *op) { drv_launch_run(op->arg); }

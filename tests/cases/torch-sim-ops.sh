@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# torch-sim-ops.sh — real PyTorch (the PyPI CUDA wheel) on the simulator: every covered
+# operation (creation, copies, elementwise arithmetic and activations, reductions, matmul,
+# nn.Linear forward and backward, SGD with momentum and Adam with foreach kernels) equals the
+# CPU's within float32 tolerance (tests/torch/ops.py), and a kernel without a CPU twin fails,
+# named by the simulator on stderr. Then the same script with libautograph preloaded prints the
+# same lines.
+. "$(dirname "$0")/lib.sh"
+. "$AG_ROOT/tests/torch/sim-env.sh"
+d=$AG_TMP
+ag_run "$d/plain" env SIM_SEED=1 "$TORCH_SIM" "$PY" "$AG_ROOT/tests/torch/ops.py"
+[ "$(cat "$d/plain.rc")" = 0 ] || { cat "$d/plain.out"; tail -n 30 "$d/plain.err" >&2; ag_fail "ops.py failed on the simulator"; }
+cat "$d/plain.out"
+grep -q '^ops: [0-9]* ok$' "$d/plain.out" || ag_fail "ops.py did not finish"
+grep -q '^sim: kernel .*pow_tensor_scalar_kernel_impl.* has no CPU twin' "$d/plain.err" ||
+  ag_fail "the kernel without a twin was not named on stderr"
+ag_run "$d/lib" env SIM_SEED=2 LD_PRELOAD="$AG_LIB" AUTOGRAPH_STATS="$d/stats.json" \
+  "$TORCH_SIM" "$PY" "$AG_ROOT/tests/torch/ops.py"
+[ "$(cat "$d/lib.rc")" = 0 ] || { tail -n 30 "$d/lib.err" >&2; ag_fail "ops.py failed with the library"; }
+cmp -s "$d/plain.out" "$d/lib.out" || { diff -u "$d/plain.out" "$d/lib.out" >&2; ag_fail "the output differs with the library"; }
+ag_expect "$d/stats.json" "launches > 100" "st['by_path']['driver'] > 0" "st['by_path']['runtime'] > 0"
+echo "torch-sim-ops: $(tail -n 1 "$d/plain.out"), the same with the library"

@@ -1,0 +1,619 @@
+/* twins.c — CPU twins of PyTorch's own CUDA kernels, for real PyTorch on the simulator.
+ *
+ * PyTorch's kernels are template instantiations: a handful of kernel templates (the launch
+ * "frameworks" of ATen's Loops.cuh/CUDALoops.cuh and Reduce.cuh), each instantiated with the
+ * functor of one operation. A twin is therefore two parts, chosen from the kernel's demangled
+ * name: the framework, which knows the parameter structure the kernel receives and walks the
+ * elements, and the operation, which knows the functor's captured values and computes one
+ * element. The simulated driver calls simtw_twin() for every kernel without a sim_<name> twin;
+ * a kernel whose framework or operation is not known here has no twin, and the driver refuses to
+ * launch it and prints its name.
+ *
+ * Parameter structures, as PyTorch defines them (facts of its sources, checked against the
+ * parameter layouts of the wheel's cubins):
+ *   vectorized_elementwise_kernel<vec, F, std::array<char*, n>>(int N, F f, array data):
+ *     data[0] is the output, data[1..n-1] the inputs, all contiguous; element i of each.
+ *   unrolled_elementwise_kernel<F, array, …, TrivialOffsetCalculator…, LoadWithoutCast,
+ *     StoreWithoutCast>(int N, F f, array data, …): the same walk.
+ *   elementwise_kernel<nt, vt, gpu_kernel_impl_nocast<F>::lambda>(int N, lambda): the lambda
+ *     captures, from its first byte, an OffsetCalculator<n> (int dims; IntDivider<u32> sizes_[25] of {divisor, m1,
+ *     shift}; u32 strides_[25][n] in bytes), then the data array, then f.
+ *   reduce_kernel<nt, out_vec, ReduceOp<scalar, ops, u32, out, vt0, in_vec>>(ReduceOp r):
+ *     {ops; arg_t ident; ReduceConfig config (64 bytes: element_size_bytes, num_inputs,
+ *     num_outputs, …); OffsetCalculator<1> input_calc; OffsetCalculator<2> output_calc;
+ *     const void *src; char *dst[2]; void *acc_buf, *cta_buf; int *semaphores; int64 base_idx;
+ *     bool accumulate, final_output; int noutputs}.
+ * A lambda PyTorch marks GPU_LAMBDA (__host__ __device__) is passed as nvcc's wrapper: the
+ * captured values first, in the order the lambda's body names them, then a pointer (8 bytes); a
+ * lambda that captures nothing is one empty byte.
+ *
+ * The twin runs the whole grid in one call, element by element in index order. Element values
+ * use the documented arithmetic of each operation in float (fmaf where nvcc contracts a*b+c);
+ * reductions add in index order, which differs from a GPU's tree order by float rounding only.
+ * Only float32 instantiations have twins.
+ */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The C++ runtime's demangler (libstdc++, present in every process that runs PyTorch). */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+int simtw_twin(const char *name, dim3 grid, dim3 block, void **args);
+
+/* ---- operations: one element from the functor's bytes and the inputs ---- */
+
+typedef float (*op_fn)(const char *f, const float *in);
+
+static float rd(const char *f, size_t off) {
+  float v;
+  memcpy(&v, f + off, sizeof v);
+  return v;
+}
+static int rdi(const char *f, size_t off) {
+  int v;
+  memcpy(&v, f + off, sizeof v);
+  return v;
+}
+
+static float op_fill(const char *f, const float *in) { (void)in; return rd(f, 0); }
+/* CUDAFunctor_add {alpha}: a + alpha * b */
+static float op_add(const char *f, const float *in) { return fmaf(rd(f, 0), in[1], in[0]); }
+/* CUDAFunctorOnSelf_add {other, alpha}: self + alpha * other */
+static float op_add_self(const char *f, const float *in) {
+  return fmaf(rd(f, 4), rd(f, 0), in[0]);
+}
+static float op_mul(const char *f, const float *in) { (void)f; return in[0] * in[1]; }
+static float op_div(const char *f, const float *in) { (void)f; return in[0] / in[1]; }
+/* AUnaryFunctor<…, Op> {Op (empty); a}: Op(a, x); BUnaryFunctor {Op; b}: Op(x, b). */
+static float op_mul_a(const char *f, const float *in) { return rd(f, 4) * in[0]; }
+static float op_mul_b(const char *f, const float *in) { return in[0] * rd(f, 4); }
+static float op_div_a(const char *f, const float *in) { return rd(f, 4) / in[0]; }
+static float op_div_b(const char *f, const float *in) { return in[0] / rd(f, 4); }
+static float op_neg(const char *f, const float *in) { (void)f; return -in[0]; }
+static float op_exp(const char *f, const float *in) { (void)f; return expf(in[0]); }
+static float op_sqrt(const char *f, const float *in) { (void)f; return sqrtf(in[0]); }
+static float op_rsqrt(const char *f, const float *in) { (void)f; return 1.0f / sqrtf(in[0]); }
+static float op_tanh(const char *f, const float *in) { (void)f; return tanhf(in[0]); }
+static float op_sigmoid(const char *f, const float *in) {
+  (void)f;
+  return 1.0f / (1.0f + expf(-in[0]));
+}
+static float op_gelu_erf(const char *f, const float *in) {
+  (void)f;
+  float x = in[0];
+  return x * 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
+}
+static float op_gelu_tanh(const char *f, const float *in) {
+  (void)f;
+  const float beta = (float)(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = 0.044715f;
+  float x = in[0], inner = beta * (x + kappa * x * x * x);
+  return 0.5f * x * (1.0f + tanhf(inner));
+}
+/* launch_clamp_scalar's lambda {minmax (Min, Max, MinMax); lim0; lim1}; NaN passes through. */
+static float op_clamp(const char *f, const float *in) {
+  float v = in[0], lo = rd(f, 4), hi = rd(f, 8);
+  if (isnan(v)) return v;
+  switch (rdi(f, 0)) {
+    case 0: return fmaxf(v, lo);
+    case 1: return fminf(v, lo);
+    default: return fminf(fmaxf(v, lo), hi);
+  }
+}
+/* compare_scalar_kernel's lambda {CompareFunctor{OpType GE, GT, LE, LT}; rhs}: a bool. */
+static float op_cmp_scalar(const char *f, const float *in) {
+  float a = in[0], b = rd(f, 4);
+  switch (rdi(f, 0)) {
+    case 0: return a >= b;
+    case 1: return a > b;
+    case 2: return a <= b;
+    default: return a < b;
+  }
+}
+/* threshold_kernel_impl's lambda {threshold; value}(x, other): x <= threshold ? value : other. */
+static float op_threshold(const char *f, const float *in) {
+  return in[0] <= rd(f, 0) ? rd(f, 4) : in[1];
+}
+static float op_sigmoid_bw(const char *f, const float *in) {
+  (void)f;
+  return in[0] * (1.0f - in[1]) * in[1];
+}
+static float op_tanh_bw(const char *f, const float *in) {
+  (void)f;
+  return in[0] * (1.0f - in[1] * in[1]);
+}
+static float op_gelu_erf_bw(const char *f, const float *in) {
+  (void)f;
+  const float alpha = (float)(M_2_SQRTPI * M_SQRT1_2 * 0.5);
+  float dy = in[0], x = in[1];
+  float cdf = 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
+  float pdf = expf(-0.5f * x * x) * alpha;
+  return dy * (cdf + x * pdf);
+}
+static float op_mse(const char *f, const float *in) {
+  (void)f;
+  float d = in[0] - in[1];
+  return d * d;
+}
+/* mse_backward_cuda_kernel's lambda {alpha}(a, b, c): alpha * (a - b) * c. */
+static float op_mse_bw(const char *f, const float *in) { return rd(f, 0) * (in[0] - in[1]) * in[2]; }
+static float op_copy(const char *f, const float *in) { (void)f; return in[0]; }
+/* where_kernel_impl's lambda (cond, self, other), dispatched on 4-byte values of any type: only
+ * selects, so the values are carried as their bits (run_contig handles the bool input). */
+static float op_where(const char *f, const float *in) { (void)f; return in[0] != 0.0f ? in[1] : in[2]; }
+
+/* A functor is recognised by every one of its `all` strings occurring in the functor part of the
+ * demangled name (NULL-terminated); the first match wins, so specific entries come first. */
+typedef struct op_desc {
+  const char *all[3];
+  int ninputs;
+  int out_bool;  /* 1: the output is bool; 2: where(bool, x, y) on raw 4-byte values */
+  op_fn fn;
+} op_desc_t;
+
+static const op_desc_t OPS[] = {
+    {{"FillFunctor<float>"}, 0, 0, op_fill},
+    {{"CUDAFunctorOnSelf_add<float>"}, 1, 0, op_add_self},
+    {{"CUDAFunctor_add<float>"}, 2, 0, op_add},
+    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_a},
+    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_b},
+    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_a},
+    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_b},
+    {{"BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 2, 0, op_mul},
+    {{"BinaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 2, 0, op_div},
+    {{"BinaryFunctor<float, float, float, ", "threshold_kernel_impl<float>"}, 2, 0, op_threshold},
+    {{"neg_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_neg},
+    {{"exp_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_exp},
+    {{"rsqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_rsqrt},
+    {{"sqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sqrt},
+    {{"sigmoid_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_sigmoid_bw},
+    {{"tanh_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_tanh_bw},
+    {{"sigmoid_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sigmoid},
+    {{"tanh_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_tanh},
+    /* GeluCUDAKernelImpl dispatches twice: first for GeluType::Tanh, then for None (erf). */
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw},
+    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf},
+    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh},
+    {{"launch_clamp_scalar", "{lambda(float)#1}"}, 1, 0, op_clamp},
+    {{"compare_scalar_kernel<float>", "{lambda(float)#1}"}, 1, 1, op_cmp_scalar},
+    {{"mse_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_mse},
+    {{"mse_backward_cuda_kernel", "{lambda(float, float, float)#1}"}, 3, 0, op_mse_bw},
+    {{"direct_copy_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_copy},
+    {{"where_kernel_impl", "{lambda(bool, unsigned int, unsigned int)#1}"}, 3, 2, op_where},
+};
+
+static const op_desc_t *find_op(const char *functor, size_t len) {
+  char *s = strndup(functor, len);
+  if (!s) return NULL;
+  const op_desc_t *hit = NULL;
+  for (size_t i = 0; i < sizeof OPS / sizeof OPS[0] && !hit; i++) {
+    int ok = 1;
+    for (int j = 0; j < 3 && OPS[i].all[j]; j++) ok = ok && strstr(s, OPS[i].all[j]);
+    if (ok) hit = &OPS[i];
+  }
+  free(s);
+  return hit;
+}
+
+/* ---- OffsetCalculator<n, uint32_t> ---- */
+
+#define OC_MAX_DIMS 25
+#define OC_SIZES 4                            /* sizes_[d].divisor at 4 + 12 d */
+#define OC_STRIDES (4 + 12 * OC_MAX_DIMS)     /* strides_[d][arg] at 304 + 4 (d n + arg) */
+
+static size_t oc_size(int n) { return OC_STRIDES + 4u * OC_MAX_DIMS * (unsigned)n; }
+
+/* The byte offset of linear element idx in tensor arg (of n) of the calculator at oc. */
+static uint64_t oc_get(const char *oc, int n, int arg, uint32_t idx) {
+  int dims = rdi(oc, 0);
+  uint64_t off = 0;
+  for (int d = 0; d < dims && d < OC_MAX_DIMS; d++) {
+    uint32_t div, stride;
+    memcpy(&div, oc + OC_SIZES + 12 * d, 4);
+    memcpy(&stride, oc + OC_STRIDES + 4 * (d * n + arg), 4);
+    if (!div) break;
+    off += (uint64_t)(idx % div) * stride;
+    idx /= div;
+  }
+  return off;
+}
+
+/* ---- frameworks ---- */
+
+enum { FW_CONTIG, FW_LEGACY, FW_REDUCE, FW_MTA, FW_ARANGE };
+enum { RED_SUM, RED_MEAN };
+
+typedef struct twin {
+  char *name;
+  int fw;
+  const op_desc_t *op;
+  int red;
+  int mta_depth, mta_scalar_list, mta_fn, mta_nargs, mta_op, mta_r, mta_res;
+  struct twin *next;
+} twin_t;
+
+static void run_contig(const twin_t *t, void **args) {
+  int n = *(const int *)args[0];
+  const char *f = args[1];
+  char *const *data = args[2];
+  float in[3] = {0};
+  for (int i = 0; i < n; i++) {
+    for (int k = 0; k < t->op->ninputs; k++) {
+      if (t->op->out_bool == 2 && k == 0) in[k] = ((const uint8_t *)data[1])[i];
+      else memcpy(&in[k], data[1 + k] + 4 * (size_t)i, 4); /* bits kept: where selects */
+    }
+    if (t->op->out_bool == 2) {
+      memcpy(data[0] + 4 * (size_t)i, in[0] != 0.0f ? &in[1] : &in[2], 4);
+      continue;
+    }
+    float v = t->op->fn(f, in);
+    if (t->op->out_bool) ((uint8_t *)data[0])[i] = v != 0.0f;
+    else memcpy(data[0] + 4 * (size_t)i, &v, 4);
+  }
+}
+
+static void run_legacy(const twin_t *t, void **args) {
+  int n = *(const int *)args[0];
+  int nt = t->op->ninputs + 1;
+  const char *lam = args[1];
+  const char *oc = lam;
+  size_t data_off = (oc_size(nt) + 7) & ~(size_t)7;
+  char *data[4];
+  memcpy(data, lam + data_off, 8 * (size_t)nt); /* device pointers: 8 bytes */
+  const char *f = lam + data_off + 8 * (size_t)nt;
+  float in[3] = {0};
+  for (int i = 0; i < n; i++) {
+    for (int k = 0; k < t->op->ninputs; k++)
+      memcpy(&in[k], data[1 + k] + oc_get(oc, nt, 1 + k, (uint32_t)i), 4);
+    float v = t->op->fn(f, in);
+    char *out = data[0] + oc_get(oc, nt, 0, (uint32_t)i);
+    if (t->op->out_bool) *(uint8_t *)out = v != 0.0f;
+    else memcpy(out, &v, 4);
+  }
+}
+
+/* ReduceOp<float, ops, uint32_t, float> with arg_t float: ops and ident fill the first 8 bytes. */
+#define RO_IDENT 4
+#define RO_CONFIG 8
+#define RO_IN_CALC (RO_CONFIG + 64)
+#define RO_OUT_CALC (RO_IN_CALC + OC_STRIDES + 4 * OC_MAX_DIMS)
+#define RO_SRC ((RO_OUT_CALC + OC_STRIDES + 8 * OC_MAX_DIMS + 7) & ~7)
+#define RO_DST (RO_SRC + 8)
+#define RO_ACC (RO_DST + 16)
+#define RO_FLAGS (RO_ACC + 8 + 8 + 8 + 8) /* after cta_buf, semaphores, base_idx */
+
+static void run_reduce(const twin_t *t, void **args) {
+  const char *r = args[0];
+  float ident = rd(r, RO_IDENT);
+  int num_inputs = rdi(r, RO_CONFIG + 4), num_outputs = rdi(r, RO_CONFIG + 8);
+  const char *src, *dst, *accb; /* device pointers the kernel writes through */
+  memcpy(&src, r + RO_SRC, 8);
+  memcpy(&dst, r + RO_DST, 8);
+  memcpy(&accb, r + RO_ACC, 8);
+  int accumulate = (unsigned char)r[RO_FLAGS] != 0, final_output = (unsigned char)r[RO_FLAGS + 1] != 0;
+  float factor = t->red == RED_MEAN ? rd(r, 0) : 1.0f;
+  for (int o = 0; o < num_outputs; o++) {
+    uint64_t out_off = oc_get(r + RO_OUT_CALC, 2, 0, (uint32_t)o);
+    const char *in = src + oc_get(r + RO_OUT_CALC, 2, 1, (uint32_t)o);
+    float v = ident;
+    for (int i = 0; i < num_inputs; i++) {
+      float x;
+      memcpy(&x, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i), 4);
+      v += x;
+    }
+    char *out = (char *)dst + out_off;
+    char *keep = accb ? (char *)accb + out_off : out;
+    float prev;
+    memcpy(&prev, keep, 4);
+    if (accumulate) v = prev + v;
+    if (final_output) v *= factor;
+    memcpy(final_output ? out : keep, &v, 4);
+  }
+}
+
+/* ---- multi_tensor_apply_kernel<Metadata, Functor<float, depth, r_args, res_arg>, Op, args…> ----
+ *
+ * MultiTensorApply.cuh: the metadata lists, for up to max_tensors tensors of `depth` lists, each
+ * list's addresses, each tensor's numel, and for each of the launch's blocks (up to max_blocks)
+ * its tensor (block_to_tensor) and chunk (block_to_chunk; chunks of kChunkSize = 65536
+ * elements). TensorListScalarListMetadata has a float per tensor (scalar_vals) after numel and no
+ * start_tensor_this_launch. The functor reads lists 0..r_args-1 and writes list res_arg. In this
+ * wheel max_blocks is 2240 with 16-bit block_to_tensor (max_tensors exceeds 255); max_tensors
+ * depends on depth and is recovered from the metadata's size (the offset of the next argument),
+ * and the twin refuses a launch whose block table is not well formed rather than guess. */
+#define MTA_CHUNK 65536
+#define MTA_BLOCKS 2240
+
+enum { MF_UNARY, MF_LIST_ALPHA, MF_SCALAR, MF_SCALAR_LIST, MF_LIST, MF_SCALAR_TENSOR,
+       MF_POINTWISE_SCALAR, MF_POINTWISE_SCALAR_LIST, MF_LERP_SCALAR, MF_LERP_LIST,
+       MF_LERP_SCALAR_LIST };
+enum { MO_PLUS, MO_MINUS, MO_MUL, MO_DIV, MO_NEG, MO_SQRT, MO_EXP, MO_COPY, MO_LERP };
+
+static float mta_op(int op, float a, float b) {
+  switch (op) {
+    case MO_PLUS: return a + b;
+    case MO_MINUS: return a - b;
+    case MO_MUL: return a * b;
+    case MO_DIV: return a / b;
+    case MO_NEG: return -a;
+    case MO_SQRT: return sqrtf(a);
+    case MO_EXP: return expf(a);
+    default: return a;
+  }
+}
+
+/* LerpFunctor: the two-sided form PyTorch uses for accuracy near both ends. */
+static float lerpf(float self, float end, float w) {
+  return fabsf(w) < 0.5f ? fmaf(w, end - self, self) : fmaf(-(end - self), 1.0f - w, end);
+}
+
+static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+static void run_mta(const twin_t *t, dim3 grid, void **args) {
+  const char *m = args[0];
+  size_t size = (size_t)((const char *)args[1] - m), d = (size_t)t->mta_depth;
+  int scalar_list = t->mta_scalar_list;
+  /* Find max_tensors from the metadata's size. */
+  size_t per = 8 * (d + 1) + (scalar_list ? 4 : 0), tail = round_up(MTA_BLOCKS * 2, 4) + 4 * MTA_BLOCKS +
+                                                             (scalar_list ? 0 : 4);
+  size_t T = 0;
+  for (size_t c = 1; c < 4096 && !T; c++)
+    if (round_up(per * c + tail, 8) == size) T = c;
+  const char *numel = m + 8 * d * T, *svals = m + 8 * (d + 1) * T;
+  const char *b2t = svals + (scalar_list ? 4 * T : 0), *b2c = b2t + round_up(MTA_BLOCKS * 2, 4);
+  for (unsigned b = 0; T && b < grid.x; b++) {
+    uint16_t ti, prev = 0;
+    int chunk;
+    memcpy(&ti, b2t + 2 * b, 2);
+    if (b) memcpy(&prev, b2t + 2 * (b - 1), 2);
+    memcpy(&chunk, b2c + 4 * b, 4);
+    if (ti >= T || (b == 0 ? ti != 0 : ti < prev || ti > prev + 1) || chunk < 0) T = 0;
+  }
+  if (!T) {
+    fprintf(stderr, "sim: %s: multi-tensor metadata of an unknown layout; not run\n", t->name);
+    abort();
+  }
+  float s0 = 0.0f;
+  const float *stensor = NULL;
+  int na = t->mta_nargs;
+  if (t->mta_fn == MF_SCALAR_TENSOR) {
+    memcpy(&stensor, args[3], sizeof stensor);
+    memcpy(&s0, args[4], 4);
+  } else if (na >= 1) {
+    memcpy(&s0, args[3], 4);
+  }
+  for (unsigned b = 0; b < grid.x; b++) {
+    uint16_t ti;
+    int chunk;
+    int64_t n;
+    memcpy(&ti, b2t + 2 * b, 2);
+    memcpy(&chunk, b2c + 4 * b, 4);
+    memcpy(&n, numel + 8 * ti, 8);
+    float *lists[5] = {0};
+    int missing = 0;
+    for (size_t k = 0; k < d && k < 5; k++) {
+      memcpy(&lists[k], m + 8 * (k * T + ti), 8);
+      missing |= !lists[k];
+    }
+    if (missing || !lists[0] || !lists[t->mta_res] || (t->mta_r > 1 && !lists[1]) ||
+        (t->mta_r > 2 && !lists[2]))
+      continue; /* no tensor has a NULL address; never reached for PyTorch's launches */
+    float sv = 0.0f;
+    if (scalar_list) memcpy(&sv, svals + 4 * ti, 4);
+    int64_t end = (int64_t)(chunk + 1) * MTA_CHUNK < n ? (int64_t)(chunk + 1) * MTA_CHUNK : n;
+    for (int64_t i = (int64_t)chunk * MTA_CHUNK; i < end; i++) {
+      float x0 = lists[0][i], x1 = t->mta_r > 1 ? lists[1][i] : 0.0f, x2 = t->mta_r > 2 ? lists[2][i] : 0.0f;
+      float v;
+      switch (t->mta_fn) {
+        case MF_UNARY: v = mta_op(t->mta_op, x0, 0.0f); break;
+        case MF_LIST_ALPHA: v = mta_op(t->mta_op, x0, s0 * x1); break;
+        case MF_SCALAR: v = mta_op(t->mta_op, x0, s0); break;
+        case MF_SCALAR_LIST: v = mta_op(t->mta_op, x0, sv); break;
+        case MF_LIST: v = mta_op(t->mta_op, x0, x1); break;
+        case MF_SCALAR_TENSOR: v = mta_op(t->mta_op, x0, s0 * *stensor); break;
+        case MF_POINTWISE_SCALAR: v = fmaf(s0, mta_op(t->mta_op, x1, x2), x0); break;
+        case MF_POINTWISE_SCALAR_LIST: v = fmaf(sv, mta_op(t->mta_op, x1, x2), x0); break;
+        case MF_LERP_SCALAR: v = lerpf(x0, x1, s0); break;
+        case MF_LERP_LIST: v = lerpf(x0, x1, x2); break;
+        default: v = lerpf(x0, x1, sv); break;
+      }
+      lists[t->mta_res][i] = v;
+    }
+  }
+}
+
+static const struct {
+  const char *name;
+  int fn, nargs;
+} MTA_FUNCTORS[] = {
+    {"UnaryOpFunctor<float, ", MF_UNARY, 0},
+    {"BinaryOpListAlphaFunctor<float, ", MF_LIST_ALPHA, 1},
+    {"BinaryOpScalarListFunctor<float, ", MF_SCALAR_LIST, 0},
+    {"BinaryOpScalarTensorFunctor<float, ", MF_SCALAR_TENSOR, 2},
+    {"BinaryOpScalarFunctor<float, ", MF_SCALAR, 1},
+    {"BinaryOpListFunctor<float, ", MF_LIST, 0},
+    {"PointwiseOpScalarListFunctor<float, ", MF_POINTWISE_SCALAR_LIST, 0},
+    {"PointwiseOpScalarFunctor<float, ", MF_POINTWISE_SCALAR, 1},
+    {"TernaryOpScalarListFunctor<float, ", MF_LERP_SCALAR_LIST, 0},
+    {"TernaryOpScalarFunctor<float, ", MF_LERP_SCALAR, 1},
+    {"TernaryOpListFunctor<float, ", MF_LERP_LIST, 0},
+};
+static const struct {
+  const char *name;
+  int op;
+} MTA_OPS[] = {
+    {"std::plus<float>", MO_PLUS}, {"std::minus<float>", MO_MINUS},
+    {"std::multiplies<float>", MO_MUL}, {"std::divides<float>", MO_DIV},
+    {"std::negate<float>", MO_NEG}, {"at::native::Sqrt<float>", MO_SQRT},
+    {"at::native::Exp<float>", MO_EXP}, {"at::native::Copy<float, float>", MO_COPY},
+    {"at::native::LerpFunctor<float>", MO_LERP},
+};
+
+/* Fills t from a demangled multi_tensor_apply_kernel name; 0 when it has no twin. */
+static int resolve_mta(const char *dm, twin_t *t) {
+  const char *p = strstr(dm, "multi_tensor_apply_kernel<");
+  if (!p) return 0;
+  p += strlen("multi_tensor_apply_kernel<");
+  const char *ns = "at::native::(anonymous namespace)::";
+  if (strncmp(p, ns, strlen(ns)) != 0) return 0;
+  p += strlen(ns);
+  if (strncmp(p, "TensorListMetadata<", 19) == 0) {
+    t->mta_depth = atoi(p + 19);
+  } else if (strncmp(p, "TensorListScalarListMetadata<float, ", 36) == 0) {
+    t->mta_depth = atoi(p + 36);
+    t->mta_scalar_list = 1;
+  } else {
+    return 0;
+  }
+  if (!(p = strstr(p, ">, ")) || strncmp(p + 3, ns, strlen(ns)) != 0) return 0;
+  p += 3 + strlen(ns);
+  int fi = -1;
+  for (size_t i = 0; i < sizeof MTA_FUNCTORS / sizeof MTA_FUNCTORS[0] && fi < 0; i++)
+    if (strncmp(p, MTA_FUNCTORS[i].name, strlen(MTA_FUNCTORS[i].name)) == 0) fi = (int)i;
+  if (fi < 0) return 0;
+  p += strlen(MTA_FUNCTORS[fi].name);
+  int depth, r, res;
+  if (sscanf(p, "%d, %d, %d>, ", &depth, &r, &res) != 3 || depth != t->mta_depth || r < 1 ||
+      r > 3 || res < 0 || res >= depth || depth > 5)
+    return 0;
+  if (!(p = strstr(p, ">, "))) return 0;
+  p += 3;
+  int op = -1;
+  size_t oplen = 0;
+  for (size_t i = 0; i < sizeof MTA_OPS / sizeof MTA_OPS[0] && op < 0; i++)
+    if (strncmp(p, MTA_OPS[i].name, (oplen = strlen(MTA_OPS[i].name))) == 0) op = MTA_OPS[i].op;
+  if (op < 0) return 0;
+  int lerp = MTA_FUNCTORS[fi].fn >= MF_LERP_SCALAR;
+  if (lerp != (op == MO_LERP)) return 0;
+  /* The trailing arguments must be exactly those the functor takes. */
+  const char *after = p + oplen;
+  if (*after == ' ') after++; /* "Sqrt<float> >(" */
+  const char *want = MTA_FUNCTORS[fi].nargs == 0 ? ">(" : MTA_FUNCTORS[fi].nargs == 1 ? ", float>(" : ", float*, float>(";
+  if (strncmp(after, want, strlen(want)) != 0) return 0;
+  t->fw = FW_MTA;
+  t->mta_fn = MTA_FUNCTORS[fi].fn;
+  t->mta_nargs = MTA_FUNCTORS[fi].nargs;
+  t->mta_op = op;
+  t->mta_r = r;
+  t->mta_res = res;
+  t->op = &OPS[0]; /* marks "known" */
+  return 1;
+}
+
+/* elementwise_kernel_with_index<int, arange_cuda_out's lambda(long)>(int N, F f, float *out):
+ * the float instantiation (the seventh type of its dispatch) captures {xstart, xstep} in float;
+ * out[i] = xstart + i * xstep. */
+static void run_arange(void **args) {
+  int n = *(const int *)args[0];
+  const char *f = args[1];
+  float *out = *(float **)args[2];
+  float start = rd(f, 0), step = rd(f, 4);
+  for (int i = 0; i < n; i++) out[i] = fmaf((float)i, step, start);
+}
+
+/* ---- resolution ---- */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static twin_t *twins[1024];
+
+static size_t hash(const char *s) {
+  size_t h = 5381;
+  while (*s) h = h * 33 + (unsigned char)*s++;
+  return h % 1024;
+}
+
+/* The functor part of a framework instantiation: from after `prefix` to the `, std::array<char*`
+ * that follows it. */
+static int functor_span(const char *dm, const char *prefix, const char **f, size_t *len) {
+  const char *p = strstr(dm, prefix);
+  if (!p) return 0;
+  p += strlen(prefix);
+  const char *e = strstr(p, ", std::array<char*, ");
+  if (!e) return 0;
+  *f = p;
+  *len = (size_t)(e - p);
+  return 1;
+}
+
+static twin_t *resolve(const char *name) {
+  int st = 0;
+  char *dm = __cxa_demangle(name, NULL, NULL, &st);
+  if (!dm || st) {
+    free(dm);
+    return NULL;
+  }
+  twin_t t = {0};
+  const char *f;
+  size_t len;
+  const char *p;
+  if (strncmp(dm, "void at::native::vectorized_elementwise_kernel<", 47) == 0 &&
+      (p = strchr(dm + 47, ',')) && functor_span(p, ", ", &f, &len)) {
+    t.fw = FW_CONTIG;
+    t.op = find_op(f, len);
+  } else if (strncmp(dm, "void at::native::unrolled_elementwise_kernel<", 45) == 0 &&
+             strstr(dm, "TrivialOffsetCalculator") && strstr(dm, "LoadWithoutCast") &&
+             strstr(dm, "StoreWithoutCast") && functor_span(dm, "unrolled_elementwise_kernel<", &f, &len)) {
+    t.fw = FW_CONTIG;
+    t.op = find_op(f, len);
+  } else if (strncmp(dm, "void at::native::elementwise_kernel<", 36) == 0 &&
+             (p = strstr(dm, "gpu_kernel_impl_nocast<"))) {
+    const char *e = strstr(p, ">(at::TensorIteratorBase&");
+    t.fw = FW_LEGACY;
+    if (e) t.op = find_op(p, (size_t)(e - p));
+  } else if (strncmp(dm, "void at::native::reduce_kernel<", 31) == 0 &&
+             (p = strstr(dm, "at::native::ReduceOp<float, ")) &&
+             strstr(p, ", unsigned int, float, 4")) {
+    t.fw = FW_REDUCE;
+    if (strncmp(p + 28, "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>", 78) == 0) {
+      t.red = RED_SUM;
+      t.op = &OPS[0]; /* marks "known"; the reduction is t.red */
+    } else if (strncmp(p + 28, "at::native::MeanOps<float, float, float, float>", 47) == 0) {
+      t.red = RED_MEAN;
+      t.op = &OPS[0];
+    }
+  } else if (strncmp(dm, "void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(", 91) == 0 &&
+             strstr(dm, "::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda(long)#1}>(int, ")) {
+    t.fw = FW_ARANGE;
+    t.op = &OPS[0];
+  } else {
+    resolve_mta(dm, &t);
+  }
+  free(dm);
+  if (!t.op) return NULL;
+  twin_t *n = malloc(sizeof *n);
+  if (!n || !(t.name = strdup(name))) {
+    free(n);
+    return NULL;
+  }
+  *n = t;
+  return n;
+}
+
+/* Answers (args NULL) whether kernel `name` has a twin, else runs it over the whole grid.
+ * Returns 1 when it has (ran), 0 when not. */
+int simtw_twin(const char *name, dim3 grid, dim3 block, void **args) {
+  (void)block;
+  size_t b = hash(name);
+  pthread_mutex_lock(&lock);
+  twin_t *t = twins[b];
+  while (t && strcmp(t->name, name) != 0) t = t->next;
+  if (!t && (t = resolve(name))) {
+    t->next = twins[b];
+    twins[b] = t;
+  }
+  pthread_mutex_unlock(&lock);
+  if (!t) return 0;
+  if (!args) return 1;
+  switch (t->fw) {
+    case FW_CONTIG: run_contig(t, args); break;
+    case FW_LEGACY: run_legacy(t, args); break;
+    case FW_REDUCE: run_reduce(t, args); break;
+    case FW_MTA: run_mta(t, grid, args); break;
+    case FW_ARANGE: run_arange(args); break;
+  }
+  return 1;
+}
