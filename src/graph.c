@@ -124,7 +124,10 @@ void ag__graph_ctx_gone(void *ctx) {
 }
 
 static void pat_view(ag_pat_launch_t *l, const ag_held_t *h, int n, const uint8_t *arena) {
-  for (int i = 0; i < n; i++) l[i].k = h[i].k, l[i].args = arena + h[i].off;
+  for (int i = 0; i < n; i++) {
+    l[i].k = h[i].k, l[i].args = arena + h[i].off;
+    memcpy(l[i].grid, h[i].grid, sizeof l[i].grid), memcpy(l[i].block, h[i].block, sizeof l[i].block);
+  }
 }
 
 /* Records which parameters of node i differ between the graph's copy and the new bytes. */
@@ -241,8 +244,11 @@ static int gnode_params(ag_graph_t *g, int j, const ag_held_t *h, CUDA_KERNEL_NO
   unsigned grid[3], block[3];
   int nargs;
   uint8_t *buf = g->fargs + (size_t)j * AG_PAT_MAX_ARGS * 8;
-  for (int i = 0; i < m->count; i++)
-    l[i].k = h[m->first + i].k, l[i].args = g->args + g->off[m->first + i];
+  for (int i = 0; i < m->count; i++) {
+    const ag_held_t *hi = &h[m->first + i];
+    l[i].k = hi->k, l[i].args = g->args + g->off[m->first + i];
+    memcpy(l[i].grid, hi->grid, sizeof l[i].grid), memcpy(l[i].block, hi->block, sizeof l[i].block);
+  }
   if (ag__pattern_params(m->pat, l, buf, &nargs, grid, block)) return CUDA_ERROR_INVALID_VALUE;
   for (int a = 0; a < nargs; a++) g->ptrs[a] = buf + 8 * a;
   memset(p, 0, sizeof *p);

@@ -21,6 +21,26 @@
  * (opmath_symmetric_gpu_kernel_with_scalars removes the operand and wraps the functor in
  * AUnaryFunctor with the scalar as a field), which no pattern names.
  *
+ * Launch shape: the fused kernel computes all N elements (grid-stride), so each original must
+ * compute exactly its N elements too, and which elements an original computes depends on its
+ * grid and block, not on N alone. In PyTorch's CUDALoops.cuh, vectorized_elementwise_kernel
+ * gives block b the elements [b*W, b*W + W) below N, W = num_threads() * elements per thread
+ * (remaining = N - W*blockIdx.x; full blocks through the vectorized policy, the tail through the
+ * unroll policy), and each thread's share is computed from threadIdx.x with the constant
+ * num_threads() = 128 as its stride: blockIdx.y/z and threadIdx.y/z are never read. So the
+ * elements computed are [0, N) exactly when blockDim is (128, 1, 1) (fewer threads skip
+ * elements, more are beyond the kernel's launch bounds; other y/z extents repeat elements,
+ * concurrently, which an in-place operation does not survive), gridDim.y and gridDim.z are 1,
+ * and gridDim.x * W >= N (blocks beyond that find remaining <= 0 and do nothing). W for float
+ * is 512 in every version with the at::detail::Array spelling (thread_work_size() 4); the
+ * std::array spelling covers versions with 4 elements per thread for 4-byte operands (W = 512)
+ * and later ones with 8 (W = 1024), and the name does not say which. The rule, true whatever
+ * the version: gridDim.x == ceil(N / 512), which is what launch_vectorized_kernel launches
+ * when W is 512 and, when W is 1024, covers [0, N) with idle blocks after it; plus, when W may
+ * be 1024, (gridDim.x - 1) * 1024 must fit in an int, the kernel's block-offset arithmetic. A
+ * launch of a version with W = 1024 has ceil(N / 1024) blocks, which fails the rule when
+ * N > 512: such launches are left as they are (what is unknown is never fused).
+ *
  * Buffers: the fused kernel handles element i of every operand in one thread (read the
  * inputs, write the intermediate, read it back where it is an input, write the output), which
  * is what the two kernels in sequence do only if any two buffers of the chain are the same
@@ -30,6 +50,7 @@
 #include "pattern.h"
 
 #include <fnmatch.h>
+#include <stdint.h>
 #include <string.h>
 
 /* ---- the originals ---------------------------------------------------------------------- */
@@ -91,6 +112,28 @@ static int op_fits(int op, const ag_kinfo_t *k) {
   for (int j = 0; j < 3; j++)
     if (k->params[j].offset + k->params[j].size > k->param_bytes) return 0;
   return fnmatch(d->glob, k->name, 0) == 0;
+}
+
+/* PyTorch's num_threads() on CUDA, and the smallest and largest elements per block that a
+ * float32 vectorized_elementwise_kernel has had (see the top of the file). */
+#define AG_TORCH_THREADS 128u
+#define AG_TORCH_WORK_MIN 512u
+#define AG_TORCH_WORK_MAX 1024u
+
+/* Nonzero for the at::detail::Array spelling of the data array (PyTorch <= 2.5), whose
+ * elements per block are AG_TORCH_WORK_MIN in every version. */
+static int array_spelling(const ag_kinfo_t *k) {
+  return strstr(k->name, "NS_6detail5ArrayIPc") != NULL;
+}
+
+/* Nonzero when the launch computes exactly elements [0, n) of every operand. */
+static int shape_ok(const ag_pat_launch_t *l, int32_t n) {
+  uint64_t work_max = array_spelling(l->k) ? AG_TORCH_WORK_MIN : AG_TORCH_WORK_MAX;
+  if (n <= 0) return 0;
+  if (l->block[0] != AG_TORCH_THREADS || l->block[1] != 1 || l->block[2] != 1) return 0;
+  if (l->grid[1] != 1 || l->grid[2] != 1) return 0;
+  if (l->grid[0] != ((uint64_t)n + AG_TORCH_WORK_MIN - 1) / AG_TORCH_WORK_MIN) return 0;
+  return ((uint64_t)l->grid[0] - 1) * work_max <= INT32_MAX;
 }
 
 static int32_t numel(const ag_pat_launch_t *l) {
@@ -187,6 +230,7 @@ int ag__pattern_check(const ag_pattern_t *p, const ag_pat_launch_t *l) {
   for (int i = 0; i < p->nops; i++) {
     const op_desc_t *d = &ops[p->op[i]];
     if (!l[i].args || !d->functor_ok(functor(&l[i]), l[i].k->params[1].size)) return 0;
+    if (!shape_ok(&l[i], numel(&l[i]))) return 0;
   }
   return p->link_ok(l);
 }

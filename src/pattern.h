@@ -2,8 +2,10 @@
  * replace, under which conditions, and with which arguments.
  *
  * A pattern names its original kernels (fnmatch patterns over their mangled device names, plus
- * the parameter layout each must have), the conditions on their held arguments (same buffer,
- * same element count, values of the functors' fields, buffers either identical or disjoint),
+ * the parameter layout each must have), the conditions on their held arguments and shapes
+ * (same buffer, same element count, values of the functors' fields, buffers either identical or
+ * disjoint, and a launch shape with which each original computes exactly its N elements, as
+ * the fused kernel does: docs/fused-patterns-conditions.md lists them all),
  * and how the fused kernel's parameters are built from the originals' arguments. The fused
  * kernels ship inside the library (the CUDA C files in shims/fused, an embedded fatbin, loaded by graph.c).
  *
@@ -30,10 +32,12 @@
 #define AG_PAT_MAX_OPS 2
 #define AG_PAT_MAX_ARGS 8
 
-/* One held launch as the matcher sees it: the kernel and its packed argument bytes. */
+/* One held launch as the matcher sees it: the kernel, its packed argument bytes and its launch
+ * shape (which elements an original computes depends on its grid and block). */
 typedef struct ag_pat_launch {
   const ag_kinfo_t *k;
   const uint8_t *args;
+  unsigned grid[3], block[3];
 } ag_pat_launch_t;
 
 typedef struct ag_pattern ag_pattern_t;

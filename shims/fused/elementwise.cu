@@ -9,7 +9,9 @@
  * of every operand is handled by one thread in program order (read the inputs, write the
  * intermediate, read the second kernel's other input, write the output): pattern.c only
  * substitutes when any two buffers are identical or disjoint, so this is what the two kernels
- * in sequence compute.
+ * in sequence compute. The loops are grid-stride over all n elements, whatever the launch
+ * shape: pattern.c substitutes only originals whose own shape computes exactly their n elements
+ * (PyTorch's (ceil(n/512), 1, 1) blocks of (128, 1, 1); docs/fused-patterns-conditions.md).
  *
  * To confirm on a GPU (tools/gpu-check runs the patterns): that PyTorch's add with alpha == 1
  * (self + alpha*other, an FMA or not) equals __fadd_rn(self, other) — it must, as fma(1, b, a)

@@ -1,8 +1,9 @@
 /* ag-pattern — the kernel-pattern table (src/pattern.h) on made-up kernels and arguments:
  * names and layouts of PyTorch's kernels are recognised (both Array spellings, the anonymous
  * namespace nvcc gives launch_clamp_scalar), every condition rejects what it must (another
- * buffer, another element count, alpha != 1, a non-relu clamp, partly overlapping buffers),
- * and the fused kernels' arguments are built by the documented rule. */
+ * buffer, another element count, alpha != 1, a non-relu clamp, partly overlapping buffers, a
+ * launch shape that does not compute exactly N elements), and the fused kernels' arguments are
+ * built by the documented rule. */
 #include <string.h>
 
 #include "check.h"
@@ -47,8 +48,21 @@ static void relu(uint8_t *b, int n, int minmax, float lim, uint64_t o, uint64_t 
   put64(b, 32, o), put64(b, 40, a);
 }
 
+/* The launch as PyTorch makes it: N (parameter 0) in blocks of 128 threads, 512 elements each. */
+static ag_pat_launch_t L(const ag_kinfo_t *k, const uint8_t *a) {
+  uint32_t n;
+  memcpy(&n, a, 4);
+  ag_pat_launch_t l = {k, a, {(n + 511) / 512, 1, 1}, {128, 1, 1}};
+  return l;
+}
+
+static const char *match_l(const ag_pat_launch_t *l) {
+  const ag_pattern_t *p = ag__pattern_match(l, 2);
+  return p ? ag__pattern_name(p) : "none";
+}
+
 static const char *match(ag_kinfo_t *k0, const uint8_t *a0, ag_kinfo_t *k1, const uint8_t *a1) {
-  ag_pat_launch_t l[2] = {{k0, a0}, {k1, a1}};
+  ag_pat_launch_t l[2] = {L(k0, a0), L(k1, a1)};
   const ag_pattern_t *p = ag__pattern_match(l, 2);
   return p ? ag__pattern_name(p) : "none";
 }
@@ -69,7 +83,7 @@ int main(void) {
   CHECK_STR(match(&kadd, x, &krelu, y), "torch_add_relu");
   CHECK_STR(match(&kadd_std, x, &krelu, y), "torch_add_relu");
   {
-    ag_pat_launch_t l[2] = {{&kadd, x}, {&krelu, y}};
+    ag_pat_launch_t l[2] = {L(&kadd, x), L(&krelu, y)};
     const ag_pattern_t *p = ag__pattern_match(l, 2);
     uint8_t buf[AG_PAT_MAX_ARGS * 8];
     CHECK_STR(ag__pattern_kernel(p), "ag_fused_add_relu");
@@ -135,7 +149,7 @@ int main(void) {
   binary(y, N, 1.0f, O, T, C);
   CHECK_STR(match(&kmul, x, &kadd, y), "torch_mul_add");
   {
-    ag_pat_launch_t l[2] = {{&kmul, x}, {&kadd, y}};
+    ag_pat_launch_t l[2] = {L(&kmul, x), L(&kadd, y)};
     uint8_t buf[AG_PAT_MAX_ARGS * 8];
     CHECK_INT(ag__pattern_params(ag__pattern_match(l, 2), l, buf, &nargs, grid, block), ==, 0);
     memcpy(s, buf, sizeof buf);
@@ -164,12 +178,71 @@ int main(void) {
   CHECK_STR(match(&krelu, x, &kadd, y), "none");
   /* The conditions alone, as a replay checks them. */
   {
-    ag_pat_launch_t l[2] = {{&kmul, x}, {&kadd, y}};
+    ag_pat_launch_t l[2] = {L(&kmul, x), L(&kadd, y)};
     binary(x, N, 0.0f, T, A, B);
     CHECK(ag__pattern_kernels_fit(ag__pattern_at(1), l));
     CHECK(ag__pattern_check(ag__pattern_at(1), l));
     binary(y, N, 1.0f, O, B, C);
     CHECK(!ag__pattern_check(ag__pattern_at(1), l));
+  }
+  /* Launch shapes: each original must compute exactly its N elements. Every field of the
+   * shape of either original, changed alone, leaves both patterns unmatched. */
+  {
+    uint8_t m[64];
+    binary(x, N, 1.0f, T, A, B);
+    relu(y, N, 0, 0.0f, O, T);
+    binary(m, N, 0.0f, A, B, C); /* mul: A = B * C, then x as the add reading A */
+    binary(x, N, 1.0f, T, A, B);
+    ag_pat_launch_t ar[2] = {L(&kadd, x), L(&krelu, y)}, ma[2] = {L(&kmul, m), L(&kadd, x)};
+    CHECK_STR(match_l(ar), "torch_add_relu");
+    CHECK_STR(match_l(ma), "torch_mul_add");
+    ag_pat_launch_t *pats[2] = {ar, ma};
+    for (int pi = 0; pi < 2; pi++)
+      for (int op = 0; op < 2; op++)
+        for (int f = 0; f < 6; f++) {
+          /* grid.x one short (covers 512 of 1000), one more, grid.y, grid.z, block.x half,
+           * block.y and block.z. */
+          static const unsigned shapes[6][6] = {{1, 1, 1, 128, 1, 1}, {3, 1, 1, 128, 1, 1},
+                                                {2, 2, 1, 128, 1, 1}, {2, 1, 2, 128, 1, 1},
+                                                {2, 1, 1, 64, 1, 1},  {2, 1, 1, 64, 2, 1}};
+          ag_pat_launch_t l[2] = {pats[pi][0], pats[pi][1]};
+          memcpy(l[op].grid, shapes[f], 12), memcpy(l[op].block, shapes[f] + 3, 12);
+          CHECK_STR(match_l(l), "none");
+          if (f == 5) l[op].block[0] = 128, l[op].block[1] = 1, l[op].block[2] = 2;
+          if (f == 5) CHECK_STR(match_l(l), "none");
+        }
+    /* N at a block boundary: 1024 elements are 2 blocks, 1025 are 3. */
+    binary(x, 1024, 1.0f, T, A, B);
+    relu(y, 1024, 0, 0.0f, O, T);
+    ag_pat_launch_t e[2] = {L(&kadd, x), L(&krelu, y)};
+    CHECK_INT(e[0].grid[0], ==, 2);
+    CHECK_STR(match_l(e), "torch_add_relu");
+    e[1].grid[0] = 3;
+    CHECK_STR(match_l(e), "none");
+    /* A replay re-checks the shape against the new N: the same grid of 2 blocks for 1025. */
+    binary(x, 1025, 1.0f, T, A, B);
+    relu(y, 1025, 0, 0.0f, O, T);
+    CHECK(!ag__pattern_check(ag__pattern_at(0), e));
+    e[1].grid[0] = 2;
+    CHECK(!ag__pattern_check(ag__pattern_at(0), e));
+    e[0].grid[0] = e[1].grid[0] = 3;
+    CHECK(ag__pattern_check(ag__pattern_at(0), e));
+    /* The std::array spelling may mean 1024 elements per block, whose block offsets must fit
+     * in an int: 2^30 + 512 elements (2^21 + 1 blocks of 512) are fused with the
+     * at::detail::Array spelling only. */
+    uint32_t big = (1u << 30) + 512;
+    const uint64_t G = 1ull << 40; /* buffers of 4 GiB, disjoint */
+    binary(x, (int)big, 1.0f, 3 * G, G, 2 * G);
+    relu(y, (int)big, 0, 0.0f, 4 * G, 3 * G);
+    ag_pat_launch_t g1[2] = {L(&kadd, x), L(&krelu, y)}, g2[2] = {L(&kadd_std, x), L(&krelu, y)};
+    CHECK_INT(g1[0].grid[0], ==, (1u << 21) + 1);
+    CHECK_STR(match_l(g1), "torch_add_relu");
+    CHECK_STR(match_l(g2), "none");
+    big -= 512;
+    binary(x, (int)big, 1.0f, 3 * G, G, 2 * G);
+    relu(y, (int)big, 0, 0.0f, 4 * G, 3 * G);
+    ag_pat_launch_t g3[2] = {L(&kadd_std, x), L(&krelu, y)};
+    CHECK_STR(match_l(g3), "torch_add_relu");
   }
   printf("ag-pattern: ok\n");
   return 0;

@@ -135,7 +135,15 @@ uint64_t drv_now_ns(void);
 CUresult drv_event(CUevent h, struct CUevent_st **out);
 
 /* ---- memory.c ---- */
-enum { DRV_MEM_DEVICE = 1, DRV_MEM_HOST, DRV_MEM_REGISTERED, DRV_MEM_MANAGED };
+/* DRV_MEM_SYMBOL: a __device__/__constant__ variable's storage, which the simulated runtime
+ * keeps in host memory and declares with simctl_symbol_track: device memory to copies and
+ * pointer queries, never freed or unmapped by the driver. */
+enum { DRV_MEM_DEVICE = 1, DRV_MEM_HOST, DRV_MEM_REGISTERED, DRV_MEM_MANAGED, DRV_MEM_SYMBOL };
+/* Declares [p, p + n) a device symbol's storage (see DRV_MEM_SYMBOL); 0, or -1 when it
+ * overlaps memory already tracked. Called by the simulated runtime, found with dlsym. */
+int simctl_symbol_track(const void *p, size_t n);
+/* Forgets the symbol storage starting at p (its object is being unloaded). */
+void simctl_symbol_untrack(const void *p);
 typedef struct drv_alloc {
   uintptr_t base;
   size_t size;

@@ -213,6 +213,25 @@ CUresult CUDAAPI cuMemHostUnregister(void *p) {
   return r;
 }
 
+/* Device symbols: without this, the runtime's copies to and from a symbol would see pageable
+ * host memory, and a copy from it would be staged (read) at the call instead of in stream
+ * order. */
+int simctl_symbol_track(const void *p, size_t n) {
+  int r = -1;
+  if (!p || n == 0) return -1;
+  pthread_mutex_lock(&drv_lock);
+  if (!overlaps((uintptr_t)p, n)) r = track((uintptr_t)p, n, DRV_MEM_SYMBOL, 0);
+  pthread_mutex_unlock(&drv_lock);
+  return r;
+}
+
+void simctl_symbol_untrack(const void *p) {
+  drv_alloc_t a;
+  pthread_mutex_lock(&drv_lock);
+  untrack((uintptr_t)p, 1u << DRV_MEM_SYMBOL, &a);
+  pthread_mutex_unlock(&drv_lock);
+}
+
 CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned int flags) {
   DRV_FAIL("cuMemHostGetDevicePointer", CUDA_ERROR_INVALID_VALUE);
   CUresult r = drv_ctx(NULL);
@@ -270,7 +289,7 @@ CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdevi
 static CUresult pointer_attr(void *data, CUpointer_attribute attr, const drv_alloc_t *a,
                              CUdeviceptr p, int lenient) {
   if (!a && !lenient) return CUDA_ERROR_INVALID_VALUE;
-  int dev = a && (a->kind == DRV_MEM_DEVICE || a->kind == DRV_MEM_MANAGED);
+  int dev = a && (a->kind == DRV_MEM_DEVICE || a->kind == DRV_MEM_MANAGED || a->kind == DRV_MEM_SYMBOL);
   switch (attr) {
   case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = a ? &drv_primary : NULL; break;
   case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
@@ -278,7 +297,7 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, const drv_all
     break;
   case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data = a ? p : 0; break;
   case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-    if (a && a->kind == DRV_MEM_DEVICE) {
+    if (a && (a->kind == DRV_MEM_DEVICE || a->kind == DRV_MEM_SYMBOL)) {
       if (!lenient) return CUDA_ERROR_INVALID_VALUE;
       *(void **)data = NULL;
     } else {
@@ -431,7 +450,7 @@ static CUresult fill_set(struct CUgraphNode_st *n, void *arg) {
 static int pageable(const void *p) { return p && !drv_mem_find((uintptr_t)p, 1); }
 static int is_device(const void *p) {
   const drv_alloc_t *a = drv_mem_find((uintptr_t)p, 1);
-  return a && (a->kind == DRV_MEM_DEVICE || a->kind == DRV_MEM_MANAGED);
+  return a && (a->kind == DRV_MEM_DEVICE || a->kind == DRV_MEM_MANAGED || a->kind == DRV_MEM_SYMBOL);
 }
 
 /* Copies a pageable source aside so the caller may reuse its buffer at once. */

@@ -14,10 +14,14 @@
  * Device globals are backed by host memory: the host shadow variable nvcc emits for each
  * __device__/__constant__ variable (the memory a kernel's CPU twin sees when it names the
  * variable), and a zeroed host block for each __managed__ one. Symbol copies go through the
- * driver's unified-address copies.
+ * driver's unified-address copies. A symbol's storage is declared to the driver as device memory
+ * (simctl_symbol_track) when the runtime first resolves it, so that those copies, and copies
+ * through its cudaGetSymbolAddress pointer, follow stream order as device copies do, instead
+ * of being taken for pageable host memory (whose copies to device memory read it at the call).
  */
 #include "rt.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -48,6 +52,7 @@ typedef struct rt_var {
   const void *host;        /* the symbol as the program names it */
   void *dev;               /* its storage */
   size_t size;
+  int tracked;             /* declared to the driver as device memory (under mod_lock) */
   rt_fatbin_t *fb;
   struct rt_var *next;
 } rt_var_t;
@@ -57,6 +62,25 @@ static rt_func_t *funcs[RT_NBUCKETS];
 static rt_var_t *vars[RT_NBUCKETS];
 
 static size_t bucket(const void *p) { return ((uintptr_t)p >> 4) * 2654435761u % RT_NBUCKETS; }
+
+/* ---- the driver's view of symbol storage ---- */
+
+/* The simulated driver's simctl_symbol_track/untrack (tests/sim/driver/drv.h), or NULL. */
+static void *simctl(const char *name) { return dlsym(RTLD_DEFAULT, name); }
+
+static void symbol_untrack(const void *p) {
+  void (*fn)(const void *);
+  *(void **)&fn = simctl("simctl_symbol_untrack");
+  if (fn) fn(p);
+}
+
+/* Declares v's storage to the driver once (mod_lock held). */
+static void symbol_track(rt_var_t *v) {
+  int (*fn)(const void *, size_t);
+  if (v->tracked || v->size == 0) return;
+  *(void **)&fn = simctl("simctl_symbol_track");
+  v->tracked = fn && fn(v->dev, v->size) == 0;
+}
 
 /* ---- registration ---- */
 
@@ -89,6 +113,7 @@ void CUDARTAPI __cudaUnregisterFatBinary(void **fatCubinHandle) {
       rt_var_t *v = *p;
       if (v->fb == fb) {
         *p = v->next;
+        if (v->tracked) symbol_untrack(v->dev);
         free(v);
       } else {
         p = &v->next;
@@ -245,6 +270,9 @@ cudaError_t rt_symbol(const void *symbol, size_t offset, size_t count, char **ou
 cudaError_t rt_symbol(const void *symbol, size_t offset, size_t count, char **out, size_t *size) {
   rt_var_t *v = find_var(symbol);
   if (!v) return cudaErrorInvalidSymbol;
+  pthread_mutex_lock(&mod_lock);
+  symbol_track(v);
+  pthread_mutex_unlock(&mod_lock);
   if (offset > v->size || count > v->size - offset) return cudaErrorInvalidValue;
   *out = (char *)v->dev + offset;
   if (size) *size = v->size;
