@@ -18,7 +18,7 @@
   XX(LAYOUT_UNKNOWN, "layout_unknown") XX(ATTRIBUTES, "attributes")                        \
   XX(COOPERATIVE, "cooperative") XX(DENIED, "denied") XX(CAPTURING, "capturing")           \
   XX(GRAPH_ERROR, "graph_error") XX(DEMOTED, "demoted") XX(MISMATCH, "mismatch")           \
-  XX(FLUSHED, "flushed")
+  XX(FLUSHED, "flushed") XX(HOLD_TIMEOUT, "hold_timeout")
 
 enum ag_fallback {
 #define AG_FALLBACK_ENUM_(id, name) AG_FB_##id,
@@ -36,6 +36,8 @@ typedef struct ag_stats {
   uint64_t fallbacks[AG_FB_COUNT_];
   uint64_t sequences, demotions, evictions;
   uint64_t fused; /* times a fused replacement ran in place of the originals, all patterns */
+  uint64_t hold_timeouts;      /* holds ended by the bound (AUTOGRAPH_HOLD_US), src/engine.c */
+  uint64_t failed_submissions; /* held launches whose submission failed (reported later) */
 } ag_stats_t;
 
 extern ag_stats_t ag__stats;
