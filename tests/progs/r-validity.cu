@@ -17,13 +17,17 @@
  *            cudaPeekAtLastError agrees) or by a later call (then the error is also the
  *            thread's last error). After each synchronisation, if some launch since the
  *            previous one did not run, a failure must have been reported since: a held launch
- *            whose submission failed unreported is caught there. Prints only whether it held.
+ *            whose submission failed unreported is caught there. Prints only whether it held;
+ *   failsleep as failsub, with a 20 ms pause (no CUDA call) in the middle of every fourth
+ *            iteration: held launches are then submitted by the library's own thread, and a
+ *            failure there must be reported to this one.
  * Every mode ends with the launch counts (see prog.h); failed launches are launches made.
  */
 #include <cuda_runtime.h>
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "prog.h"
 #include "sim_kernel.h"
@@ -154,10 +158,14 @@ static void check_window(void) {
   ran_before = ran, launched = 0, failures = 0;
 }
 
-static void mode_failsub(void) {
+static void mode_failsub(int sleepy) {
   for (int it = 0; it < 3 * ITERS; it++) {
     counted_step(69069u, (unsigned)it, N / BLOCK);
     counted_step(40503u, 7u, N / BLOCK);
+    /* failsleep: a pause in the middle of every fourth iteration, with no CUDA call, longer than
+     * the library's default bound on holds: what is held is submitted by another thread, and a
+     * failure there must still reach this one. */
+    if (sleepy && it % 4 == 1) usleep(20000);
     /* Every fourth iteration the third launch has another shape: held launches diverge from
      * the learned sequence there and are submitted one by one. */
     counted_step(2654435761u, 12345u, it % 4 == 3 ? 1 : N / BLOCK);
@@ -182,9 +190,11 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "invalid"))
     mode_invalid();
   else if (!strcmp(mode, "failsub"))
-    mode_failsub();
+    mode_failsub(0);
+  else if (!strcmp(mode, "failsleep"))
+    mode_failsub(1);
   else {
-    fprintf(stderr, "usage: r-validity attr|same|invalid|failsub\n");
+    fprintf(stderr, "usage: r-validity attr|same|invalid|failsub|failsleep\n");
     return 2;
   }
   printf("total: %016llx\n", (unsigned long long)total);
