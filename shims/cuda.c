@@ -300,7 +300,7 @@ static CUresult module_cuKernelGetFunction(int i, void *real, CUfunction *f, CUk
     ag__order_enter(&cu_calls[i], NULL);                                  \
     r = ((pfn)real)(h);                                                   \
     ag__order_leave();                                                    \
-    if (r == CUDA_SUCCESS) ag__image_unloaded(h);                         \
+    if (r == CUDA_SUCCESS) ag__image_unloaded(h), ag__settings_forget();  \
     return r;                                                             \
   }
 MODULE_UNLOAD(cuModuleUnload, PFN_cuModuleUnload_v2000, CUmodule)

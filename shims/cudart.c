@@ -324,6 +324,7 @@ AG_EXPORT void __cudaUnregisterFatBinary(void **handle) {
   if (ag__active()) {
     ag__note(&rt_calls[RT___cudaUnregisterFatBinary]);
     ag__registry_unregister(handle);
+    ag__settings_forget(); /* its kernels' handles may be reused */
   }
   if (real) real(handle);
 }

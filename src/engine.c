@@ -749,7 +749,13 @@ static inline void count_call(ag_call_t *call, int family) {
 
 void ag__order_enter(ag_call_t *call, void *stream) {
   (void)stream; /* every ordering call flushes: held work may be what the call waits for */
-  if (call && call->family == AG_FAM_DEVICE) ag__tls.ctx = NULL;
+  if (call && call->family == AG_FAM_DEVICE) {
+    ag__tls.ctx = NULL;
+    /* A context that goes away takes its handles' settings with it (handles may be reused). */
+    if (!ag__tls.quiet && (strstr(call->name, "Destroy") || strstr(call->name, "Reset") ||
+                           strstr(call->name, "Release")))
+      ag__settings_forget();
+  }
   if (!ag__tls.quiet) {
     if (!ag__tls.lib) {
       AG_STAT_ADD(ag__stats.ordering, 1);
@@ -833,9 +839,9 @@ int ag__error_last(int status, int clear) {
 /* The last value each (object, setting) was given, so that setting the value already in force
  * does not flush (FlashAttention sets the same shared-memory limit before every launch). An
  * open-addressing table under the engine lock; when it is full a setting is simply not
- * remembered, and its next change flushes as an unknown one. Entries are never removed: a
- * handle reused by another kernel keeps a value, which can only cause an unneeded flush or,
- * when the value is the same, none, which is right for a value that is the same. */
+ * remembered, and its next change flushes as an unknown one. A handle may be reused once its
+ * module or context is gone, with another value in force: the table is emptied whenever code
+ * is unloaded or a context destroyed, reset or released (ag__settings_forget). */
 #define SETTINGS_CAP 4096
 static struct setting {
   const void *obj;
@@ -856,6 +862,12 @@ static struct setting *setting_slot(const void *obj, uint64_t what, int add) {
     }
   }
   return NULL;
+}
+
+void ag__settings_forget(void) {
+  engine_lock();
+  memset(settings, 0, sizeof settings);
+  engine_unlock();
 }
 
 int ag__setting_enter(ag_call_t *call, const void *obj, uint64_t what, uint64_t value) {

@@ -140,6 +140,9 @@ int ag__error_last(int status, int clear);
 int ag__setting_enter(ag_call_t *call, const void *obj, uint64_t what, uint64_t value);
 int ag__setting_leave(int entered, const void *obj, uint64_t what, uint64_t value, int status,
                       int rt);
+/* Forgets every remembered setting (code unloaded, a context destroyed, reset or released:
+ * their handles may come back naming other objects). */
+void ag__settings_forget(void);
 
 /* Brackets a library call that launches kernels of its own (cuDNN). */
 void ag__lib_enter(ag_call_t *call);
