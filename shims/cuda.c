@@ -53,11 +53,12 @@ static void *cu_real[CU_COUNT_];
 #define AG_ELF_0(elf) NULL
 #define AG_ELF_1(elf) #elf
 
-enum { CLS_HARMLESS, CLS_ORDER, CLS_LAUNCH, CLS_MODULE };
+enum { CLS_HARMLESS, CLS_ORDER, CLS_LAUNCH, CLS_MODULE, CLS_SETTING };
 #define CLS_OF_HARMLESS CLS_HARMLESS
 #define CLS_OF_ORDER CLS_ORDER
 #define CLS_OF_LAUNCH CLS_LAUNCH
 #define CLS_OF_MODULE CLS_MODULE
+#define CLS_OF_SETTING CLS_SETTING
 
 static const struct cu_entry {
   const char *name;
@@ -318,13 +319,72 @@ MODULE_UNLOAD(cuLibraryUnload, PFN_cuLibraryUnload_v12000, CUlibrary)
     ag__order_enter(&cu_calls[i], NULL);                                  \
     forget;                                                               \
     r = ((pfn)real)(h);                                                   \
-    ag__order_leave_status(&cu_calls[i], r == CUDA_SUCCESS);              \
+    r = (CUresult)ag__order_leave_status(&cu_calls[i], NULL, r, 0);      \
     return r;                                                             \
   }
 CTX_END(cuCtxDestroy, PFN_cuCtxDestroy_v4000, CUcontext, ag__ctx_ending(h))
 CTX_END(cuDevicePrimaryCtxReset, PFN_cuDevicePrimaryCtxReset_v11000, CUdevice, ag__device_ending((int)h))
 CTX_END(cuDevicePrimaryCtxRelease, PFN_cuDevicePrimaryCtxRelease_v11000, CUdevice,
         ag__device_ending((int)h))
+
+/* ---- settings (issue 11) ------------------------------------------------------------------ */
+
+/* Each names its setting by an object and (entry, attribute, device), context-wide ones by the
+ * current context; held launches are submitted before the value changes (src/engine.h). */
+#define SETTING_WHAT(i, attr, dev) \
+  (((uint64_t)(unsigned)(i) << 48) ^ ((uint64_t)(unsigned)(attr) << 16) ^ (uint64_t)(unsigned)(dev))
+#define SETTING_BODY(i, real, obj, attr, dev, value, call)                              \
+  CUresult r;                                                                           \
+  if (!(real)) return CUDA_ERROR_NOT_FOUND;                                             \
+  if (!ag__active()) return call;                                                       \
+  const void *obj_ = (obj);                                                             \
+  uint64_t what_ = SETTING_WHAT(i, attr, dev), value_ = (uint64_t)(value);              \
+  int entered_ = ag__setting_enter(&cu_calls[i], obj_, what_, value_);                  \
+  r = call;                                                                             \
+  return (CUresult)ag__setting_leave(entered_, obj_, what_, value_, r, 0);
+
+static const void *current_ctx_key(void) {
+  CUcontext c = NULL;
+  if (!ag__real_ready() || !ag__real.cuCtxGetCurrent || ag__real.cuCtxGetCurrent(&c)) return NULL;
+  return c;
+}
+
+static CUresult setting_cuFuncSetAttribute(int i, void *real, CUfunction f, CUfunction_attribute a,
+                                           int v) {
+  SETTING_BODY(i, real, f, a, 0, v, ((PFN_cuFuncSetAttribute_v9000)real)(f, a, v))
+}
+
+static CUresult setting_cuKernelSetAttribute(int i, void *real, CUfunction_attribute a, int v,
+                                             CUkernel k, CUdevice d) {
+  SETTING_BODY(i, real, k, a, d, v, ((PFN_cuKernelSetAttribute_v12000)real)(a, v, k, d))
+}
+
+static CUresult setting_cuFuncSetCacheConfig(int i, void *real, CUfunction f, CUfunc_cache c) {
+  SETTING_BODY(i, real, f, 0, 0, c, ((PFN_cuFuncSetCacheConfig_v3000)real)(f, c))
+}
+
+static CUresult setting_cuKernelSetCacheConfig(int i, void *real, CUkernel k, CUfunc_cache c,
+                                               CUdevice d) {
+  SETTING_BODY(i, real, k, 0, d, c, ((PFN_cuKernelSetCacheConfig_v12000)real)(k, c, d))
+}
+
+static CUresult setting_cuFuncSetSharedMemConfig(int i, void *real, CUfunction f,
+                                                 CUsharedconfig c) {
+  SETTING_BODY(i, real, f, 0, 0, c, ((PFN_cuFuncSetSharedMemConfig_v4020)real)(f, c))
+}
+
+static CUresult setting_cuCtxSetLimit(int i, void *real, CUlimit l, size_t v) {
+  SETTING_BODY(i, real, current_ctx_key(), l, 0, v, ((PFN_cuCtxSetLimit_v3010)real)(l, v))
+}
+
+static CUresult setting_cuCtxSetCacheConfig(int i, void *real, CUfunc_cache c) {
+  SETTING_BODY(i, real, current_ctx_key(), 0, 0, c, ((PFN_cuCtxSetCacheConfig_v3020)real)(c))
+}
+
+static CUresult setting_cuCtxSetSharedMemConfig(int i, void *real, CUsharedconfig c) {
+  SETTING_BODY(i, real, current_ctx_key(), 0, 0, c,
+               ((PFN_cuCtxSetSharedMemConfig_v4020)real)(c))
+}
 
 /* ---- wrappers ---------------------------------------------------------------------------- */
 
@@ -339,6 +399,8 @@ CTX_END(cuDevicePrimaryCtxRelease, PFN_cuDevicePrimaryCtxRelease_v11000, CUdevic
   static CUresult fn params { return launch_##name(CU_##id, real_of(CU_##id), AG_ARGS args); }
 #define AG_CU_WRAP_MODULE(fn, real_of, id, name, params, args, stream) \
   static CUresult fn params { return module_##name(CU_##id, real_of(CU_##id), AG_ARGS args); }
+#define AG_CU_WRAP_SETTING(fn, real_of, id, name, params, args, stream) \
+  static CUresult fn params { return setting_##name(CU_##id, real_of(CU_##id), AG_ARGS args); }
 #define AG_CU_WRAP_ORDER(fn, real_of, id, name, params, args, stream)  \
   static CUresult fn params {                                          \
     PFN_##id real = (PFN_##id)real_of(CU_##id);                        \
@@ -347,8 +409,7 @@ CTX_END(cuDevicePrimaryCtxRelease, PFN_cuDevicePrimaryCtxRelease_v11000, CUdevic
     if (!ag__active()) return real args;                               \
     ag__order_enter(&cu_calls[CU_##id], (void *)(stream));             \
     r = real args;                                                     \
-    ag__order_leave_status(&cu_calls[CU_##id], r == CUDA_SUCCESS);     \
-    return r;                                                          \
+    return (CUresult)ag__order_leave_status(&cu_calls[CU_##id], (void *)(stream), r, 0); \
   }
 #include "ag_cu_table.h"
 #undef AG_CU
@@ -367,6 +428,7 @@ static void *const cu_wrappers[CU_COUNT_] = {
 #define AG_CU_PTR_LAUNCH(id) (void *)w_##id,
 #define AG_CU_PTR_ORDER(id) (void *)w_##id,
 #define AG_CU_PTR_MODULE(id) (void *)w_##id,
+#define AG_CU_PTR_SETTING(id) (void *)w_##id,
 #include "ag_cu_table.h"
 #undef AG_CU
 };
@@ -386,11 +448,15 @@ static PFN_cuGetProcAddress_v11030 real_getter_v1;
 static PFN_cuGetProcAddress_v12000 real_getter_v2;
 
 static void *swap(const char *sym, int version, cuuint64_t flags, void *p);
+static void store_real(void **slot, void *p);
 
 static CUresult getter_v1(const char *symbol, void **pfn, int version, cuuint64_t flags) {
   PFN_cuGetProcAddress_v11030 real = __atomic_load_n(&real_getter_v1, __ATOMIC_ACQUIRE);
   CUresult r;
-  if (!real) real = (PFN_cuGetProcAddress_v11030)ag__real_lookup(cu_sonames, "cuGetProcAddress");
+  if (!real) {
+    real = (PFN_cuGetProcAddress_v11030)ag__real_lookup(cu_sonames, "cuGetProcAddress");
+    if (real) store_real((void **)&real_getter_v1, (void *)real);
+  }
   if (!real) return CUDA_ERROR_NOT_FOUND;
   r = real(symbol, pfn, version, flags);
   if (r == CUDA_SUCCESS && symbol && pfn && *pfn && ag__active())
@@ -402,8 +468,10 @@ static CUresult getter_v2(const char *symbol, void **pfn, int version, cuuint64_
                           CUdriverProcAddressQueryResult *status) {
   PFN_cuGetProcAddress_v12000 real = __atomic_load_n(&real_getter_v2, __ATOMIC_ACQUIRE);
   CUresult r;
-  if (!real)
+  if (!real) {
     real = (PFN_cuGetProcAddress_v12000)ag__real_lookup(cu_sonames, "cuGetProcAddress_v2");
+    if (real) store_real((void **)&real_getter_v2, (void *)real);
+  }
   if (!real) return CUDA_ERROR_NOT_FOUND;
   r = real(symbol, pfn, version, flags, status);
   if (r == CUDA_SUCCESS && symbol && pfn && *pfn && ag__active())
@@ -426,8 +494,23 @@ static void store_real(void **slot, void *p) {
     __atomic_compare_exchange_n(slot, &expected, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
+/* Whether the real getter hands out `p` for `sym` at `version` with `flags`. */
+static int real_gives(const char *sym, int version, cuuint64_t flags, void *p) {
+  PFN_cuGetProcAddress_v12000 g2 = __atomic_load_n(&real_getter_v2, __ATOMIC_ACQUIRE);
+  PFN_cuGetProcAddress_v11030 g1 = __atomic_load_n(&real_getter_v1, __ATOMIC_ACQUIRE);
+  CUdriverProcAddressQueryResult st;
+  void *q = NULL;
+  if (g2) {
+    if (g2(sym, &q, version, flags, &st) != CUDA_SUCCESS) return 0;
+  } else if (!g1 || g1(sym, &q, version, flags) != CUDA_SUCCESS) {
+    return 0;
+  }
+  return q == p;
+}
+
 static void *swap(const char *sym, int version, cuuint64_t flags, void *p) {
   int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, best = -1;
+  int want_pt = pt;
 
   if (!strcmp(sym, "cuGetProcAddress")) {
     /* The runtime asks for the getter itself (11030 and 12000 ABIs): answer with ours. */
@@ -456,6 +539,30 @@ static void *swap(const char *sym, int version, cuuint64_t flags, void *p) {
     return t ? t : p;
   }
   if (cu_entries[best].cls == CLS_HARMLESS) return p;
+  if (want_pt && !cu_entries[best].per_thread &&
+      !real_gives(sym, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, p)) {
+    /* A per-thread request below the version of the name's per-thread entry fell back to the
+     * legacy entry, but the driver handed out another function than the legacy one: its
+     * per-thread form. The legacy wrapper would take stream 0 for the legacy stream and keep a
+     * per-thread function in the legacy slot. Where the driver hands out that very function for
+     * the per-thread entry (the first version that has one), that entry's wrapper is the right
+     * one; otherwise it is watched as an unknown ordering function. */
+    int alt = -1;
+    for (int i = 0; i < CU_COUNT_; i++) {
+      const struct cu_entry *e = &cu_entries[i];
+      if (!e->per_thread || strcmp(e->name, sym)) continue;
+      if (alt < 0 || e->version < cu_entries[alt].version) alt = i;
+    }
+    if (alt >= 0 && cu_entries[alt].cls != CLS_HARMLESS &&
+        real_gives(sym, cu_entries[alt].version, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, p)) {
+      best = alt;
+    } else {
+      void *t = ag__tramp_for(sym, p);
+      ag__log(AG_LOG_DEBUG, "getter: %s (version %d, per-thread) is not the legacy function; %s",
+              sym, version, t ? "treated as ordering" : "not watched");
+      return t ? t : p;
+    }
+  }
   void *expected = NULL;
   if (!__atomic_compare_exchange_n(&cu_real[best], &expected, p, 0, __ATOMIC_ACQ_REL,
                                    __ATOMIC_ACQUIRE) &&

@@ -173,6 +173,91 @@ static cudaError_t launch_cudaLaunchKernelExC(int i, const cudaLaunchConfig_t *c
   return (cudaError_t)ag__launch(&l);
 }
 
+/* ---- settings and error queries (issue 11) ------------------------------------------------ */
+
+/* A setting is keyed by the object it applies to and (call, attribute, device); context-wide
+ * ones by the current device's context as the driver reports it. Held launches are flushed
+ * before a setting changes (src/engine.h, ag__setting_enter). */
+#define SETTING_WHAT(i, attr, dev) \
+  (((uint64_t)(unsigned)(i) << 48) ^ ((uint64_t)(unsigned)(attr) << 16) ^ (uint64_t)(unsigned)(dev))
+#define SETTING_BODY(i, obj, attr, dev, value, call)                                    \
+  void *real = rt_real_of(i);                                                           \
+  cudaError_t r;                                                                        \
+  if (!real) return cudaErrorNotSupported;                                              \
+  if (!ag__active()) return call;                                                       \
+  uint64_t what_ = SETTING_WHAT(i, attr, dev), value_ = (uint64_t)(value);              \
+  int entered_ = ag__setting_enter(&rt_calls[i], (obj), what_, value_);                 \
+  r = call;                                                                             \
+  return (cudaError_t)ag__setting_leave(entered_, (obj), what_, value_, r, 1);
+
+static cudaError_t setting_cudaFuncSetAttribute(int i, const void *func, enum cudaFuncAttribute attr,
+                                                int value) {
+  SETTING_BODY(i, func, attr, 0, value, ((__typeof(&cudaFuncSetAttribute))real)(func, attr, value))
+}
+
+static cudaError_t setting_cudaKernelSetAttributeForDevice(int i, cudaKernel_t k,
+                                                           enum cudaFuncAttribute attr, int value,
+                                                           int device) {
+  SETTING_BODY(i, (const void *)k, attr, device, value,
+               ((__typeof(&cudaKernelSetAttributeForDevice))real)(k, attr, value, device))
+}
+
+static cudaError_t setting_cudaFuncSetCacheConfig(int i, const void *func, enum cudaFuncCache c) {
+  SETTING_BODY(i, func, 0, 0, c, ((__typeof(&cudaFuncSetCacheConfig))real)(func, c))
+}
+
+static cudaError_t setting_cudaFuncSetSharedMemConfig(int i, const void *func,
+                                                      enum cudaSharedMemConfig c) {
+  SETTING_BODY(i, func, 0, 0, c, ((__typeof(&cudaFuncSetSharedMemConfig))real)(func, c))
+}
+
+/* The runtime applies context-wide settings to the current device's primary context. */
+static const void *current_device_key(void) {
+  static int (*get)(int *);
+  int dev = -1;
+  int (*g)(int *) = __atomic_load_n(&get, __ATOMIC_ACQUIRE);
+  if (!g) {
+    g = (int (*)(int *))ag__real_lookup(rt_sonames, "cudaGetDevice");
+    __atomic_store_n(&get, g, __ATOMIC_RELEASE);
+  }
+  if (!g || g(&dev)) return NULL;
+  return (const void *)(uintptr_t)(dev + 1);
+}
+
+static cudaError_t setting_cudaDeviceSetLimit(int i, enum cudaLimit limit, size_t value) {
+  SETTING_BODY(i, current_device_key(), limit, 0, value,
+               ((__typeof(&cudaDeviceSetLimit))real)(limit, value))
+}
+
+static cudaError_t setting_cudaDeviceSetCacheConfig(int i, enum cudaFuncCache c) {
+  SETTING_BODY(i, current_device_key(), 0, 0, c, ((__typeof(&cudaDeviceSetCacheConfig))real)(c))
+}
+
+static cudaError_t setting_cudaDeviceSetSharedMemConfig(int i, enum cudaSharedMemConfig c) {
+  SETTING_BODY(i, current_device_key(), 0, 0, c,
+               ((__typeof(&cudaDeviceSetSharedMemConfig))real)(c))
+}
+
+/* Not ordering calls (PyTorch calls cudaGetLastError after every launch): they add the failed
+ * submissions of the thread's held launches to what the runtime reports. */
+static cudaError_t error_cudaGetLastError(int i) {
+  cudaError_t (*real)(void) = (cudaError_t (*)(void))rt_real_of(i);
+  cudaError_t r;
+  if (!real) return cudaErrorNotSupported;
+  r = real();
+  if (!ag__active()) return r;
+  return (cudaError_t)ag__error_last(r, 1);
+}
+
+static cudaError_t error_cudaPeekAtLastError(int i) {
+  cudaError_t (*real)(void) = (cudaError_t (*)(void))rt_real_of(i);
+  cudaError_t r;
+  if (!real) return cudaErrorNotSupported;
+  r = real();
+  if (!ag__active()) return r;
+  return (cudaError_t)ag__error_last(r, 0);
+}
+
 /* ---- generated wrappers ------------------------------------------------------------------ */
 
 #define AG_RT_F(ret, sym, base, cls, fam, params, args, stream) AG_RT_BODY_##cls(ret, sym, base, params, args, stream)
@@ -187,9 +272,12 @@ static cudaError_t launch_cudaLaunchKernelExC(int i, const cudaLaunchConfig_t *c
     ag__order_enter(&rt_calls[RT_##sym], (void *)(stream));    \
     if (RT_##sym == RT_cudaDeviceReset) ag__device_ending(AG_DEV_CURRENT); \
     r = real args;                                             \
-    ag__order_leave_status(&rt_calls[RT_##sym], r == 0);       \
-    return r;                                                  \
+    return (ret)ag__order_leave_status(&rt_calls[RT_##sym], (void *)(stream), r, 1); \
   }
+#define AG_RT_BODY_SETTING(ret, sym, base, params, args, stream) \
+  AG_EXPORT ret sym params { return setting_##base(RT_##sym, AG_ARGS args); }
+#define AG_RT_BODY_ERROR(ret, sym, base, params, args, stream) \
+  AG_EXPORT ret sym params { return error_##base(RT_##sym); }
 #include "cudart.def"
 #undef AG_RT_F
 

@@ -28,6 +28,7 @@ typedef enum ag_option {
   AG_OPT_FUSE,    /* AUTOGRAPH_FUSE: off|exact|all, which fused replacements may run */
   AG_OPT_TRACE,   /* AUTOGRAPH_TRACE: path of the Chrome trace (src/trace.h), else unset */
   AG_OPT_TRACE_MAX_EVENTS, /* AUTOGRAPH_TRACE_MAX_EVENTS: events recorded at most */
+  AG_OPT_HOLD_US, /* AUTOGRAPH_HOLD_US: longest a hold outlives its thread's last call, 0: never hold */
   AG_OPT_COUNT_
 } ag_option_t;
 
@@ -47,6 +48,7 @@ typedef struct ag_config {
   int fuse;                /* enum ag_fuse_level */
   char trace_path[4096];   /* AUTOGRAPH_TRACE, else empty */
   int trace_max_events;    /* >= 1 */
+  int hold_us;             /* microseconds, 0..1000000; 0: nothing is ever held */
 } ag_config_t;
 
 /* AUTOGRAPH_FUSE. Each level includes the ones before it.

@@ -12,9 +12,15 @@
  *     or updated, and launched on the stream.
  * Held launches are submitted as ordinary launches, in order, before anything that could
  * observe them: an ordering call on any thread, a launch on another stream or context, a
- * launch that cannot be held, a divergence from the sequence, a capture, exit or fork. At most
- * one stream holds launches at a time. Any failure of the graph path demotes the sequence and
- * submits what was held: nothing is lost, duplicated or reordered.
+ * launch that cannot be held, a divergence from the sequence, a capture, exit or fork, a change
+ * of what a held launch's submission depends on (attributes, limits, cache configs: see
+ * ag__setting_enter), and a bound on time: a helper thread submits what is held once no launch
+ * has joined the hold for AUTOGRAPH_HOLD_US (the program may be waiting on the device without
+ * calling CUDA at all, issue 11). At most one stream holds launches at a time. Any failure of
+ * the graph path demotes the sequence and submits what was held: nothing is lost, duplicated or
+ * reordered. A held launch whose submission fails anyway is reported to the thread that made
+ * it, by its next call (ag__error_take); a pass-through launch that fails never enters a
+ * learned sequence (forget_failed).
  *
  * Initialisation runs once, from the constructor or from the first wrapper that gets there
  * first, under an explicit state (none → running → done) rather than pthread_once: a wrapper
@@ -26,6 +32,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +118,7 @@ static struct {
   /* What every launch reads and writes comes first, so that it fits one or two cache lines. */
   int live;               /* set up, with the real driver table: the launch path may run */
   int holding;
+  uint32_t seg_gen;       /* bumped at every end of the current sequence (finish) */
   ag_seg_t seg;
   void *stream, *ctx;     /* of the current sequence */
   uint64_t *hashes;       /* structural hashes of the current sequence, max_seq of them */
@@ -123,7 +131,32 @@ static struct {
   ag_held_t *held;        /* max_seq entries, parallel to hashes */
   uint8_t *arena;
   size_t arena_used, arena_cap;
+  /* The last sequence counted (finish), for a pass-through launch that fails after it was
+   * counted: the generation of the sequence it ended, and its key. */
+  uint32_t fin_gen;
+  uint64_t fin_hash;
+  int fin_n;
 } E;
+
+/* Bounded holds (issue 11). `hold_gen` is bumped (a plain store, under the lock) at every held
+ * launch and `holding_pub` mirrors E.holding for the helper thread, which reads both without the
+ * lock: the launch path makes no system call for the bound. */
+static uint64_t hold_gen;
+static int holding_pub;
+static int helper_state; /* 0 not started, 1 started, -1 could not start (holding is off) */
+int ag__hold_offline;    /* see engine.h */
+static int helper_idle;  /* the helper sleeps on helper_cv until a hold begins */
+static pthread_mutex_t helper_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t helper_cv = PTHREAD_COND_INITIALIZER;
+
+/* A failed submission of held work waiting to be reported (see ag__error_take). One slot: the
+ * first failure not yet reported is kept, as the earliest thing the program needs to know. */
+int ag__pending_err; /* CUresult, 0: none; read without the lock on every call */
+static pthread_t pending_owner;
+
+/* Calls that change what a held launch's submission depends on, in progress (ag__setting_*):
+ * nothing is held meanwhile. */
+static int changing;
 
 /* Guard: running mean host time of one ordinary launch (ns), measured outside the lock for one
  * launch in 32 (`sampled` counts ordinary launches, under the lock). */
@@ -154,6 +187,9 @@ static int engine_setup(void) {
   E.arena_cap = 64 << 10;
   E.arena = malloc(E.arena_cap);
   ag__seg_init(&E.seg, ag__config.min_seq, max);
+  /* AUTOGRAPH_HOLD_US=0: no hold can be bounded, so nothing is held (sequences are still
+   * learned and reported). */
+  if (ag__config.hold_us == 0) __atomic_store_n(&helper_state, -1, __ATOMIC_RELEASE);
   if (!E.tab || !E.hashes || !E.kids || !E.held || !E.arena) {
     E.off = 1;
     return -AG_ENOMEM;
@@ -185,17 +221,30 @@ void ag__ctx_leave(int pushed) {
   ag__tls.ctx = NULL; /* asked again at the next launch */
 }
 
-/* Submits everything held as ordinary launches, counted under `reason`. */
+/* Submits everything held as ordinary launches, counted under `reason`. A failure is kept for
+ * the thread that made the failed launch (it was told success when the launch was held). */
 static void submit_held(int n, int reason) {
-  int pushed, r;
+  int pushed, r, first = -1, nfailed = 0;
   if (!n) return;
   uint64_t trace_t0 = AG_UNLIKELY(ag__trace_armed) ? ag__now_ns() : 0;
   pushed = ag__ctx_enter(E.ctx);
   ag__tls.quiet++;
-  r = ag__held_submit(E.held, n, E.arena, E.stream);
+  if (pushed < 0) {
+    r = CUDA_ERROR_INVALID_CONTEXT, first = 0, nfailed = n;
+  } else {
+    r = ag__held_submit(E.held, n, E.arena, E.stream, &first, &nfailed);
+  }
   ag__tls.quiet--;
   ag__ctx_leave(pushed);
-  if (r) ag__log(AG_LOG_WARN, "submitting %d held launches failed (CUDA error %d)", n, r);
+  if (r) {
+    ag__log(AG_LOG_WARN, "%d of %d held launches failed at submission (CUDA error %d): "
+            "reported to the thread that made them", nfailed, n, r);
+    STAT_INC(ag__stats.failed_submissions, (uint64_t)nfailed);
+    if (first >= 0 && !__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED)) {
+      pending_owner = E.held[first].owner;
+      __atomic_store_n(&ag__pending_err, r, __ATOMIC_RELEASE);
+    }
+  }
   STAT_INC(ag__stats.passthrough, (uint64_t)n);
   STAT_INC(ag__stats.fallbacks[reason], (uint64_t)n);
   if (AG_UNLIKELY(ag__trace_armed)) ag__trace_flush(E.stream, n, reason, trace_t0, r);
@@ -203,6 +252,7 @@ static void submit_held(int n, int reason) {
 
 static void stop_holding(void) {
   E.holding = 0;
+  __atomic_store_n(&holding_pub, 0, __ATOMIC_RELAXED);
   E.cand = NULL;
   E.arena_used = 0;
 }
@@ -280,8 +330,9 @@ static ag_seq_t *find_prefix(int m, int exact) {
 }
 
 /* Ends the current sequence. `content` says the segmenter cut it (then `hash` is its content
- * hash); otherwise an ordering call or a change of stream ended it. */
-static void finish(int content, uint64_t hash) {
+ * hash); otherwise an ordering call, a change of stream or the bound on holds (`reason`, the
+ * fallback that an incomplete held sequence is counted under) ended it. */
+static void finish(int content, uint64_t hash, int reason) {
   int n = E.seg.len;
   if (!n) goto out;
   if (E.holding) {
@@ -289,7 +340,7 @@ static void finish(int content, uint64_t hash) {
     if (s)
       replay(s);
     else
-      submit_held(n, content ? AG_FB_MISMATCH : AG_FB_FLUSHED);
+      submit_held(n, content ? AG_FB_MISMATCH : reason);
     stop_holding();
     goto out;
   }
@@ -299,6 +350,7 @@ static void finish(int content, uint64_t hash) {
     uint64_t h = content ? hash : E.seg.hash;
     ag_seq_t *s = ag__seqtab_find(E.tab, h, E.hashes, E.kids, n, &added);
     if (s) {
+      E.fin_gen = E.seg_gen, E.fin_hash = h, E.fin_n = n;
       if (added) STAT_INC(ag__stats.sequences, 1);
       if (s->state == AG_SEQ_DEMOTED) STAT_INC(ag__stats.fallbacks[AG_FB_DEMOTED], (uint64_t)n);
       if (++s->count >= (uint64_t)ag__config.repeats && s->state == AG_SEQ_COUNTING)
@@ -307,11 +359,12 @@ static void finish(int content, uint64_t hash) {
   }
 out:
   ag__seg_reset(&E.seg);
+  E.seg_gen++;
 }
 
 /* An external cut: ordering call, another stream, a launch that cannot be held. */
 static void cut(void) {
-  if (E.seg.len) finish(0, 0);
+  if (E.seg.len) finish(0, 0, AG_FB_FLUSHED);
 }
 
 /* ---- launches ----------------------------------------------------------------------------- */
@@ -373,6 +426,7 @@ static int hold(int i, ag_kinfo_t *k, const ag_launch_t *l) {
     E.arena = a, E.arena_cap = cap;
   }
   h->k = k;
+  h->owner = pthread_self();
   memcpy(h->grid, l->grid, sizeof h->grid);
   memcpy(h->block, l->block, sizeof h->block);
   h->shmem = l->shmem;
@@ -380,6 +434,7 @@ static int hold(int i, ag_kinfo_t *k, const ag_launch_t *l) {
   for (uint32_t j = 0; j < k->nparams; j++)
     memcpy(E.arena + E.arena_used + k->params[j].offset, l->args[j], k->params[j].size);
   E.arena_used = need;
+  __atomic_store_n(&hold_gen, __atomic_load_n(&hold_gen, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
   return 0;
 }
 
@@ -401,9 +456,25 @@ static int pass(const ag_launch_t *l, int sample) {
   return r;
 }
 
-/* Handles a launch that may be held; returns 1 when it was held (or replayed), 0 when the
- * caller must submit it. Called under the lock. */
-static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void *stream, void *ctx, ag_kinfo_t *k) {
+/* Wakes the helper thread if it sleeps (a hold begins; called under the lock). The helper sets
+ * helper_idle before it reads holding_pub, and this reads helper_idle after setting
+ * holding_pub, both sequentially consistent: one of the two sees the other. */
+static void hold_begins(void) {
+  __atomic_store_n(&holding_pub, 1, __ATOMIC_SEQ_CST);
+  if (AG_UNLIKELY(__atomic_load_n(&helper_idle, __ATOMIC_SEQ_CST))) {
+    pthread_mutex_lock(&helper_mu);
+    __atomic_store_n(&helper_idle, 0, __ATOMIC_SEQ_CST);
+    pthread_cond_signal(&helper_cv);
+    pthread_mutex_unlock(&helper_mu);
+  }
+}
+
+/* Handles a launch that may be held; returns 1 when it was held (or replayed), 2 when the
+ * caller must submit it and its structure was recorded in the current sequence (*gen is that
+ * sequence's generation), 0 when the caller must submit it and nothing was recorded. Called
+ * under the lock. */
+static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void *stream, void *ctx, ag_kinfo_t *k,
+                                                      uint32_t *gen) {
   int reason, i;
   uint64_t h, done;
 
@@ -426,6 +497,13 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
       STAT_INC(ag__stats.fallbacks[AG_FB_CAPTURING], 1);
     return 0;
   }
+  if (AG_UNLIKELY(!reason && __atomic_load_n(&changing, __ATOMIC_ACQUIRE) > 0)) {
+    /* A call that changes what a launch's submission depends on is in progress on another
+     * thread: this launch runs now, under whatever value is in force, as it would without us. */
+    if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_cause("attribute or limit change");
+    cut();
+    return 0;
+  }
   if (AG_UNLIKELY(reason)) {
     if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_cause_fallback(reason - 1);
     cut();
@@ -442,8 +520,13 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
   if (AG_UNLIKELY(i == 0)) {
     E.stream = stream, E.ctx = ctx, E.thread = pthread_self();
     E.hashes[0] = h;
-    /* A sequence boundary: hold if a known sequence may begin here. */
-    if (ctx && (E.cand = find_prefix(1, 0)) != NULL) E.holding = 1;
+    /* A sequence boundary: hold if a known sequence may begin here (and holds can be bounded:
+     * AUTOGRAPH_HOLD_US is not 0 and the helper thread could be started). */
+    if (ctx && AG_LIKELY(__atomic_load_n(&helper_state, __ATOMIC_RELAXED) >= 0) &&
+        (E.cand = find_prefix(1, 0)) != NULL) {
+      E.holding = 1;
+      hold_begins();
+    }
     if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_hold(stream);
   } else {
     E.hashes[i] = h;
@@ -464,17 +547,130 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
       stop_holding();
     }
   }
+  *gen = E.seg_gen;
   if (AG_UNLIKELY(ag__seg_push(&E.seg, h, &done))) {
     E.seg.len = i + 1; /* the segmenter reset itself; finish() needs the length */
-    finish(1, done);
+    finish(1, done, AG_FB_MISMATCH);
   }
-  return held;
+  return held ? 1 : 2;
+}
+
+/* A pass-through launch recorded in the sequence of generation `gen` failed: it must never
+ * enter a learned sequence (issue 11; a structure is held only if that very structure
+ * succeeded before). If its sequence is still the current one, it is dropped uncounted; if it
+ * was counted when it ended at this launch, the count is taken back, and a sequence already
+ * being graphed is demoted. (A sequence ended by another thread's cut in the moment between
+ * the launch and its failure, and counted then, is not found: a window of one driver call.) */
+static void forget_failed(uint32_t gen) {
+  engine_lock();
+  if (E.seg_gen == gen && E.seg.len) {
+    if (E.holding) {
+      cut(); /* never the case (holding begins only at a sequence's first launch); kept safe */
+    } else {
+      ag__seg_reset(&E.seg);
+      E.seg_gen++;
+    }
+  } else if (E.fin_gen == gen && E.tab) {
+    ag_seq_t *s = ag__seqtab_get(E.tab, E.fin_hash, E.fin_n);
+    if (s && s->state == AG_SEQ_COUNTING) {
+      if (s->count) s->count--;
+    } else if (s && s->state != AG_SEQ_DEMOTED) {
+      demote(s, "one of its launches failed");
+    }
+  }
+  engine_unlock();
+}
+
+/* ---- the bound on holds (issue 11) -------------------------------------------------------- */
+
+/* The helper found the hold unchanged for a whole period: submit it (a replay if it happens to
+ * be a complete known sequence). The guard counts it against the candidate sequence: holding
+ * a sequence whose holds keep reaching the bound only delays its launches (the GPU does not
+ * run held launches), so once that has happened four times and more often than it replayed,
+ * the sequence is demoted. Called under the lock. */
+static void hold_timeout(void) {
+  ag_seq_t *s = E.cand;
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause("hold bound (AUTOGRAPH_HOLD_US)");
+  STAT_INC(ag__stats.hold_timeouts, 1);
+  finish(0, 0, AG_FB_HOLD_TIMEOUT);
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+  if (s && s->state != AG_SEQ_DEMOTED && ++s->timeouts >= 4 && s->timeouts > s->replays)
+    demote(s, "holds reach the bound (the program waits on the device without calling CUDA)");
+}
+
+/* The helper thread: every half bound it looks at the hold; when no launch has joined it since
+ * the previous look, it submits it. So a hold ends between one half and one whole bound after
+ * its last launch, whatever the program does (spins on device-written memory, sleeps, waits on
+ * another process). Without a hold for about 100 ms it sleeps until the next hold begins. */
+static void *helper_main(void *arg) {
+  long half_ns = (long)ag__config.hold_us * 500L;
+  uint64_t seen = 0;
+  int armed = 0, idle = 0, idle_max;
+  (void)arg;
+  if (half_ns < 20000) half_ns = 20000;
+  idle_max = (int)(100000000L / half_ns) + 1;
+  struct timespec ts = {half_ns / 1000000000L, half_ns % 1000000000L};
+  for (;;) {
+    nanosleep(&ts, NULL);
+    if (!__atomic_load_n(&holding_pub, __ATOMIC_SEQ_CST)) {
+      armed = 0;
+      if (++idle < idle_max) continue;
+      idle = 0;
+      pthread_mutex_lock(&helper_mu);
+      __atomic_store_n(&helper_idle, 1, __ATOMIC_SEQ_CST);
+      while (__atomic_load_n(&helper_idle, __ATOMIC_SEQ_CST) &&
+             !__atomic_load_n(&holding_pub, __ATOMIC_SEQ_CST))
+        pthread_cond_wait(&helper_cv, &helper_mu);
+      __atomic_store_n(&helper_idle, 0, __ATOMIC_SEQ_CST);
+      pthread_mutex_unlock(&helper_mu);
+      continue;
+    }
+    idle = 0;
+    uint64_t g = __atomic_load_n(&hold_gen, __ATOMIC_RELAXED);
+    if (!armed || g != seen) {
+      seen = g, armed = 1;
+      continue;
+    }
+    armed = 0;
+    engine_lock();
+    if (E.holding && __atomic_load_n(&hold_gen, __ATOMIC_RELAXED) == seen) hold_timeout();
+    engine_unlock();
+  }
+  return NULL;
+}
+
+/* Starts the helper once, at the first hold, outside the lock. If it cannot be started, holds
+ * cannot be bounded: what is held is submitted and nothing is held again. */
+static void start_helper(void) {
+  int expected = 0, r;
+  pthread_t t;
+  pthread_attr_t a;
+  sigset_t all, old;
+  if (!__atomic_compare_exchange_n(&helper_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    return;
+  /* Signals are the program's: the helper takes none of them. */
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  r = pthread_attr_init(&a);
+  if (!r) {
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    r = pthread_create(&t, &a, helper_main, NULL);
+    pthread_attr_destroy(&a);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (r) {
+    ag__log(AG_LOG_WARN, "cannot start the thread that bounds holds (error %d): nothing is held", r);
+    __atomic_store_n(&helper_state, -1, __ATOMIC_RELEASE);
+    ag__flush_all();
+  }
 }
 
 int ag__launch(const ag_launch_t *l) {
   void *stream, *ctx;
   ag_kinfo_t *k;
-  int sample, path;
+  int sample, path, st = 0, r;
+  uint32_t gen = 0;
   if (ag__tls.quiet) return l->submit(l); /* nested: the outer launch was recorded */
   /* A cuDNN call held for fusion (src/fuse-dnn.h) runs before any later launch. */
   if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE))) ag__fdnn_flush();
@@ -514,15 +710,26 @@ int ag__launch(const ag_launch_t *l) {
     if (k) k = ag__kinfo_add(k);
     if (k) STAT_INC(ag__stats.kernels, 1);
   }
-  if (step(l, stream, ctx, k)) {
+  st = step(l, stream, ctx, k, &gen);
+  if (st == 1) {
     engine_unlock();
-    return 0;
+    if (AG_UNLIKELY(__atomic_load_n(&helper_state, __ATOMIC_ACQUIRE) == 0) && !ag__hold_offline)
+      start_helper();
+    r = 0;
+    goto out;
   }
 pass:
   STAT_INC(ag__stats.passthrough, 1);
   sample = (sampled++ & 31) == 0;
   engine_unlock();
-  return pass(l, sample);
+  r = pass(l, sample);
+  if (AG_UNLIKELY(r) && st == 2) forget_failed(gen);
+out:
+  /* An earlier held launch of this thread failed at submission: this call reports it, as CUDA
+   * reports errors of earlier asynchronous work from later calls. */
+  if (AG_UNLIKELY(__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED)) && r == 0)
+    r = ag__error_take(l->path != AG_PATH_DRIVER);
+  return r;
 }
 
 void ag__engine_snapshot(void (*fn)(ag_seqtab_t *t, double launch_ns, void *arg), void *arg) {
@@ -564,18 +771,137 @@ void ag__order_enter(ag_call_t *call, void *stream) {
 
 void ag__order_leave(void) { ag__tls.quiet--; }
 
-void ag__order_leave_status(ag_call_t *call, int ok) {
+/* Whether an end of capture on `stream` that returned `status` ended the capture. A successful
+ * one did; a failed one did if the stream no longer captures (an invalidated capture ends with
+ * an error and no graph), unless the stream never captured (cudaErrorIllegalState, 401, the same
+ * value as CUDA_ERROR_ILLEGAL_STATE). */
+static int capture_ended(void *stream, int status) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  if (status == 0) return 1;
+  if (status == CUDA_ERROR_ILLEGAL_STATE) return 0;
+  if (!ag__real.cuStreamIsCapturing) return status == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  if (ag__real.cuStreamIsCapturing((CUstream)stream, &st) != CUDA_SUCCESS) return 0;
+  return st == CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+int ag__order_leave_status(ag_call_t *call, void *stream, int status, int rt) {
   ag__tls.quiet--;
   if (call && call->family == AG_FAM_DEVICE) ag__tls.ctx = NULL;
-  if (ag__tls.quiet || !ok || !call || call->family != AG_FAM_CAPTURE) return;
-  if (strstr(call->name, "BeginCapture")) {
-    __atomic_fetch_add(&captures, 1, __ATOMIC_ACQ_REL);
-  } else if (strstr(call->name, "EndCapture")) {
-    int c = __atomic_load_n(&captures, __ATOMIC_ACQUIRE);
-    while (c > 0 && !__atomic_compare_exchange_n(&captures, &c, c - 1, 0, __ATOMIC_ACQ_REL,
-                                                 __ATOMIC_ACQUIRE)) {
+  if (ag__tls.quiet) return status;
+  if (call && call->family == AG_FAM_CAPTURE) {
+    if (strstr(call->name, "BeginCapture")) {
+      if (status == 0) __atomic_fetch_add(&captures, 1, __ATOMIC_ACQ_REL);
+    } else if (strstr(call->name, "EndCapture") && capture_ended(stream, status)) {
+      /* A failed end that still ended the capture counts too, or nothing is held again. */
+      int c = __atomic_load_n(&captures, __ATOMIC_ACQUIRE);
+      while (c > 0 && !__atomic_compare_exchange_n(&captures, &c, c - 1, 0, __ATOMIC_ACQ_REL,
+                                                   __ATOMIC_ACQUIRE)) {
+      }
     }
   }
+  if (AG_UNLIKELY(__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED)) && status == 0)
+    status = ag__error_take(rt);
+  return status;
+}
+
+/* ---- failed submissions (issue 11) ---------------------------------------------------------- */
+
+/* The status a runtime call reports for a failed launch: the driver calls an impossible launch
+ * an invalid value, the runtime an invalid configuration; other codes share their values. */
+static int rt_status(int e) { return e == CUDA_ERROR_INVALID_VALUE ? 9 /* cudaErrorInvalidConfiguration */ : e; }
+
+int ag__error_take(int rt) {
+  int e = 0;
+  if (ag__tls.quiet || ag__tls.lib) return 0;
+  engine_lock();
+  if (__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED) &&
+      pthread_equal(pending_owner, pthread_self())) {
+    e = __atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED);
+    __atomic_store_n(&ag__pending_err, 0, __ATOMIC_RELAXED);
+  }
+  engine_unlock();
+  if (e && rt) e = ag__tls.last_err = rt_status(e);
+  return e;
+}
+
+int ag__error_last(int status, int clear) {
+  int e;
+  if (ag__tls.quiet || ag__tls.lib) return status;
+  if (AG_UNLIKELY(__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED))) (void)ag__error_take(1);
+  if (status) return status; /* the runtime's own error first; ours is kept for the next query */
+  e = ag__tls.last_err;
+  if (clear) ag__tls.last_err = 0;
+  return e;
+}
+
+/* ---- calls that change what a held launch's submission depends on ------------------------- */
+
+/* The last value each (object, setting) was given, so that setting the value already in force
+ * does not flush (FlashAttention sets the same shared-memory limit before every launch). An
+ * open-addressing table under the engine lock; when it is full a setting is simply not
+ * remembered, and its next change flushes as an unknown one. A handle may be reused once its
+ * module or context is gone, with another value in force: the table is emptied whenever code
+ * is unloaded or a context destroyed, reset or released (forget(), below). */
+#define SETTINGS_CAP 4096
+static struct setting {
+  const void *obj;
+  uint64_t what; /* (call, attribute, device), 0: free slot */
+  uint64_t value;
+  int known;     /* value is the one in force (a failed setting leaves it unknown) */
+} settings[SETTINGS_CAP];
+
+static struct setting *setting_slot(const void *obj, uint64_t what, int add) {
+  uint64_t h = ag__mix64((uint64_t)(uintptr_t)obj ^ ag__mix64(what));
+  for (unsigned i = 0; i < 16; i++) {
+    struct setting *e = &settings[(h + i) & (SETTINGS_CAP - 1)];
+    if (e->what == what && e->obj == obj) return e;
+    if (!e->what) {
+      if (!add) return NULL;
+      e->obj = obj, e->what = what;
+      return e;
+    }
+  }
+  return NULL;
+}
+
+int ag__setting_enter(ag_call_t *call, const void *obj, uint64_t what, uint64_t value) {
+  struct setting *e;
+  int same;
+  if (ag__tls.quiet) {
+    ag__tls.quiet++;
+    return 0;
+  }
+  if (!ag__tls.lib) count_call(call, call ? call->family : AG_FAM_DEVICE);
+  what |= 1; /* never 0 */
+  if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE))) ag__fdnn_flush();
+  __atomic_fetch_add(&changing, 1, __ATOMIC_ACQ_REL);
+  engine_lock();
+  e = setting_slot(obj, what, 0);
+  same = e && e->known && e->value == value;
+  if (!same) {
+    /* Held launches were valid under the value in force: they run before it changes. */
+    if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_cause(call ? call->name : "setting");
+    cut();
+    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+  }
+  engine_unlock();
+  ag__tls.quiet++;
+  return 1;
+}
+
+int ag__setting_leave(int entered, const void *obj, uint64_t what, uint64_t value, int status,
+                      int rt) {
+  ag__tls.quiet--;
+  if (!entered) return status;
+  what |= 1;
+  engine_lock();
+  struct setting *e = setting_slot(obj, what, status == 0);
+  if (e) e->value = value, e->known = status == 0; /* a failed one: the next one flushes */
+  engine_unlock();
+  __atomic_fetch_sub(&changing, 1, __ATOMIC_ACQ_REL);
+  if (AG_UNLIKELY(__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED)) && status == 0)
+    status = ag__error_take(rt);
+  return status;
 }
 
 void ag__lib_enter(ag_call_t *call) {
@@ -675,6 +1001,8 @@ static void forget(int kind, const void *arg, const char *why) {
                   : ag__kinfo_forget(arg, &ids, &lost);
   forget_sequences(n, ids, lost, why);
   if (kind == 2) ag__graph_ctx_gone(((const ag_kforget_t *)arg)->ctx);
+  /* Its handles may be reused with other values in force. */
+  memset(settings, 0, sizeof settings);
   engine_unlock();
 }
 
@@ -711,9 +1039,21 @@ void ag__device_ending(int dev) {
 /* ---- process life -------------------------------------------------------------------------- */
 
 static void at_exit(void) {
-  /* Held launches run before the report, so that replayed + passthrough == launches. */
+  /* Held launches run before the report, so that replayed + passthrough == launches. Nothing is
+   * held after this: the helper thread must not call the driver while the process tears down,
+   * and launches made by later exit handlers go straight through. */
   if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause("exit");
   ag__flush_all();
+  if (ag__enabled) {
+    engine_lock();
+    cut();
+    E.off = 1, E.live = 0;
+    engine_unlock();
+    if (__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED))
+      ag__log(AG_LOG_WARN, "a failed submission (CUDA error %d) was never reported: the thread "
+              "that made the launch made no CUDA call after it",
+              __atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED));
+  }
   if (ag__enabled) ag__stats_report();
   if (ag__enabled && ag__dump_armed) ag__dump_write(AG_DUMP_EXIT);
   if (AG_UNLIKELY(ag__trace_armed)) ag__trace_write();
@@ -739,6 +1079,13 @@ static void atfork_child(void) {
   E.off = 1;
   E.live = 0;
   E.holding = 0;
+  /* The helper thread is not copied; the child never holds (E.off), so it is not restarted. */
+  __atomic_store_n(&helper_state, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&helper_idle, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&holding_pub, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&ag__pending_err, 0, __ATOMIC_RELAXED);
+  pthread_mutex_init(&helper_mu, NULL);
+  pthread_cond_init(&helper_cv, NULL);
   E.seg.len = 0;
   ag__kinfo_reset();
   ag__stats_reset();

@@ -86,6 +86,8 @@ typedef struct ag_tls {
   int lib;   /* library calls (cuDNN) in progress: their launches are labelled AG_PATH_CUDNN */
   void *ctx; /* this thread's current context as last seen (NULL: ask the driver) */
   const char *lib_call; /* the outermost library call in progress (the dump's cudnn_call) */
+  int last_err; /* a failed submission reported to this thread through a runtime call: what
+                 * cudaGetLastError/cudaPeekAtLastError add to the runtime's own last error */
 } ag_tls_t;
 extern __thread ag_tls_t ag__tls;
 
@@ -109,9 +111,37 @@ int ag__launch(const ag_launch_t *l);
 /* Brackets an ordering call on `stream` (NULL when the call names none or all streams). */
 void ag__order_enter(ag_call_t *call, void *stream);
 void ag__order_leave(void);
-/* As ag__order_leave, for calls whose status matters to the engine (capture begin and end:
- * `ok` says whether the call succeeded). */
-void ag__order_leave_status(ag_call_t *call, int ok);
+/* As ag__order_leave, for calls whose status the engine sees (capture begin and end) and that
+ * report failed submissions: returns the status the wrapper must return, `status` (what the
+ * real call returned, a cudaError_t when `rt`, else a CUresult) or, when that is success, an
+ * unreported failed submission of the calling thread's held launches (ag__error_take). */
+int ag__order_leave_status(ag_call_t *call, void *stream, int status, int rt);
+
+/* Failed submissions (issue 11). A held launch was told success; if its submission fails
+ * later (on whatever thread submits it), the error is kept for the thread that made the launch
+ * and returned once, by that thread's next wrapped call that would have returned success
+ * (launch, ordering call, setting), outside library calls; a runtime call also makes it the
+ * thread's last error, as CUDA does for a failing call. ag__pending_err is nonzero while one
+ * waits (read on every call, so that the check costs one load).
+ *   error_take: the calling thread's waiting error as a cudaError_t (rt) or CUresult, or 0;
+ *   error_last: cudaGetLastError (clear) / cudaPeekAtLastError given the real one's `status`:
+ *               that status when not success, else the library's last error of the thread. */
+extern int ag__pending_err;
+int ag__error_take(int rt);
+int ag__error_last(int status, int clear);
+
+/* Brackets a call that changes what a held launch's submission depends on: a function's or
+ * kernel's attribute or cache/shared-memory config, a context limit or config. (obj, what)
+ * names the setting (a handle, and the call, attribute and device packed by the caller), value
+ * its new value. Held work is submitted first unless the setting already has that value
+ * (remembered per setting after each successful call); no launch is held while the call runs.
+ * enter returns what leave needs; leave returns the status to return, as
+ * ag__order_leave_status. */
+int ag__setting_enter(ag_call_t *call, const void *obj, uint64_t what, uint64_t value);
+int ag__setting_leave(int entered, const void *obj, uint64_t what, uint64_t value, int status,
+                      int rt);
+/* (Remembered settings are forgotten with the code and contexts they name: see
+ * ag__image_unloaded, ag__fatbin_unregistered, ag__ctx_ending, ag__device_ending.) */
 
 /* Brackets a library call that launches kernels of its own (cuDNN). */
 void ag__lib_enter(ag_call_t *call);
@@ -164,6 +194,11 @@ void ag__device_ending(int dev);
  * the result to ag__ctx_leave. */
 int ag__ctx_enter(void *ctx);
 void ag__ctx_leave(int pushed);
+
+/* Set (before the first launch) by a program that runs the engine over a recorded trace, where
+ * no real time passes (tools/predict.c): holds are then not bounded in time and no helper
+ * thread is started. Never set in the preloaded library. */
+extern int ag__hold_offline;
 
 /* Submits every held launch (at exit, before fork, or when the caller needs the device to be
  * up to date). */

@@ -164,10 +164,15 @@ static void node_params(CUDA_KERNEL_NODE_PARAMS_v2 *p, const ag_held_t *h, void 
   p->kernelParams = ptrs;
 }
 
-int ag__held_submit(const ag_held_t *h, int n, const uint8_t *arena, void *stream) {
+int ag__held_submit(const ag_held_t *h, int n, const uint8_t *arena, void *stream, int *first,
+                    int *nfailed) {
   void *ptrs[256];
-  int first = 0;
-  if (!ag__real.cuLaunchKernel) return CUDA_ERROR_NOT_FOUND;
+  int err = 0;
+  *first = -1, *nfailed = 0;
+  if (!ag__real.cuLaunchKernel) {
+    *first = 0, *nfailed = n;
+    return CUDA_ERROR_NOT_FOUND;
+  }
   for (int i = 0; i < n; i++) {
     const ag_kinfo_t *k = h[i].k;
     fill_ptrs(ptrs, k, arena + h[i].off);
@@ -175,9 +180,12 @@ int ag__held_submit(const ag_held_t *h, int n, const uint8_t *arena, void *strea
                                          h[i].grid[2], h[i].block[0], h[i].block[1],
                                          h[i].block[2], h[i].shmem, (CUstream)stream,
                                          k->nparams ? ptrs : NULL, NULL);
-    if (r && !first) first = r;
+    if (r) {
+      if (!err) err = r, *first = i;
+      ++*nfailed;
+    }
   }
-  return first;
+  return err;
 }
 
 size_t ag__graph_cost(int n) {

@@ -12,6 +12,7 @@
 #ifndef AG_GRAPH_H
 #define AG_GRAPH_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "kinfo.h"
@@ -20,13 +21,16 @@ typedef struct ag_held {
   ag_kinfo_t *k;
   unsigned grid[3], block[3], shmem;
   uint32_t off; /* argument bytes at arena + off, k->param_bytes long */
+  pthread_t owner; /* the thread that made the launch (a failure is reported to it) */
 } ag_held_t;
 
 typedef struct ag_graph ag_graph_t;
 
 /* Submits held launches as ordinary launches on `stream`; returns the first failure (all are
- * attempted: each is independent work the program asked for). */
-int ag__held_submit(const ag_held_t *h, int n, const uint8_t *arena, void *stream);
+ * attempted: each is independent work the program asked for), with its index in *first and
+ * the number of launches that failed in *nfailed. */
+int ag__held_submit(const ag_held_t *h, int n, const uint8_t *arena, void *stream, int *first,
+                    int *nfailed);
 
 /* Builds and instantiates a graph of the n held launches. */
 int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *arena);

@@ -82,6 +82,14 @@ ag_seq_t *ag__seqtab_find(ag_seqtab_t *t, uint64_t hash, const uint64_t *hashes,
   return s;
 }
 
+ag_seq_t *ag__seqtab_get(ag_seqtab_t *t, uint64_t hash, int n) {
+  ag_seq_t *s, probe;
+  memset(&probe.key, 0, sizeof probe.key);
+  probe.key.hash = hash, probe.key.n = n;
+  HASH_FIND(hh, t->seqs, &probe.key, sizeof probe.key, s);
+  return s;
+}
+
 ag_seq_t *ag__seqtab_first(ag_seqtab_t *t, uint64_t h) {
   first_t *f;
   HASH_FIND(hh, t->firsts, &h, sizeof h, f);

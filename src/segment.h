@@ -103,6 +103,7 @@ struct ag_seq {
   /* Guard: host cost of replays and how many updates they needed. */
   uint64_t replays, updates;
   double replay_ns;     /* running mean host time of a replay */
+  uint64_t timeouts;    /* holds of it ended by the bound (AUTOGRAPH_HOLD_US) */
   UT_hash_handle hh;
 };
 
@@ -117,6 +118,9 @@ ag_seqtab_t *ag__seqtab_new(int max_graphs, size_t max_bytes, void (*evict)(ag_s
  * when the table is full. */
 ag_seq_t *ag__seqtab_find(ag_seqtab_t *t, uint64_t hash, const uint64_t *hashes,
                           const uint32_t *kids, int n, int *added);
+
+/* The sequence with key (hash, n), or NULL; never adds. */
+ag_seq_t *ag__seqtab_get(ag_seqtab_t *t, uint64_t hash, int n);
 
 /* Head of the chain of BUILD/READY sequences that begin with structural hash h, or NULL. */
 ag_seq_t *ag__seqtab_first(ag_seqtab_t *t, uint64_t h);

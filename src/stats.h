@@ -18,7 +18,7 @@
   XX(LAYOUT_UNKNOWN, "layout_unknown") XX(ATTRIBUTES, "attributes")                        \
   XX(COOPERATIVE, "cooperative") XX(DENIED, "denied") XX(CAPTURING, "capturing")           \
   XX(GRAPH_ERROR, "graph_error") XX(DEMOTED, "demoted") XX(MISMATCH, "mismatch")           \
-  XX(FLUSHED, "flushed")
+  XX(FLUSHED, "flushed") XX(HOLD_TIMEOUT, "hold_timeout")
 
 enum ag_fallback {
 #define AG_FALLBACK_ENUM_(id, name) AG_FB_##id,
@@ -39,6 +39,8 @@ typedef struct ag_stats {
   /* What the end of a module, fatbin or context made the engine forget (issue 11). */
   uint64_t forgot_kernels, forgot_sequences, forgot_graphs;
   uint64_t fused; /* times a fused replacement ran in place of the originals, all patterns */
+  uint64_t hold_timeouts;      /* holds ended by the bound (AUTOGRAPH_HOLD_US), src/engine.c */
+  uint64_t failed_submissions; /* held launches whose submission failed (reported later) */
 } ag_stats_t;
 
 extern ag_stats_t ag__stats;

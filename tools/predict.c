@@ -122,7 +122,8 @@ static struct {
 } T;
 
 /* The library's runtime table: which calls are ordering calls, and their family. */
-enum { CLS_LAUNCH, CLS_ORDER };
+/* SETTING flushes only when a value changes, ERROR never: neither is counted as ordering here. */
+enum { CLS_LAUNCH, CLS_ORDER, CLS_SETTING, CLS_ERROR };
 static ag_call_t ordcalls[] = {
 #define AG_RT(ret, name, cls, fam, variants, params, args, stream) {#name, AG_FAM_##fam, 0},
 #include "../shims/cudart.def"
@@ -463,6 +464,8 @@ static void engine_start(void) {
    * is replaced by the options of this command (ag__config is read lazily by the engine: the
    * sequence buffers are sized at the first launch). */
   ag__config_parse(&ag__config, my_getenv, warn_cfg);
+  /* No real time passes here: holds end by the trace's own calls only (not by AUTOGRAPH_HOLD_US). */
+  ag__hold_offline = 1;
   __atomic_store_n(&ag__dump_armed, 0, __ATOMIC_RELAXED);
   if (opt.dump) ag__dump_init();
   memset(&ag__real, 0, sizeof ag__real);

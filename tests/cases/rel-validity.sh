@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# rel-validity.sh — what a held launch's submission depends on (issue 11, §2;
+# tests/progs/r-validity.cu):
+#   attr     the dynamic shared-memory limit raised and lowered between launches: held launches
+#            are submitted before each change (identical output, and holds did happen);
+#   same     the same limit set before every launch: no flush, so sequences are still replayed;
+#   invalid  a launch that fails (impossible block) every fourth iteration returns its error
+#            every time: it never enters a learned sequence, so it is never held;
+#   failsub  the K-th driver launch fails (SIM_FAIL=cuLaunchKernel:K, K = 1..16, and from the
+#            10th on): the program checks after each synchronisation that a launch that did not
+#            run was reported to it; some of those failures must be failed submissions of held
+#            launches (failed_submissions), or the sweep did not test the reporting;
+#   failsleep the same with 20 ms pauses without a CUDA call in the middle of some iterations:
+#            held launches are then submitted by the helper thread, whose failures must reach
+#            the program's thread too (and some holds must have ended by the bound).
+. "$(dirname "$0")/lib.sh"
+AG_EXPECT_REPLAY=1 ag_compare_prog r-validity attr -- launch
+ag_expect "$AG_STATS" "fam['device'] > 0"
+AG_EXPECT_REPLAY=1 ag_compare_prog r-validity same -- launch
+AG_EXPECT_REPLAY=1 ag_compare_prog r-validity invalid -- launch
+ag_expect "$AG_STATS" "fb['graph_error'] == 0" "demotions == 0"
+
+ag_compare_prog r-validity failsub -- launch
+failed=0
+for k in $(seq 1 16) 10+; do
+  SIM_FAIL=cuLaunchKernel:$k ag_rerun r-validity "fail-$k" failsub -- launch
+  failed=$((failed + $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("failed_submissions", 0))' "$AG_STATS")))
+done
+[ "$failed" -gt 0 ] || ag_fail "no held launch failed at submission in the sweep: the reporting was not exercised"
+echo "r-validity: $failed failed submissions, every one reported to the program"
+
+# The same with pauses longer than the bound on holds: held launches are submitted by the
+# library's helper thread, and its failures must reach the program's thread.
+ag_compare_prog r-validity failsleep -- launch
+failed=0 timeouts=0
+for k in $(seq 5 14); do
+  SIM_FAIL=cuLaunchKernel:$k ag_rerun r-validity "sleep-fail-$k" failsleep -- launch
+  read -r f t < <(python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); print(s.get("failed_submissions", 0), s.get("hold_timeouts", 0))' "$AG_STATS")
+  failed=$((failed + f)) timeouts=$((timeouts + t))
+done
+[ "$failed" -gt 0 ] && [ "$timeouts" -gt 0 ] ||
+  ag_fail "failsleep sweep: $failed failed submissions, $timeouts holds ended by the bound: not exercised"
+echo "r-validity: failsleep: $failed failed submissions ($timeouts holds ended by the bound), every one reported"
