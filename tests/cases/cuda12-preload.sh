@@ -18,6 +18,20 @@ p12=$BUILD/tests/progs12
 [ -f "$AG_SIM/libcudart.so.12" ] || ag_skip "skipped: the simulated CUDA 12 runtime ($AG_SIM/libcudart.so.12) is not built"
 ag_need
 
+# The simulated runtime is a CUDA 12 one: NVIDIA's soname and version node, and nothing
+# exported that NVIDIA's libcudart.so.12 does not export (when the toolkit is there to compare).
+sim12=$AG_SIM/libcudart.so.12
+readelf -d "$sim12" | grep -q 'SONAME.*\[libcudart\.so\.12\]' || ag_fail "$sim12: soname"
+nm -D --defined-only "$sim12" | grep -q ' T cudaLaunchKernel@@libcudart\.so\.12$' ||
+  ag_fail "$sim12: cudaLaunchKernel is not in version node libcudart.so.12"
+real12=${CUDA12_HOME:-$AG_ROOT/build/cuda12/home}/lib64/libcudart.so.12
+if [ -f "$real12" ]; then
+  exports() { nm -D --defined-only "$1" | awk '$2 == "T" { print $3 }' | sort; }
+  extra=$(comm -23 <(exports "$sim12") <(exports "$real12"))
+  [ -z "$extra" ] || ag_fail "exported by the simulated libcudart.so.12, not by NVIDIA's: $extra"
+  echo "ok   $(exports "$sim12" | wc -l) exports, each one of NVIDIA's libcudart.so.12 (same version node)"
+fi
+
 # Every program must really be a CUDA 12 one and resolve to the simulated 12 runtime.
 for p in "$p12"/*; do
   [ -x "$p" ] || continue
