@@ -33,8 +33,8 @@
 #endif
 
 /* (cuda.h name, version of the legacy flavour, version of the per-thread flavour or 0). The
- * versions are those the real libcudart.so.13 asks for; each pointer has the type of the cuda.h
- * declaration, which is the signature of that version. */
+ * versions are those the real libcudart.so.13 and .12 ask for (tests/sim/facts); each pointer
+ * has the type of the cuda.h declaration, which is the signature of that version. */
 #define RT_DRIVER_FUNCS(X)                                                                  \
   X(cuInit, 2000, 0)                                                                        \
   X(cuDriverGetVersion, 2020, 0)                                                            \
