@@ -698,6 +698,15 @@ int ag__launch(const ag_launch_t *l) {
     cut();
     goto pass;
   }
+  if (AG_UNLIKELY(!ctx)) {
+    /* The thread's first CUDA call: the runtime binds its context only now, inside the call
+     * (nvcc 12's <<<>>> reaches cudaLaunchKernel with nothing before it on a new thread). Not
+     * held, so that no record is keyed by a context the launch will not run in. */
+    if (AG_UNLIKELY(ag__trace_armed) && E.holding)
+      ag__trace_cause("launch before the thread has a context");
+    cut();
+    goto pass;
+  }
   k = ag__kinfo_find(l->func, ctx);
   if (AG_UNLIKELY(!k)) {
     /* First sight: learning calls the driver and the runtime, which take locks of their own

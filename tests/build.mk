@@ -63,3 +63,29 @@ $(BUILD)/tests/plugins/l-plugin-b.so: tests/plugins/l-plugin.cu
 $(BUILD)/tests/plugins/l-image.so: tests/plugins/l-image.c $(BUILD)/tests/kernels/l-image.cubin
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC $(CFLAGS) $(LDFLAGS) -DL_IMAGE='"$(abspath $(BUILD)/tests/kernels/l-image.cubin)"' -o $@ $<
+
+# The same programs built with the CUDA 12 toolkit (tools/setup --cuda12) into
+# $(BUILD)/tests/progs12: linked against libcudart.so.12, with nvcc 12's launch stubs and the 12
+# headers (docs/cuda-versions.md). Only when that toolkit is installed; tests/cases/cuda12-*.sh
+# skip otherwise. cuDNN is no part of the CUDA toolkit: its headers and link library come from
+# CUDA_HOME through $(BUILD)/cuda12-extra, which holds nothing else, so that no CUDA 13 header
+# or libcudart can be picked up.
+ifneq ($(wildcard $(CUDA12_HOME)/bin/nvcc),)
+PROGS12 := $(patsubst tests/progs/%.cu,$(BUILD)/tests/progs12/%,$(wildcard tests/progs/*.cu))
+AG_TEST_ALL += $(PROGS12)
+CUDA12_EXTRA := $(BUILD)/cuda12-extra
+
+$(CUDA12_EXTRA)/.stamp:
+	@mkdir -p $(CUDA12_EXTRA)/include $(CUDA12_EXTRA)/lib
+	ln -sf $(abspath $(wildcard $(CUDA_HOME)/include/cudnn*.h)) $(CUDA12_EXTRA)/include/
+	ln -sf $(abspath $(CUDA_HOME)/lib64/libcudnn.so) $(CUDA12_EXTRA)/lib/libcudnn.so
+	ln -sf $(abspath $(CUDA_HOME)/lib64/stubs/libcuda.so) $(CUDA12_EXTRA)/lib/libcuda.so
+	touch $@
+
+$(BUILD)/tests/progs12/%: tests/progs/%.cu $(wildcard tests/*.h tests/sim/*.h tests/progs/*.h) $(CUDA12_EXTRA)/.stamp
+	@mkdir -p $(dir $@)
+	$(CUDA12_HOME)/bin/nvcc $(AG_NVCCFLAGS) -I$(CUDA12_EXTRA)/include $(NVCCFLAGS) -o $@ $< \
+	    -L$(CUDA12_EXTRA)/lib -Xlinker --as-needed -lcudnn -lcuda -lpthread
+$(BUILD)/tests/progs12/ptsz: NVCCFLAGS += --default-stream per-thread
+$(BUILD)/tests/progs12/k-fuse: NVCCFLAGS += --extended-lambda
+endif

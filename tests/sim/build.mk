@@ -95,3 +95,24 @@ AG_ALL += $(BUILD)/sim/libtorchtwins.so
 $(BUILD)/sim/libtorchtwins.so: $(SIM_TW) tests/sim/torch/libtorchtwins.map
 	$(CC) -shared -Wl,-soname,libtorchtwins.so -Wl,--version-script=tests/sim/torch/libtorchtwins.map \
 	    -o $@ $(SIM_TW) $(LDFLAGS) -lstdc++ -lm -lpthread
+
+# The CUDA 12 runtime, libcudart.so.12 (tests/sim/runtime12/rt12.c says what differs): the
+# runtime's sources and tests/sim/runtime12 compiled against the CUDA 12 headers of CUDA12_HOME
+# (installed by `tools/setup --cuda12`), built only when those headers are there. CUDA12_HOME
+# stays in the default build folder whatever BUILD is, so the sanitizer builds use it too.
+CUDA12_HOME ?= build/cuda12/home
+ifneq ($(wildcard $(CUDA12_HOME)/include/cuda_runtime_api.h),)
+SIM12_CFLAGS := $(filter-out -I$(CUDA_HOME)/include,$(SIM_CFLAGS)) -I$(CUDA12_HOME)/include
+SIM_RT12 := $(patsubst %.c,$(BUILD)/sim/obj12/%.o,$(wildcard tests/sim/runtime/*.c tests/sim/runtime12/*.c))
+AG_ALL   += $(BUILD)/sim/libcudart.so.12
+
+$(BUILD)/sim/obj12/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SIM12_CFLAGS) $(CFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/sim/libcudart.so.12: $(SIM_RT12) $(SIM_COMMON) tests/sim/runtime12/libcudart.map
+	$(CC) -shared -Wl,-soname,libcudart.so.12 -Wl,-Bsymbolic-functions -Wl,--version-script=tests/sim/runtime12/libcudart.map \
+	    -o $@ $(SIM_RT12) $(SIM_COMMON) $(LDFLAGS) -ldl -lpthread
+
+-include $(shell find $(BUILD)/sim/obj12 -name '*.d' 2>/dev/null)
+endif

@@ -21,11 +21,20 @@
 
 #include "common/simcommon.h"
 
+#if CUDART_VERSION >= 13000
 #define RT_VERSION 13000
+#else
+/* Built against the CUDA 12 headers, these sources are libcudart.so.12 (tests/sim/runtime12 has
+ * the 12-only code). 12.x's cuda.h names the 11.3 ABI cuStreamGetCaptureInfo; the runtime asks
+ * for the 12.3 one, which cuda.h 12 declares as cuStreamGetCaptureInfo_v3. */
+#define RT_VERSION 12090
+#undef cuStreamGetCaptureInfo
+#define cuStreamGetCaptureInfo cuStreamGetCaptureInfo_v3
+#endif
 
 /* (cuda.h name, version of the legacy flavour, version of the per-thread flavour or 0). The
- * versions are those the real libcudart.so.13 asks for; each pointer has the type of the cuda.h
- * declaration, which is the signature of that version. */
+ * versions are those the real libcudart.so.13 and .12 ask for (tests/sim/facts); each pointer
+ * has the type of the cuda.h declaration, which is the signature of that version. */
 #define RT_DRIVER_FUNCS(X)                                                                  \
   X(cuInit, 2000, 0)                                                                        \
   X(cuDriverGetVersion, 2020, 0)                                                            \
@@ -177,5 +186,11 @@ cudaError_t rt_primary_ctx(int dev, CUcontext *out);
 cudaError_t rt_kernel_of(const void *func, CUkernel *out);
 /* The host stub registered for kernel k, or NULL. */
 const void *rt_stub_of(CUkernel k);
+
+#if CUDART_VERSION < 13000
+/* ---- runtime12/rt12.c ---- */
+/* Fills the cudaDeviceProp fields of CUDA 12 that CUDA 13 dropped, from driver device d. */
+void rt12_props(struct cudaDeviceProp *prop, CUdevice d);
+#endif
 
 #endif

@@ -321,6 +321,9 @@ cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDeviceProp *prop, int d
   RT_PROP(reservedSharedMemPerBlock, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)
   RT_PROP(memoryPoolsSupported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
 #undef RT_PROP
+#if CUDART_VERSION < 13000
+  rt12_props(prop, d);
+#endif
   return cudaSuccess;
 }
 

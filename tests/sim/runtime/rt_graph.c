@@ -231,6 +231,8 @@ static cudaError_t rt_cudaStreamIsCapturing(int pt, cudaStream_t s,
 RT_DUAL(cudaStreamIsCapturing, _ptsz, (cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus),
         (stream, pCaptureStatus))
 
+/* CUDA 12's capture-info calls have other prototypes: runtime12/rt12.c. */
+#if CUDART_VERSION >= 13000
 _Static_assert(sizeof(cudaGraphEdgeData) == sizeof(CUgraphEdgeData),
                "runtime and driver edge data share their layout");
 
@@ -250,6 +252,7 @@ RT_DUAL(cudaStreamGetCaptureInfo, _ptsz,
          size_t *numDependencies_out),
         (stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
          numDependencies_out))
+#endif
 
 cudaError_t CUDARTAPI cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) {
   RT_BEGIN_NOCTX("cudaThreadExchangeStreamCaptureMode", cudaErrorInvalidValue);
