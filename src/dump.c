@@ -393,6 +393,13 @@ static void argv_of(ag_json_t *j) {
   ag__json_end(j, ']');
 }
 
+static void u64_or_null(ag_json_t *j, int known, uint64_t v) {
+  if (known)
+    ag__json_u64(j, v);
+  else
+    ag__json_raw(j, "null");
+}
+
 /* "runs_total" and "runs": the last runs of launches between two cuts, oldest first. */
 static void runs_json(ag_json_t *j, const snap_t *sn) {
   static const char *const outcomes[] = {"replayed", "cut", "passed"};
@@ -402,10 +409,8 @@ static void runs_json(ag_json_t *j, const snap_t *sn) {
   for (size_t i = 0; i < sn->nruns; i++) {
     const ag_run_t *r = &sn->runs[i];
     ag__json_begin(j, '{');
-    ag__json_key(j, "sequence");
-    if (r->seq) ag__json_u64(j, r->seq); else ag__json_raw(j, "null");
-    ag__json_key(j, "length");
-    if (r->seq) ag__json_u64(j, r->len); else ag__json_raw(j, "null");
+    ag__json_key(j, "sequence"), u64_or_null(j, r->seq, r->seq);
+    ag__json_key(j, "length"), u64_or_null(j, r->seq, r->len);
     ag__json_key(j, "launches"), ag__json_u64(j, r->n);
     ag__json_key(j, "outcome"), ag__json_str(j, outcomes[r->outcome < 3 ? r->outcome : 2]);
     ag__json_key(j, "calls");

@@ -172,6 +172,13 @@ static int by_launches(const void *a, const void *b) {
   return x->key.seq < y->key.seq ? -1 : x->key.seq > y->key.seq;
 }
 
+static void u64_or_null(ag_json_t *j, int known, uint64_t v) {
+  if (known)
+    ag__json_u64(j, v);
+  else
+    ag__json_raw(j, "null");
+}
+
 /* "cuts": the counted cuts and the one still open, most launches passed through first. */
 static void cuts_json(ag_json_t *j) {
   static cut_t v[AG_CUTS]; /* the report runs once at a time: under runs_mu */
@@ -188,10 +195,8 @@ static void cuts_json(ag_json_t *j) {
   for (int i = 0; i < n; i++) {
     const ag_run_t *r = &v[i].key;
     ag__json_begin(j, '{');
-    ag__json_key(j, "sequence");
-    if (r->seq) ag__json_u64(j, r->seq); else ag__json_raw(j, "null");
-    ag__json_key(j, "length");
-    if (r->seq) ag__json_u64(j, r->len); else ag__json_raw(j, "null");
+    ag__json_key(j, "sequence"), u64_or_null(j, r->seq, r->seq);
+    ag__json_key(j, "length"), u64_or_null(j, r->seq, r->len);
     ag__json_key(j, "after"), ag__json_u64(j, r->n);
     ag__json_key(j, "calls");
     ag__json_begin(j, '[');
