@@ -1,4 +1,4 @@
-/* dump.c — AUTOGRAPH_DUMP, the document of detected sequences (see dump.h, docs-dump.md).
+/* dump.c — AUTOGRAPH_DUMP, the document of detected sequences (see dump.h, docs/dump-and-report.md).
  *
  * What the sequence table does not keep is kept here, from the engine's hooks: the kernel and
  * shape behind each structural hash (copied, since a kernel record is freed when its module is
@@ -176,6 +176,9 @@ typedef struct snap {
   size_t nseqs;
   double launch_ns;
   int oom;
+  ag_run_t *runs; /* the last AG_DUMP_RUNS runs, oldest first */
+  size_t nruns;
+  uint64_t runs_total;
 } snap_t;
 
 typedef struct light {
@@ -286,6 +289,8 @@ static void take(ag_seqtab_t *t, double launch_ns, void *arg) {
     if (len < need) break;
     need = len + 1;
   }
+  if ((sn->runs = malloc(AG_DUMP_RUNS * sizeof *sn->runs)) != NULL)
+    sn->nruns = ag__stats_runs(sn->runs, AG_DUMP_RUNS, &sn->runs_total);
   if (!n) return; /* nothing to list (sn->total and sn->nseqs stay 0) */
   if (!(all = malloc(n * sizeof *all))) {
     sn->oom = 1;
@@ -319,6 +324,7 @@ static void snap_free(snap_t *sn) {
   for (size_t i = 0; i < sn->nseqs; i++) free(sn->seqs[i].k), free(sn->seqs[i].varied);
   free(sn->seqs);
   free(sn->totals);
+  free(sn->runs);
 }
 
 /* ---- formatting (no lock) --------------------------------------------------------------- */
@@ -395,6 +401,35 @@ static void argv_of(ag_json_t *j) {
   ag__json_end(j, ']');
 }
 
+static void u64_or_null(ag_json_t *j, int known, uint64_t v) {
+  if (known)
+    ag__json_u64(j, v);
+  else
+    ag__json_raw(j, "null");
+}
+
+/* "runs_total" and "runs": the last runs of launches between two cuts, oldest first. */
+static void runs_json(ag_json_t *j, const snap_t *sn) {
+  static const char *const outcomes[] = {"replayed", "cut", "passed"};
+  ag__json_key(j, "runs_total"), ag__json_u64(j, sn->runs_total);
+  ag__json_key(j, "runs");
+  ag__json_begin(j, '[');
+  for (size_t i = 0; i < sn->nruns; i++) {
+    const ag_run_t *r = &sn->runs[i];
+    ag__json_begin(j, '{');
+    ag__json_key(j, "sequence"), u64_or_null(j, r->seq, r->seq);
+    ag__json_key(j, "length"), u64_or_null(j, r->seq, r->len);
+    ag__json_key(j, "launches"), ag__json_u64(j, r->n);
+    ag__json_key(j, "outcome"), ag__json_str(j, outcomes[r->outcome < 3 ? r->outcome : 2]);
+    ag__json_key(j, "calls");
+    ag__json_begin(j, '[');
+    for (int k = 0; k < r->nnames; k++) ag__json_str(j, r->names[k]);
+    ag__json_end(j, ']');
+    ag__json_end(j, '}');
+  }
+  ag__json_end(j, ']');
+}
+
 static size_t format(const snap_t *sn, char *buf, size_t size) {
   static const char *const whys[] = {"exit", "signal", "interval"};
   ag_json_t j;
@@ -404,7 +439,7 @@ static size_t format(const snap_t *sn, char *buf, size_t size) {
   ag__json_init(&j, buf, size);
   ag__json_begin(&j, '{');
   ag__json_key(&j, "schema"), ag__json_str(&j, "autograph-dump");
-  ag__json_key(&j, "version"), ag__json_u64(&j, 1);
+  ag__json_key(&j, "version"), ag__json_u64(&j, 2);
   ag__json_key(&j, "written_at"), ag__json_str(&j, whys[sn->why]);
   ag__json_key(&j, "process");
   ag__json_begin(&j, '{');
@@ -467,6 +502,7 @@ static size_t format(const snap_t *sn, char *buf, size_t size) {
     ag__json_end(&j, '}');
   }
   ag__json_end(&j, ']');
+  runs_json(&j, sn);
   ag__json_end(&j, '}');
   return ag__json_finish(&j);
 }

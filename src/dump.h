@@ -1,7 +1,7 @@
 /* dump.h — AUTOGRAPH_DUMP: a JSON document describing every sequence the engine detected.
  *
  * When AUTOGRAPH_DUMP=<path> is set the library writes, to path.tmp and then renamed to path,
- * a document of schema "autograph-dump" version 1 (docs-dump.md describes every field): at exit,
+ * a document of schema "autograph-dump" version 2 (docs/dump-and-report.md describes every field): at exit,
  * after a SIGUSR1 (a handler that only sets a flag is installed when the program has none; the
  * document is written by the next intercepted call, never inside the handler), and every
  * AUTOGRAPH_DUMP_INTERVAL seconds (checked on intercepted calls; no thread of its own).
@@ -31,6 +31,9 @@
 /* Distinct kernel shapes (and denied kernels) remembered at most; beyond that a sequence's
  * kernel is written with an empty name. */
 #define AG_DUMP_MAX_SHAPES 65536
+
+/* Runs of launches (src/stats.h) written at most, the latest. */
+#define AG_DUMP_RUNS 1024
 
 enum ag_dump_why { AG_DUMP_EXIT, AG_DUMP_SIGNAL, AG_DUMP_INTERVAL };
 

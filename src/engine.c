@@ -247,7 +247,7 @@ static void submit_held(int n, int reason) {
   }
   STAT_INC(ag__stats.passthrough, (uint64_t)n);
   STAT_INC(ag__stats.fallbacks[reason], (uint64_t)n);
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_flush(E.stream, n, reason, trace_t0, r);
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_flush(E.stream, n, reason, trace_t0, r, E.cand);
 }
 
 static void stop_holding(void) {
@@ -344,6 +344,7 @@ static void finish(int content, uint64_t hash, int reason) {
     stop_holding();
     goto out;
   }
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_pass(n, content);
   if (n >= ag__config.min_seq) {
     int added;
     /* An external cut finds the segmenter as it was: its hash covers exactly these launches. */

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,133 @@ uint64_t ag__stats_fused_count(const char *pattern) {
 
 static uint64_t load(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
+/* ---- runs and cuts ---------------------------------------------------------------------- */
+
+/* A leaf lock: taken under the engine lock (ag__stats_run, the dump's snapshot) and without it
+ * (ag__stats_run_call, from ordering calls), never around anything else. */
+static pthread_mutex_t runs_mu = PTHREAD_MUTEX_INITIALIZER;
+static ag_run_t runs[AG_RUNS];
+static uint64_t nruns;
+/* The last run's calls may still grow until the next launch; a cut is counted when it closes. */
+static int open_run;
+static uint64_t open_launches; /* ag__stats.launches when it ended */
+
+typedef struct cut {
+  ag_run_t key; /* outcome AG_RUN_CUT; n: launches held when it came */
+  uint64_t count;
+} cut_t;
+static cut_t cuts[AG_CUTS];
+static int ncuts;
+static uint64_t cuts_omitted; /* cut runs whose key did not fit */
+
+static int same_cut(const ag_run_t *a, const ag_run_t *b) {
+  if (a->seq != b->seq || a->len != b->len || a->n != b->n || a->nnames != b->nnames) return 0;
+  for (int i = 0; i < a->nnames; i++)
+    if (a->names[i] != b->names[i] && strcmp(a->names[i], b->names[i])) return 0;
+  return 1;
+}
+
+/* Counts run r in the cut table (runs_mu held). */
+static void count_cut(cut_t *table, int *n, uint64_t *omitted, const ag_run_t *r) {
+  for (int i = 0; i < *n; i++)
+    if (same_cut(&table[i].key, r)) {
+      table[i].count++;
+      return;
+    }
+  if (*n == AG_CUTS) {
+    ++*omitted;
+    return;
+  }
+  table[*n].key = *r, table[*n].count = 1;
+  ++*n;
+}
+
+static void close_run(void) {
+  if (open_run && nruns && runs[(nruns - 1) % AG_RUNS].outcome == AG_RUN_CUT)
+    count_cut(cuts, &ncuts, &cuts_omitted, &runs[(nruns - 1) % AG_RUNS]);
+  open_run = 0;
+}
+
+void ag__stats_run(int outcome, uint32_t seq, uint32_t len, uint32_t n, const char *why) {
+  pthread_mutex_lock(&runs_mu);
+  close_run();
+  ag_run_t *r = &runs[nruns++ % AG_RUNS];
+  *r = (ag_run_t){.seq = seq, .len = len, .n = n, .outcome = (uint8_t)outcome};
+  if (why) r->names[r->nnames++] = why;
+  open_run = 1;
+  open_launches = load(&ag__stats.launches);
+  pthread_mutex_unlock(&runs_mu);
+}
+
+void ag__stats_run_call(const char *name) {
+  /* Only API calls (cuda…, cu…, cudnn…) join: the engine's own causes (exit, fork) do not. */
+  if (!name || strncmp(name, "cu", 2)) return;
+  pthread_mutex_lock(&runs_mu);
+  if (open_run && load(&ag__stats.launches) != open_launches) close_run();
+  if (open_run) {
+    ag_run_t *r = &runs[(nruns - 1) % AG_RUNS];
+    if (r->nnames < AG_RUN_NAMES && (!r->nnames || strcmp(r->names[r->nnames - 1], name)))
+      r->names[r->nnames++] = name;
+  }
+  pthread_mutex_unlock(&runs_mu);
+}
+
+size_t ag__stats_runs(ag_run_t *out, size_t max, uint64_t *total) {
+  pthread_mutex_lock(&runs_mu);
+  uint64_t have = nruns < AG_RUNS ? nruns : AG_RUNS;
+  size_t k = have < max ? (size_t)have : max;
+  for (size_t i = 0; i < k; i++) out[i] = runs[(nruns - k + i) % AG_RUNS];
+  if (total) *total = nruns;
+  pthread_mutex_unlock(&runs_mu);
+  return k;
+}
+
+static int by_launches(const void *a, const void *b) {
+  const cut_t *x = a, *y = b;
+  uint64_t lx = x->count * x->key.n, ly = y->count * y->key.n;
+  if (lx != ly) return lx < ly ? 1 : -1;
+  return x->key.seq < y->key.seq ? -1 : x->key.seq > y->key.seq;
+}
+
+static void u64_or_null(ag_json_t *j, int known, uint64_t v) {
+  if (known)
+    ag__json_u64(j, v);
+  else
+    ag__json_raw(j, "null");
+}
+
+/* "cuts": the counted cuts and the one still open, most launches passed through first. */
+static void cuts_json(ag_json_t *j) {
+  static cut_t v[AG_CUTS]; /* the report runs once at a time: under runs_mu */
+  int n;
+  uint64_t omitted;
+  pthread_mutex_lock(&runs_mu);
+  memcpy(v, cuts, (size_t)ncuts * sizeof *v);
+  n = ncuts, omitted = cuts_omitted;
+  if (open_run && nruns && runs[(nruns - 1) % AG_RUNS].outcome == AG_RUN_CUT)
+    count_cut(v, &n, &omitted, &runs[(nruns - 1) % AG_RUNS]);
+  qsort(v, (size_t)n, sizeof *v, by_launches);
+  ag__json_key(j, "cuts");
+  ag__json_begin(j, '[');
+  for (int i = 0; i < n; i++) {
+    const ag_run_t *r = &v[i].key;
+    ag__json_begin(j, '{');
+    ag__json_key(j, "sequence"), u64_or_null(j, r->seq, r->seq);
+    ag__json_key(j, "length"), u64_or_null(j, r->seq, r->len);
+    ag__json_key(j, "after"), ag__json_u64(j, r->n);
+    ag__json_key(j, "calls");
+    ag__json_begin(j, '[');
+    for (int k = 0; k < r->nnames; k++) ag__json_str(j, r->names[k]);
+    ag__json_end(j, ']');
+    ag__json_key(j, "count"), ag__json_u64(j, v[i].count);
+    ag__json_key(j, "launches"), ag__json_u64(j, v[i].count * r->n);
+    ag__json_end(j, '}');
+  }
+  ag__json_end(j, ']');
+  ag__json_key(j, "cuts_omitted"), ag__json_u64(j, omitted);
+  pthread_mutex_unlock(&runs_mu);
+}
+
 typedef struct named {
   const char *name;
   uint64_t count;
@@ -140,6 +268,7 @@ size_t ag__stats_json(char *buf, size_t size) {
     if (load(&ag__stats.fallbacks[i]))
       ag__json_key(&j, fallback_names[i]), ag__json_u64(&j, load(&ag__stats.fallbacks[i]));
   ag__json_end(&j, '}');
+  cuts_json(&j);
   ag__json_key(&j, "sequences"), ag__json_u64(&j, load(&ag__stats.sequences));
   ag__json_key(&j, "demotions"), ag__json_u64(&j, load(&ag__stats.demotions));
   ag__json_key(&j, "evictions"), ag__json_u64(&j, load(&ag__stats.evictions));
@@ -256,6 +385,9 @@ void ag__stats_report(void) {
 
 void ag__stats_reset(void) {
   memset(&ag__stats, 0, sizeof ag__stats);
+  /* In a forked child: another thread may have held the lock when the process was copied. */
+  pthread_mutex_init(&runs_mu, NULL);
+  nruns = 0, open_run = 0, ncuts = 0, cuts_omitted = 0;
   for (int i = 0; i < AG_STATS_PATTERNS; i++) __atomic_store_n(&patterns[i].count, 0, __ATOMIC_RELAXED);
   int nt = ntables < (int)AG_ARRAY_SIZE(tables) ? ntables : (int)AG_ARRAY_SIZE(tables);
   for (int t = 0; t < nt; t++)

@@ -61,6 +61,42 @@ void ag__stats_fused(const char *pattern, uint64_t n);
 /* The count of one pattern so far (0 if never counted); for tests. */
 uint64_t ag__stats_fused_count(const char *pattern);
 
+/* ---- what ended each run of launches (stats key "cuts", the dump's "runs") ----------------
+ *
+ * The engine's decision hooks (src/trace.h, armed when AUTOGRAPH_STATS names a file or
+ * AUTOGRAPH_DUMP or AUTOGRAPH_TRACE is set) report every run of launches between two cuts here:
+ * replayed as a graph, held and then passed through before its sequence was complete (a cut),
+ * or passed through without being held. The last AG_RUNS runs are kept in order (the dump draws
+ * the repeated step from them); cuts are counted by (sequence, launches held, calls that made
+ * the cut), for AG_CUTS distinct keys at most. The calls that made a cut are the call that
+ * ended the run followed by the intercepted API calls the same thread made before the next
+ * launch of any thread ("cudaMemcpyAsync + cudaStreamSynchronize"), AG_RUN_NAMES at most. */
+#define AG_RUNS 4096
+#define AG_CUTS 256
+#define AG_RUN_NAMES 4
+
+enum ag_run_outcome { AG_RUN_REPLAYED, AG_RUN_CUT, AG_RUN_PASSED };
+
+typedef struct ag_run {
+  uint32_t seq, len;  /* the sequence the run began (0 when none was known) and its length */
+  uint32_t n;         /* launches in the run */
+  uint8_t outcome;    /* enum ag_run_outcome */
+  uint8_t nnames;
+  const char *names[AG_RUN_NAMES]; /* what ended it (static storage) */
+} ag_run_t;
+
+/* A run of n launches ended with `outcome`; seq/len: the sequence it replayed or was held as a
+ * prefix of (0, 0: none); `why`: what ended it (static storage). Engine lock held. */
+void ag__stats_run(int outcome, uint32_t seq, uint32_t len, uint32_t n, const char *why);
+
+/* The intercepted API call `name` (static storage) is about to run on this thread: when no
+ * launch was made since the last run ended, it joins the calls that ended that run. */
+void ag__stats_run_call(const char *name);
+
+/* Copies the last runs, oldest first, into out (up to max); returns how many, and the number of
+ * runs recorded in all in *total. */
+size_t ag__stats_runs(ag_run_t *out, size_t max, uint64_t *total);
+
 /* Writes the JSON report into buf (NUL-terminated, truncated to size). Returns the length it
  * needed, as snprintf does. */
 size_t ag__stats_json(char *buf, size_t size);

@@ -105,7 +105,15 @@ int ag__trace_open(int max_events) {
 }
 
 void ag__trace_init(void) {
-  if (!ag__config.trace_path[0]) return;
+  if (!ag__config.trace_path[0]) {
+    /* The runs and cuts of the statistics file and the dump come from the same hooks: arm
+     * them without an event buffer (nothing is recorded here, no trace is written). */
+    if (ag__config.stats_path[0] || ag__config.dump_path[0]) {
+      T.start = ag__now_ns();
+      __atomic_store_n(&ag__trace_armed, 1, __ATOMIC_RELEASE);
+    }
+    return;
+  }
   if (ag__trace_open(ag__config.trace_max_events) != 0)
     ag__log(AG_LOG_WARN, "trace disabled: cannot reserve %d events for %s",
             ag__config.trace_max_events, ag__config.trace_path);
@@ -150,7 +158,10 @@ static const char *intern(const char *s) {
 
 /* ---- hooks ---------------------------------------------------------------------------------- */
 
-void ag__trace_cause(const char *why) { cause = why; }
+void ag__trace_cause(const char *why) {
+  cause = why;
+  if (why) ag__stats_run_call(why);
+}
 
 void ag__trace_cause_fallback(int fb) {
   cause = fb >= 0 && fb < AG_FB_COUNT_ ? not_holdable[fb] : "launch not holdable";
@@ -177,7 +188,7 @@ static void seq_args(ev_t *e, const ag_seq_t *s) {
   e->seq = s->id, e->hash = s->key.hash, e->n = (uint32_t)s->n;
 }
 
-void ag__trace_flush(void *stream, int n, int fb, uint64_t t0, int status) {
+void ag__trace_flush(void *stream, int n, int fb, uint64_t t0, int status, const ag_seq_t *cand) {
   uint64_t t1 = ag__now_ns();
   const char *why = cause;
   ev_t *e;
@@ -195,6 +206,9 @@ void ag__trace_flush(void *stream, int n, int fb, uint64_t t0, int status) {
   if ((e = add(EV_FLUSH, track(stream), t0, t1)) != NULL)
     e->n = (uint32_t)n, e->fb = (uint8_t)fb, e->str = why, e->u = (uint32_t)status;
   held_end(n, t1, fb, why);
+  /* A failed graph path is not a cut: the sequence was complete. */
+  ag__stats_run(fb == AG_FB_GRAPH_ERROR ? AG_RUN_PASSED : AG_RUN_CUT, cand ? cand->id : 0,
+                cand ? (uint32_t)cand->n : 0, (uint32_t)n, why);
 }
 
 void ag__trace_build(void *stream, const ag_seq_t *s, int n, uint64_t t0, int status) {
@@ -214,6 +228,13 @@ void ag__trace_replay(void *stream, const ag_seq_t *s, int n, uint64_t t0, uint6
     e->n = (uint32_t)n, e->u = updates > UINT32_MAX ? UINT32_MAX : (uint32_t)updates;
   }
   held_end(n, t1, FB_REPLAYED, why);
+  ag__stats_run(AG_RUN_REPLAYED, s->id, (uint32_t)s->n, (uint32_t)n, why);
+}
+
+void ag__trace_pass(int n, int content) {
+  /* Not holding, so the cause is an ordering call's (or none: another stream or context). */
+  const char *why = content ? "content-defined cut" : cause ? cause : "stream or context change";
+  if (n > 0) ag__stats_run(AG_RUN_PASSED, 0, 0, (uint32_t)n, why);
 }
 
 void ag__trace_demote(const ag_seq_t *s, const char *why) {
@@ -488,7 +509,7 @@ void ag__trace_write(void) {
   uint64_t touched = 0;
   char tmp[sizeof ag__config.trace_path + 8];
 
-  if (!__atomic_load_n(&ag__trace_armed, __ATOMIC_ACQUIRE) || T.child) return;
+  if (!__atomic_load_n(&ag__trace_armed, __ATOMIC_ACQUIRE) || T.child || !T.ev) return;
   if (__atomic_exchange_n(&written, 1, __ATOMIC_ACQ_REL)) return;
   /* A process that never made an intercepted call (a shell or launcher run preloaded) does not
    * replace a real trace, as for AUTOGRAPH_STATS. */

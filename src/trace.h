@@ -17,7 +17,9 @@
  * process that made no intercepted call only creates the file when it is missing (as for
  * AUTOGRAPH_STATS), and a forked child never writes.
  *
- * When AUTOGRAPH_TRACE is unset ag__trace_armed is zero and the engine calls none of this.
+ * The same hooks feed the runs and cuts of the statistics file and the dump (src/stats.h): they
+ * are armed, without an event buffer, when AUTOGRAPH_STATS names a file or AUTOGRAPH_DUMP is set.
+ * When none of the three is set ag__trace_armed is zero and the engine calls none of this.
  */
 #ifndef AG_TRACE_H
 #define AG_TRACE_H
@@ -26,7 +28,8 @@
 
 #include "segment.h"
 
-/* Nonzero once ag__trace_init armed the trace (AUTOGRAPH_TRACE set, buffer reserved). */
+/* Nonzero once ag__trace_init armed the hooks (AUTOGRAPH_TRACE set and its buffer reserved, or
+ * the statistics file or the dump asked for runs and cuts). */
 extern int ag__trace_armed;
 
 /* Arms the trace when AUTOGRAPH_TRACE is set (after ag__config_load). */
@@ -53,14 +56,17 @@ void ag__trace_cause_fallback(int fb);
 /* The engine began holding launches on `stream`. */
 void ag__trace_hold(void *stream);
 /* n held launches on `stream` were submitted as ordinary launches for fallback reason `fb`,
- * the submission starting at t0; `status`: the first CUDA error, or 0. Ends the held run. */
-void ag__trace_flush(void *stream, int n, int fb, uint64_t t0, int status);
+ * the submission starting at t0; `status`: the first CUDA error, or 0; `cand`: the sequence they
+ * were held as a prefix of (NULL when unknown). Ends the held run. */
+void ag__trace_flush(void *stream, int n, int fb, uint64_t t0, int status, const ag_seq_t *cand);
 /* The graph of s (n launches) was built from t0 to now; `status`: 0 or the CUDA error. */
 void ag__trace_build(void *stream, const ag_seq_t *s, int n, uint64_t t0, int status);
 /* The graph of s was replayed (node updates and launch) from t0 to t1 with `updates` kernel-node
  * updates. Ends the held run at t1. */
 void ag__trace_replay(void *stream, const ag_seq_t *s, int n, uint64_t t0, uint64_t t1,
                       uint64_t updates);
+/* A run of n launches that was not held ended (`content`: at a content-defined cut). */
+void ag__trace_pass(int n, int content);
 /* s was demoted for `why` (copied: the string need not outlive the call). */
 void ag__trace_demote(const ag_seq_t *s, const char *why);
 /* The graph of s was evicted from the graph cache. */

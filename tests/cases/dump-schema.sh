@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # dump-schema.sh — the checker of AUTOGRAPH_DUMP documents, sourced by the other dump-*.sh cases.
 #
-# dump_check FILE [EXPR…]: FILE is valid JSON of schema "autograph-dump" version 1 with every
-# field of docs-dump.md present and of its type; sequences are sorted by saved_ns_est
+# dump_check FILE [EXPR…]: FILE is valid JSON of schema "autograph-dump" version 2 with every
+# field of docs/dump-and-report.md present and of its type (totals.cuts, runs_total and runs
+# included); sequences are sorted by saved_ns_est
 # (descending); unless truncated, the sum of launches_replayed equals totals.replayed and the
 # number of non-denied sequences equals totals.sequences. Then each Python expression must
 # hold, over: d (the document), seqs (its sequences), totals, states (a Counter of the states),
-# kernels (every kernel of every sequence), varied (every (kernel name, index, kind) seen).
+# kernels (every kernel of every sequence), varied (every (kernel name, index, kind) seen), cuts
+# (totals.cuts) and runs.
 # Run directly (the runner runs every tests/cases/*.sh), it tests the checker itself on a
 # made-up document: good ones accepted, broken ones rejected.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -42,7 +44,7 @@ def need(obj, key, pred, what, where):
 
 isstr = lambda v: isinstance(v, str)
 need(d, "schema", lambda v: v == "autograph-dump", '"autograph-dump"', "")
-need(d, "version", lambda v: v == 1, "1", "")
+need(d, "version", lambda v: v == 2, "2", "")
 need(d, "written_at", lambda v: v in ("exit", "signal", "interval"), "exit|signal|interval", "")
 p = need(d, "process", lambda v: isinstance(v, dict), "an object", "")
 if isinstance(p, dict):
@@ -120,9 +122,43 @@ if not errors and truncated is False and isinstance(totals, dict):
             errors.append(f"{n} sequences listed, totals.sequences is {totals['sequences']}")
     if d.get("sequences_omitted") != 0:
         errors.append("sequences_omitted is not 0 in a document that is not truncated")
+isseq = lambda v: v is None or (isint(v) and v > 0)
+isnames = lambda v: isinstance(v, list) and all(map(isstr, v)) and len(v) <= 4
+cuts = need(totals, "cuts", lambda v: isinstance(v, list), "a list", "totals.") \
+    if isinstance(totals, dict) else []
+need(totals if isinstance(totals, dict) else {}, "cuts_omitted", isint, "an integer", "totals.")
+for i, c in enumerate(cuts if isinstance(cuts, list) else []):
+    w = f"totals.cuts[{i}]."
+    if not isinstance(c, dict):
+        errors.append(f"{w[:-1]}: not an object")
+        continue
+    need(c, "sequence", isseq, "a positive integer or null", w)
+    need(c, "length", lambda v: v is None if c.get("sequence") is None else isint(v),
+         "an integer (null without a sequence)", w)
+    need(c, "after", lambda v: isint(v) and v > 0, "a positive integer", w)
+    need(c, "calls", isnames, "up to 4 strings", w)
+    need(c, "count", lambda v: isint(v) and v > 0, "a positive integer", w)
+    need(c, "launches", lambda v: v == c.get("after", 0) * c.get("count", 0), "after * count", w)
+launched = [c.get("launches", 0) for c in cuts if isinstance(c, dict)] if isinstance(cuts, list) else []
+if launched != sorted(launched, reverse=True):
+    errors.append("totals.cuts are not sorted by launches, descending")
+runs = need(d, "runs", lambda v: isinstance(v, list) and len(v) <= 1024, "a list (1024 at most)", "")
+need(d, "runs_total", lambda v: isint(v) and v >= len(runs if isinstance(runs, list) else []),
+     "an integer >= len(runs)", "")
+for i, r in enumerate(runs if isinstance(runs, list) else []):
+    w = f"runs[{i}]."
+    if not isinstance(r, dict):
+        errors.append(f"{w[:-1]}: not an object")
+        continue
+    need(r, "sequence", isseq, "a positive integer or null", w)
+    need(r, "length", lambda v: v is None if r.get("sequence") is None else isint(v),
+         "an integer (null without a sequence)", w)
+    need(r, "launches", lambda v: isint(v) and v > 0, "a positive integer", w)
+    need(r, "outcome", lambda v: v in ("replayed", "cut", "passed"), "replayed|cut|passed", w)
+    need(r, "calls", isnames, "up to 4 strings", w)
 states = collections.Counter(s.get("state") for s in seqs)
 env = {"d": d, "seqs": seqs, "totals": totals, "states": states, "kernels": kernels,
-       "varied": varied}
+       "varied": varied, "cuts": cuts, "runs": runs}
 for e in exprs:
     try:
         ok = bool(eval(e, {"__builtins__": {"sum": sum, "len": len, "any": any, "all": all,
@@ -144,15 +180,17 @@ EOF
 # ---- self-test, when run as a case rather than sourced ----
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   t=${AG_TMP:-$(mktemp -d)}
-  doc() { # state replays launches_replayed totals.replayed
+  doc() { # state replays launches_replayed totals.replayed [cut]
     cat >"$t/d.json" <<JSON
-{"schema":"autograph-dump","version":1,"written_at":"exit",
+{"schema":"autograph-dump","version":2,"written_at":"exit",
  "process":{"pid":1,"argv":["x"],"runtime_version":null,"driver_version":13000,
   "options":{"AUTOGRAPH_DUMP":"d","AUTOGRAPH_DUMP_INTERVAL":"0","AUTOGRAPH_DUMP_MAX_SEQ":"1000",
    "AUTOGRAPH_STATS":"","AUTOGRAPH_REPEATS":"2","AUTOGRAPH_DENY":""}},
  "totals":{"launches":10,"replayed":$4,"graphs":1,"graph_launches":1,"updates":0,"passthrough":2,
-  "fallbacks":{},"sequences":1},
- "truncated":false,"sequences_omitted":0,
+  "fallbacks":{},"sequences":1,"cuts":[${5:-}],"cuts_omitted":0},
+ "truncated":false,"sequences_omitted":0,"runs_total":3,
+ "runs":[{"sequence":1,"length":4,"launches":4,"outcome":"replayed","calls":["cudaStreamSynchronize"]},
+  {"sequence":null,"length":null,"launches":2,"outcome":"passed","calls":[]}],
  "sequences":[{"id":1,"hash":"0123456789abcdef","length":4,"seen":3,"replays":$2,
   "launches_replayed":$3,"state":"$1","reason":null,
   "host_ns":{"launch_mean":100.0,"replay_mean":null},"saved_ns_est":0.0,
@@ -163,6 +201,14 @@ JSON
   doc graphed 2 8 8
   (dump_check "$t/d.json" "states['graphed'] == 1" "('k', 1, 'value') in varied") >/dev/null 2>&1 ||
     ag_fail "a good document was rejected"
+  cut='{"sequence":1,"length":4,"after":3,"calls":["cudaMemcpyAsync","cudaStreamSynchronize"],"count":2,"launches":6}'
+  doc graphed 2 8 8 "$cut"
+  (dump_check "$t/d.json" "cuts[0]['after'] == 3" "runs[0]['outcome'] == 'replayed'") >/dev/null 2>&1 ||
+    ag_fail "a good document with a cut was rejected"
+  doc graphed 2 8 8 "${cut/\"launches\":6/\"launches\":5}"
+  (dump_check "$t/d.json") >/dev/null 2>&1 && ag_fail "a cut whose launches are not after * count accepted"
+  doc graphed 2 8 8 "${cut/\"sequence\":1/\"sequence\":0}"
+  (dump_check "$t/d.json") >/dev/null 2>&1 && ag_fail "a cut of sequence 0 accepted"
   (dump_check "$t/d.json" "states['demoted'] == 1") >/dev/null 2>&1 &&
     ag_fail "a false expectation was accepted"
   doc graphed 2 8 9
@@ -173,7 +219,7 @@ JSON
   (dump_check "$t/d.json") >/dev/null 2>&1 && ag_fail "an unknown state accepted"
   doc demoted 2 8 8
   (dump_check "$t/d.json") >/dev/null 2>&1 && ag_fail "a demoted sequence without a reason accepted"
-  echo '{"schema":"autograph-dump","version":1' >"$t/d.json"
+  echo '{"schema":"autograph-dump","version":2' >"$t/d.json"
   (dump_check "$t/d.json") >/dev/null 2>&1 && ag_fail "invalid JSON accepted"
   echo "dump-schema.sh: the dump checker accepts and rejects as intended"
 fi

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "config.h"
 #include "dump.h"
+#include "stats.h"
 
 static const char *env_dump_cap;
 
@@ -82,11 +83,27 @@ int main(void) {
   ag__dump_denied(&k, &l, AG_PATH_RUNTIME, NULL);
   ag__dump_denied(&k, &l, AG_PATH_RUNTIME, NULL);
 
+  /* Runs and cuts: the calls made before the next launch join the cut, "exit" and calls after a
+   * launch do not; a replayed run is listed but not counted as a cut. */
+  ag__stats_run(AG_RUN_REPLAYED, 1, 2, 2, "cudaStreamSynchronize");
+  ag__stats_run(AG_RUN_CUT, 2, 4, 3, "cudaMemcpyAsync");
+  ag__stats_run_call("cudaStreamSynchronize");
+  ag__stats_run_call("cudaStreamSynchronize");
+  ag__stats_run_call("exit");
+  ag__stats.launches++;
+  ag__stats_run_call("cudaFree");
+
   char *doc;
   size_t n = ag__dump_render(t, 100.0, AG_DUMP_SIGNAL, &doc);
   CHECK(n > 0 && doc != NULL);
   CHECK_INT(strlen(doc), ==, n);
-  CHECK(has(doc, "\"schema\":\"autograph-dump\",\"version\":1,\"written_at\":\"signal\""));
+  CHECK(has(doc, "\"schema\":\"autograph-dump\",\"version\":2,\"written_at\":\"signal\""));
+  CHECK(has(doc, "\"cuts\":[{\"sequence\":2,\"length\":4,\"after\":3,\"calls\":[\"cudaMemcpyAsync\","
+                 "\"cudaStreamSynchronize\"],\"count\":1,\"launches\":3}],\"cuts_omitted\":0"));
+  CHECK(has(doc, "\"runs_total\":2,\"runs\":[{\"sequence\":1,\"length\":2,\"launches\":2,"
+                 "\"outcome\":\"replayed\",\"calls\":[\"cudaStreamSynchronize\"]},{\"sequence\":2,"
+                 "\"length\":4,\"launches\":3,\"outcome\":\"cut\",\"calls\":[\"cudaMemcpyAsync\","
+                 "\"cudaStreamSynchronize\"]}]"));
   CHECK(has(doc, "\"AUTOGRAPH_DUMP_MAX_SEQ\":\"1000\""));
   CHECK(has(doc, "\"driver_version\":null"));
   CHECK(has(doc, "\"truncated\":false,\"sequences_omitted\":0"));

@@ -137,7 +137,7 @@ int main(void) {
   t = ag__now_ns();
   ag__trace_replay((void *)0x10, &s, 2, t, t + 1500, 1);
   ag__trace_hold((void *)0x1);
-  ag__trace_flush((void *)0x1, 2, AG_FB_MISMATCH, ag__now_ns(), 0);
+  ag__trace_flush((void *)0x1, 2, AG_FB_MISMATCH, ag__now_ns(), 0, NULL);
   CHECK_INT(ag__trace_count(&dropped), ==, 4);
   CHECK_INT(dropped, ==, 0);
   {
@@ -170,7 +170,7 @@ int main(void) {
   free(doc);
   /* Written means closed: nothing more is recorded. */
   ag__trace_hold((void *)0x10);
-  ag__trace_flush((void *)0x10, 1, AG_FB_FLUSHED, ag__now_ns(), 0);
+  ag__trace_flush((void *)0x10, 1, AG_FB_FLUSHED, ag__now_ns(), 0, NULL);
   CHECK_INT(ag__trace_count(&dropped), ==, 4);
   CHECK_INT(dropped, ==, 2);
 
@@ -188,9 +188,9 @@ int main(void) {
   }
   ag__trace_hold((void *)0x20);
   ag__trace_cause_fallback(AG_FB_DENIED);
-  ag__trace_flush((void *)0x20, 5, AG_FB_FLUSHED, ag__now_ns(), 719);
+  ag__trace_flush((void *)0x20, 5, AG_FB_FLUSHED, ag__now_ns(), 719, NULL);
   ag__trace_hold((void *)0x20);
-  ag__trace_flush((void *)0x20, 6, AG_FB_FLUSHED, ag__now_ns(), 0);
+  ag__trace_flush((void *)0x20, 6, AG_FB_FLUSHED, ag__now_ns(), 0, NULL);
   t = ag__now_ns();
   ag__trace_build((void *)0x30, &s, 2, t, 999);
   doc = render();
@@ -216,7 +216,7 @@ int main(void) {
   snprintf(ag__config.trace_path, sizeof ag__config.trace_path, "%s", path);
   CHECK_INT(ag__trace_open(10), ==, 0);
   ag__trace_hold((void *)0x10);
-  ag__trace_flush((void *)0x10, 1, AG_FB_FLUSHED, ag__now_ns(), 0);
+  ag__trace_flush((void *)0x10, 1, AG_FB_FLUSHED, ag__now_ns(), 0, NULL);
   ag__trace_atfork_child();
   CHECK_INT(ag__trace_armed, ==, 0);
   CHECK_INT(ag__trace_count(NULL), ==, 0);
@@ -227,7 +227,7 @@ int main(void) {
   /* The parent's write: through path.tmp, renamed. */
   CHECK_INT(ag__trace_open(10), ==, 0);
   ag__trace_hold((void *)0x10);
-  ag__trace_flush((void *)0x10, 1, AG_FB_FLUSHED, ag__now_ns(), 0);
+  ag__trace_flush((void *)0x10, 1, AG_FB_FLUSHED, ag__now_ns(), 0, NULL);
   ag__trace_write();
   CHECK(access(tmp, F_OK) != 0);
   size_t len;
