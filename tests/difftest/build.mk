@@ -16,7 +16,7 @@ AG_TEST_ALL += $(DT_PLUGINS) $(DT_CI_PROGS) $(DT_REGRESS)
 
 $(BUILD)/tests/difftest/libdt-plugin-%.so: tests/difftest/plugin.cu tests/progs/prog.h
 	@mkdir -p $(dir $@)
-	$(NVCC) $(AG_NVCCFLAGS) -O1 -Itests/progs -shared -Xcompiler -fPIC \
+	$(NVCC) $(AG_NVCCFLAGS) -O1 -Itests/progs -shared -Xcompiler -fPIC,-falign-functions=64 \
 	    $(if $(filter b,$*),-DDT_PLUGIN_B) -o $@ $< $(AG_NVLIBS)
 
 $(BUILD)/tests/difftest/ci/seed%.cu: tests/difftest/gen.py

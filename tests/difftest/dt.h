@@ -152,7 +152,22 @@ SIM_KERNEL(dtm2_mix) {
   SIM_FOR_EACH_THREAD(i) if (i < (unsigned long)n) y[i] = dt_clampf(x[i] * a - y[i] * 0.5f);
 }
 
+/* Twins of the plugins' kernels (tests/difftest/plugin.cu), kept here so that dlclose unloads
+ * the plugins. */
+SIM_KERNEL(dtp_a) {
+  float *y = SIM_ARG(0, float *);
+  int n = SIM_ARG(1, int);
+  SIM_FOR_EACH_THREAD(i) if (i < (unsigned long)n) y[i] = y[i] * 0.5f + 1.0f;
+}
+SIM_KERNEL(dtp_b) {
+  int n = SIM_ARG(0, int);
+  float *y = SIM_ARG(1, float *);
+  SIM_FOR_EACH_THREAD(i) if (i < (unsigned long)n) y[i] = y[i] * -0.25f + 0.5f;
+}
+
 /* ---- host helpers ---- */
+
+static unsigned long dt_failed_launches DT_UNUSED;
 
 /* Prints `label: <hash>` over n floats of host memory. */
 static inline void dt_print(const char *label, const float *v, size_t n) {
@@ -304,8 +319,7 @@ static void *dt_plugin_open(const char *name, dt_plugin_run_t *run) {
   char path[4200];
   const char *b = getenv("BUILD");
   snprintf(path, sizeof path, "%s/tests/difftest/%s", b ? b : "build", name);
-  /* RTLD_GLOBAL: the simulator finds the plugin's kernel twins with dlsym(RTLD_DEFAULT). */
-  void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
     exit(2);

@@ -91,6 +91,7 @@ class Gen:
             "image": "image" in hostile and r.random() < 0.7,
             "fusegeom": "fusegeom" in hostile and r.random() < 0.8,
         }
+        self.bad_period = r.choice([1, 2, 4])
         if self.feat["fusegeom"]:
             self.feat["torch"] = True
         if self.feat["torch"]:
@@ -482,7 +483,11 @@ class Gen:
             self.emit(f"CHECK_CU(dt_cuCtxSetCacheConfig({r.choice(['CU_FUNC_CACHE_PREFER_NONE', 'CU_FUNC_CACHE_PREFER_SHARED', 'CU_FUNC_CACHE_PREFER_L1'])}));")
 
     # ---------------------------------------------------------------- hostile moves
-    def op_flag(self, s, key):
+    def op_flag(self, s, it, key):
+        """produce, then raise_flag, on one stream; the host spins on the flag (issue 11 §1)."""
+        y, x = self.pick_dev(2)
+        n = self.n0
+        self.dev_op(s, [x, y], [y], self.launch("dt_axpy", n, s, self.bufs[y].name, self.bufs[x].name, "0.25f", str(n), api="<<<>>>"), key)
         self.flag_v += 1
         acc = self.dev_op(s, [], [], self.launch("dt_flag", 1, s, "dt_flagp", str(self.flag_v), api="<<<>>>"), key)
         self.emit(f"dt_wait_flag(dt_flagp, {self.flag_v});")
@@ -498,9 +503,16 @@ class Gen:
         self.dev_op(s, [y], [y], [f"PROG_LAUNCH(dt_shm, {nb}, {self.block}, 64 * 1024, {self.sname(s)}, {self.bufs[y].name}, {nb * self.block});"], key)
 
     def op_badlaunch(self, s, it, key):
-        y, = self.pick_dev(1)
-        self.emit(f"dt_scale<<<1, 2048, 0, {self.sname(s)}>>>({self.bufs[y].name}, 0.5f, 16);")
-        self.emit(f'printf("bad launch {it}: %d\\n", (int)cudaGetLastError());')
+        """Valid launches around one with an invalid configuration (every period-th iteration),
+        all on one stream, so that the failed one sits inside a repeated sequence."""
+        y, x = self.pick_dev(2)
+        n = self.n0
+        self.dev_op(s, [y], [y], self.launch("dt_scale", n, s, self.bufs[y].name, "0.75f", str(n), api="<<<>>>"), key)
+        if it % self.bad_period == self.bad_period - 1:
+            self.emit(f"dt_scale<<<1, 2048, 0, {self.sname(s)}>>>({self.bufs[y].name}, 0.5f, 16);")
+            self.emit(f'printf("bad launch {it}: %d\\n", (int)cudaGetLastError());')
+            self.emit("dt_failed_launches++;")
+        self.dev_op(s, [x, y], [y], self.launch("dt_axpy", n, s, self.bufs[y].name, self.bufs[x].name, "0.5f", str(n), api="<<<>>>"), key)
 
     def op_torch(self, s, it, key, n, partial):
         r = self.r
@@ -615,8 +627,10 @@ class Gen:
                 self.thread_switch(0)
                 self.swap_module()
             if self.feat["plugins"] and it in (1, self.iters // 2 + 1):
+                # Plugin A, then at once (so that it lands where A was) plugin B.
                 self.thread_switch(0)
-                self.plugin_run(it, plugin="a" if it == 1 else "b")
+                self.plugin_run(it, plugin="a")
+                self.plugin_run(it, plugin="b")
             seq = list(enumerate(steps))
             for pos, h, ht in sorted(hostile_steps, reverse=True):
                 seq.insert(pos, ((-1, h), (ht, h, 0.0)))
@@ -652,7 +666,7 @@ class Gen:
                 elif kind == "fusegeom":
                     self.op_torch(s, it, k, n, partial=True)
                 elif kind == "flag":
-                    self.op_flag(s, k)
+                    self.op_flag(s, it, k)
                 elif kind == "attr":
                     self.op_attr(s, it, k, n)
                 elif kind == "badlaunch":
@@ -693,7 +707,7 @@ class Gen:
         self.emit("{")
         self.emit("  dt_plugin_run_t run;")
         self.emit(f"  void *h = dt_plugin_open(\"libdt-plugin-{plugin}.so\", &run);")
-        for k in range(3):
+        for k in range(6):
             self.dev_op(s, [y], [y], [f"  for (int c = run({self.bufs[y].name}, {self.n0}, {it + k}, 0); c > 0; c--) PROG_RT();"], 500)
         self.emit("  CHECK_CUDA(cudaDeviceSynchronize());")
         self.H = join(self.H, [max(c) for c in zip(*self.C)])
@@ -714,6 +728,9 @@ class Gen:
                 self.bound = {0}
             self.body(e)
         self.thread_switch(0)
+        if self.feat["badlaunch"]:
+            # Launches that failed are launches the program made; a library may count them or not.
+            self.emit('printf("failed launches: %lu\\n", dt_failed_launches);')
         self.emit("prog_print_launches();")
         self.close_chunk()
 
