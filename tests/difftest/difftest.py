@@ -27,6 +27,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GEN = os.path.join(ROOT, "tests", "difftest", "gen.py")
@@ -41,18 +42,18 @@ CONFIGS = {
     "fuse": {"AUTOGRAPH_FUSE": "exact"},
     "seed7": {"SIM_SEED": "7"},
     "seed11-fuse": {"SIM_SEED": "11", "AUTOGRAPH_FUSE": "all", "AUTOGRAPH_REPEATS": "1"},
-    "fail": {},  # one graph-API fault per program, chosen by its seed (see fault_for)
+    "fail": {},  # each graph API failing at a point chosen per program (see fault_for)
 }
-DEFAULT_CONFIGS = "default,repeats1,short,long,fuse,seed7,fail"
+DEFAULT_CONFIGS = "default,repeats1,repeats3,short,long,fuse,seed7,seed11-fuse,fail"
 GRAPH_APIS = ["cuGraphCreate", "cuGraphAddKernelNode", "cuGraphInstantiateWithFlags",
               "cuGraphInstantiate", "cuGraphLaunch", "cuGraphExecKernelNodeSetParams",
               "cuGraphExecUpdate", "cuGraphExecDestroy"]
 
 
-def fault_for(seed):
-    r = random.Random(seed * 7919 + 1)
-    api = r.choice(GRAPH_APIS)
-    return api, r.choice(["1", "2", "3", "1+", "2+"])
+def faults_for(name):
+    """(api, point) for each graph API: its 1st, 2nd or 3rd call, or every call from one on."""
+    r = random.Random(zlib.crc32(name.encode()))
+    return [(api, r.choice(["1", "2", "3", "1+", "2+"])) for api in GRAPH_APIS]
 
 
 def parse_seeds(text):
@@ -119,6 +120,7 @@ class Runner:
         env["BUILD"] = self.build
         env.pop("SIM_FAIL", None)
         env.setdefault("SIM_SEED", "1")
+        env.setdefault("DT_FLAG_SECONDS", "5")
         for k in list(env):
             if k.startswith("AUTOGRAPH_"):
                 del env[k]
@@ -184,18 +186,20 @@ class Runner:
                 failures.append(f"{name}: GENERATOR BUG: the plain output varies with SIM_SEED (the program races)\n"
                                 f"  reproduce: {repro}\n  {b['cmd']}")
                 return lines, failures, replays
+        todo = []
         for cname in self.a.configs.split(","):
-            env = dict(CONFIGS[cname])
-            base_ref = b0
             if cname == "fail":
-                api, n = fault_for(item[1] if item[0] == "seed" else hash(name) & 0xffff)
-                env["SIM_FAIL"] = f"{api}:{n}"
+                todo += [(f"fail-{api}-{n}", {"SIM_FAIL": f"{api}:{n}"}) for api, n in faults_for(name)]
+            else:
+                todo.append((cname, dict(CONFIGS[cname])))
+        for cname, env in todo:
+            base_ref = b0
+            if "SIM_FAIL" in env:
                 # The program's own graph calls would take the fault too: not comparable.
                 pf = self.run(exe, env, False, "plainfail", name)
                 if pf["rc"] != b0["rc"] or pf["out"] != b0["out"]:
-                    lines.append(f"{name}: [fail {api}:{n}] skipped, the program calls {api} itself")
+                    lines.append(f"{name}: [{env['SIM_FAIL']}] not run, the program makes that call itself")
                     continue
-                cname = f"fail-{api}-{n}"
             res = self.run(exe, env, True, cname, name)
             what = None
             if res["rc"] == "timeout":
@@ -214,7 +218,7 @@ class Runner:
             if what:
                 err = res["err"].decode(errors="replace").strip().splitlines()[-6:]
                 failures.append(f"{name} [{cname}]: {what}\n    " + "\n    ".join(err)
-                                + f"\n  reproduce: {repro} --configs {cname.split('-')[0] if cname.startswith('fail') else cname}"
+                                + f"\n  reproduce: {repro} --configs {'fail' if cname.startswith('fail') else cname}"
                                 + f"\n  run: {res['cmd']}")
             else:
                 replays[cname] = (st.get("replayed", 0), st.get("launches", 0), st.get("graphs", 0))

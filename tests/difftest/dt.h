@@ -301,13 +301,31 @@ static void *dt_read_image(const char *name, int mapped, size_t *size) {
   return buf;
 }
 
-/* Loads a cubin; `gone` unmaps the image right after the load (legal: the driver copied it). */
-static CUmodule dt_load_module(const char *name, int gone) {
-  size_t size;
-  void *img = dt_read_image(name, gone, &size);
+/* Loads a cubin from a heap buffer (freed after the load), from an anonymous mapping unmapped
+ * after the load (how = 1), or from the data of a shared object dlclosed after the load
+ * (how = 2: build/tests/difftest/libdt-image.so holds dt-mod.cubin). All legal: the driver
+ * copied the image. */
+static CUmodule dt_load_module(const char *name, int how) {
   CUmodule m;
+  if (how == 2) {
+    char path[4200];
+    const char *b = getenv("BUILD");
+    snprintf(path, sizeof path, "%s/tests/difftest/libdt-image.so", b ? b : "build");
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
+      exit(2);
+    }
+    const void *img = dlsym(h, "dt_image");
+    CHECK(img != NULL);
+    CHECK_CU(dt_cuModuleLoadData(&m, img));
+    CHECK(dlclose(h) == 0);
+    return m;
+  }
+  size_t size;
+  void *img = dt_read_image(name, how, &size);
   CHECK_CU(dt_cuModuleLoadData(&m, img));
-  if (gone) CHECK(munmap(img, size) == 0);
+  if (how) CHECK(munmap(img, size) == 0);
   else free(img);
   return m;
 }

@@ -557,7 +557,7 @@ class Gen:
         L.append("  *dt_flagp = 0;")
         if self.feat["driver"]:
             L.append("  dt_driver_init();")
-            L.append(f"  dt_mod = dt_load_module(\"dt-mod.cubin\", {1 if self.feat['image'] else 0});")
+            L.append(f"  dt_mod = dt_load_module(\"dt-mod.cubin\", {self.r.choice([1, 2, 2]) if self.feat['image'] else 0});")
             L.append("  CHECK_CU(dt_cuModuleGetFunction(&dt_fn, dt_mod, \"dtm_axpy\"));")
             L.append("  CHECK_CU(dt_cuModuleGetFunction(&dt_fn_tick, dt_mod, \"dtm_tick\"));")
         elif self.feat["limits"]:
@@ -614,7 +614,7 @@ class Gen:
                 + (["graph"] if self.feat["graph"] else []) + (["torch"] if self.feat["torch"] else [])),
                 r.random()))
         hostile_steps = []
-        for h in ("flag", "attr", "badlaunch", "fusegeom"):
+        for h in ("flag", "attr", "badlaunch", "fusegeom", "modules"):
             if self.feat[h]:
                 hostile_steps.append((r.randrange(len(steps) + 1), h, r.randrange(self.nthreads)))
         stream_of = {}
@@ -623,9 +623,6 @@ class Gen:
         self.vary = random.Random(f"{self.seed}/vary/{epoch}")
         for it in range(self.iters):
             n = self.n0 if it not in shape_iters else max(64, self.n0 // 2 + 17)
-            if self.feat["modules"] and it == self.iters // 2:
-                self.thread_switch(0)
-                self.swap_module()
             if self.feat["plugins"] and it in (1, self.iters // 2 + 1):
                 # Plugin A, then at once (so that it lands where A was) plugin B.
                 self.thread_switch(0)
@@ -671,6 +668,8 @@ class Gen:
                     self.op_attr(s, it, k, n)
                 elif kind == "badlaunch":
                     self.op_badlaunch(s, it, k)
+                elif kind == "modules":
+                    self.op_modules(s, it, k)
             if self.feat["image"]:
                 self.thread_switch(0)
                 s = stream_of.get((0, 0)) or self.streams[0]
@@ -691,6 +690,15 @@ class Gen:
                 self.emit(f'dt_print("e{epoch} {nme}", {b.name}, {NMAX});')
         if self.feat["image"]:
             self.emit('printf("ticks: %lu\\n", dtm_ticks);')
+
+    def op_modules(self, s, it, key):
+        """Two driver launches of the module's kernel each iteration; half way, right after
+        them, the module is unloaded and another one loaded (its handles may be the old ones)."""
+        y, x = self.pick_dev(2)
+        for j in range(2):
+            self.dev_op(s, [x, y], [y], self.drv_launch(s, y, x, self.n0, it + j), key)
+        if it == self.iters // 2:
+            self.swap_module()
 
     def swap_module(self):
         """Unloads the module and loads the other one (its handles may be the old ones)."""
