@@ -3,7 +3,7 @@
 
 For each program (a generator seed, or a checked-in .cu file):
   1. generate it (tests/difftest/gen.py) and compile it with nvcc, unless given built;
-  2. run it on the simulator without the library under SIM_SEED=1, 2, 3: exit status and stdout
+  2. run it on the simulator without the library under SIM_SEED=1, 2, 3 (--plain-seeds): exit status and stdout
      must be identical (a difference is a generator bug: the program is not race-free);
   3. run it with the library (LD_PRELOAD) under each configuration (AUTOGRAPH_* settings,
      another SIM_SEED, graph-API fault injection with SIM_FAIL): exit status and stdout must be
@@ -14,6 +14,7 @@ Any difference, crash or time-out fails, with the seed and the command that repr
 Usage:
   difftest.py [--seeds 1,2,5-9 | --count N --start S] [--hostile LIST] [--configs LIST]
               [--prog FILE.cu|BINARY …] [--jobs J] [--keep DIR] [--require-replay FRACTION]
+              [--plain-seeds 1-3]
 Environment: BUILD (default build), AG_LIB (default $BUILD/libautograph.so), CUDA_HOME, NVCC,
 DT_TIMEOUT (seconds per run, default 60). See docs/difftest.md.
 """
@@ -175,7 +176,7 @@ class Runner:
             name, exe, repro = self.prepare(item)
         except Exception as e:  # noqa: BLE001
             return [f"{item}: {e}"], [f"{item}: build failed"], {}
-        base = [self.run(exe, {"SIM_SEED": str(s)}, False, f"plain{s}", name) for s in (1, 2, 3)]
+        base = [self.run(exe, {"SIM_SEED": str(s)}, False, f"plain{s}", name) for s in self.a.plain_seeds]
         b0 = base[0]
         if b0["rc"] != 0:
             failures.append(f"{name}: GENERATOR BUG: the plain run exits with {b0['rc']}\n"
@@ -237,10 +238,12 @@ def main():
     ap.add_argument("--hostile", default=os.environ.get("DIFFTEST_HOSTILE", "none"))
     ap.add_argument("--configs", default=DEFAULT_CONFIGS)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--plain-seeds", default="1,2,3", help="SIM_SEEDs of the runs without the library")
     ap.add_argument("--keep")
     ap.add_argument("--require-replay", type=float, default=0.0,
                     help="fail unless this fraction of the programs replayed graphs in the default configuration")
     a = ap.parse_args()
+    a.plain_seeds = parse_seeds(a.plain_seeds)
     for c in a.configs.split(","):
         if c not in CONFIGS:
             ap.error(f"unknown configuration {c}; known: {', '.join(CONFIGS)}")

@@ -35,6 +35,8 @@ HOSTILE = {
     "image": "a module whose image is unmapped after cuModuleLoadData; a kernel without parameters (§4)",
     "fusegeom": "PyTorch-named elementwise chains launched with a grid that covers part of the tensor (§5)",
     "reset": "cudaDeviceReset between epochs, everything created again (§6)",
+    "symbols": "cudaMemcpyTo/FromSymbolAsync in stream order on a __device__ array (§6, simulator)",
+    "notready": "stream and event queries that may say 'not ready', the last error not cleared (§6, simulator)",
 }
 
 NMAX = 2048
@@ -90,6 +92,8 @@ class Gen:
             "plugins": "plugins" in hostile and r.random() < 0.7,
             "image": "image" in hostile and r.random() < 0.7,
             "fusegeom": "fusegeom" in hostile and r.random() < 0.8,
+            "symbols": "symbols" in hostile,
+            "notready": "notready" in hostile,
         }
         self.bad_period = r.choice([1, 2, 4])
         if self.feat["fusegeom"]:
@@ -134,6 +138,8 @@ class Gen:
         if self.feat["graph"]:
             for i in range(3):
                 self.bufs[f"G{i}"] = Buf(f"dt_g[{i}]", "dev")
+        if self.feat["symbols"]:
+            self.bufs["Y"] = Buf("dt_sym", "sym", 256)
         for i in range(3):
             self.bufs[f"P{i}"] = Buf(f"dt_p[{i}]", "pinned")
             self.bufs[f"Q{i}"] = Buf(f"dt_q[{i}]", "page")
@@ -336,7 +342,8 @@ class Gen:
         r = self.r
         n = shape_n
         kind = r.choice(["fill", "axpy", "axpy", "scale", "mix", "mix"] + (["big", "big"] if self.feat["big"] else [])
-                        + (["shm"] if self.feat["shm"] else []) + (["drv"] if self.feat["driver"] else []))
+                        + (["shm"] if self.feat["shm"] else []) + (["drv"] if self.feat["driver"] else [])
+                        + (["sym_to", "sym_k", "sym_from"] if self.feat["symbols"] else []))
         if kind == "fill":
             y, = self.pick_dev(1)
             return self.dev_op(s, [], [y], self.launch("dt_fill", n, s, self.bufs[y].name, str(n), f"{key * 7 + it % 3}u"), key)
@@ -367,6 +374,16 @@ class Gen:
         if kind == "drv":
             y, x = self.pick_dev(2)
             return self.dev_op(s, [x, y], [y], self.drv_launch(s, y, x, n, it), key)
+        sym_bytes = "DT_SYM_N * sizeof(float)"
+        if kind == "sym_to":
+            x, = self.pick_dev(1)
+            return self.dev_op(s, [x], ["Y"], [f"CHECK_CUDA(cudaMemcpyToSymbolAsync(dt_sym, {self.bufs[x].name}, {sym_bytes}, 0, cudaMemcpyDeviceToDevice, {self.sname(s)}));"], key)
+        if kind == "sym_k":
+            y, = self.pick_dev(1)
+            return self.dev_op(s, ["Y", y], [y], self.launch("dt_symk", n, s, self.bufs[y].name, str(n)), key)
+        if kind == "sym_from":
+            y, = self.pick_dev(1)
+            return self.dev_op(s, ["Y"], [y], [f"CHECK_CUDA(cudaMemcpyFromSymbolAsync({self.bufs[y].name}, dt_sym, {sym_bytes}, 0, cudaMemcpyDeviceToDevice, {self.sname(s)}));"], key)
 
     def drv_launch(self, s, y, x, n, it):
         g = self.grid(n)
@@ -461,13 +478,15 @@ class Gen:
 
     def op_sync_noise(self, s, key):
         r = self.r
-        k = r.choice(["peek_s", "peek_e", "lasterr", "ssync", "dsync"] + (["limit"] if self.feat["limits"] else []))
+        k = r.choice(["peek_s", "peek_e", "lasterr", "ssync", "dsync"] + (["limit"] if self.feat["limits"] else [])
+                     + (["peek_s", "peek_e"] * 3 if self.feat["notready"] else []))
+        keep = "_keep" if self.feat["notready"] else ""
         if k == "peek_s":
-            self.emit(f"dt_peek_stream({self.sname(s)});")
+            self.emit(f"dt_peek_stream{keep}({self.sname(s)});")
         elif k == "peek_e":
             ev = self.new_event()
             self.emit(f"CHECK_CUDA(cudaEventRecord({ev}, {self.sname(s)}));")
-            self.emit(f"dt_peek_event({ev});")
+            self.emit(f"dt_peek_event{keep}({ev});")
         elif k == "lasterr":
             self.emit("CHECK_CUDA(cudaPeekAtLastError());")
             self.emit("CHECK_CUDA(cudaGetLastError());")
@@ -568,9 +587,12 @@ class Gen:
     def init_buffers(self):
         """Every device buffer and pinned buffer gets values, on the legacy stream."""
         s0 = self.streams[0]
-        for n, b in list(self.bufs.items()):
+        order = sorted(self.bufs.items(), key=lambda kv: kv[1].kind == "sym")
+        for n, b in order:
             if b.kind == "dev":
                 self.dev_op(s0, [], [n], [f"PROG_LAUNCH(dt_fill, {NMAX // 256}, 256, 0, 0, {b.name}, {NMAX}, {len(n) * 31 + ord(n[-1])}u);"], 0)
+            elif b.kind == "sym":
+                self.dev_op(s0, ["Q0"], [n], ["CHECK_CUDA(cudaMemcpyToSymbol(dt_sym, dt_q[0], DT_SYM_N * sizeof(float)));"], 0)
             elif b.kind in ("pinned", "page"):
                 self.host_op([], [n], [f"for (int j = 0; j < {NMAX}; j++) {b.name}[j] = dt_val({ord(n[0]) + ord(n[-1])}u, j);"], 0)
 
