@@ -64,8 +64,10 @@ def join(a, b):
 
 
 class Gen:
-    def __init__(self, seed, hostile):
+    def __init__(self, seed, hostile, drop_fixes=False):
         self.seed = seed
+        self.drop_fixes = drop_fixes  # a self-check: the same program without its synchronisations
+        self.muted = False
         self.r = random.Random(seed)
         self.hostile = hostile
         r = self.r
@@ -193,7 +195,8 @@ class Gen:
 
     # ---------------------------------------------------------------- emission
     def emit(self, line):
-        self.cur.append(line)
+        if not self.muted:
+            self.cur.append(line)
 
     def thread_switch(self, t):
         if self.cur is not None and self.cur_thread == t:
@@ -294,7 +297,9 @@ class Gen:
             p = self.pending(reads, False, c) + self.pending(writes, True, c)
             if not p:
                 break
+            self.muted = self.drop_fixes
             self.fix_dev(p[0], s, key)
+            self.muted = False
         else:
             raise RuntimeError("model: cannot order an operation")
         for ln in lines:
@@ -306,7 +311,9 @@ class Gen:
             p = self.pending(reads, False, self.H) + self.pending(writes, True, self.H)
             if not p:
                 break
+            self.muted = self.drop_fixes
             self.fix_host(p[0], key)
+            self.muted = False
         else:
             raise RuntimeError("model: cannot complete for the host")
         for ln in lines:
@@ -818,6 +825,8 @@ def main():
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--hostile", default="none", help="comma-separated: " + ",".join(HOSTILE) + ", all or none")
     ap.add_argument("-o", "--output")
+    ap.add_argument("--drop-fixes", action="store_true",
+                    help="self-check: leave out the synchronisations the model inserts (the program races)")
     a = ap.parse_args()
     if a.hostile in ("", "none"):
         hostile = set()
@@ -828,7 +837,7 @@ def main():
         bad = hostile - set(HOSTILE)
         if bad:
             ap.error("unknown hostile move(s): " + ",".join(sorted(bad)))
-    text = Gen(a.seed, hostile).program()
+    text = Gen(a.seed, hostile, a.drop_fixes).program()
     if a.output:
         with open(a.output, "w") as f:
             f.write(text)
