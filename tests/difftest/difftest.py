@@ -15,8 +15,9 @@ Usage:
   difftest.py [--seeds 1,2,5-9 | --count N --start S] [--hostile LIST] [--configs LIST]
               [--prog FILE.cu|BINARY …] [--jobs J] [--keep DIR] [--require-replay FRACTION]
               [--plain-seeds 1-3]
-Environment: BUILD (default build), AG_LIB (default $BUILD/libautograph.so), CUDA_HOME, NVCC,
-DT_TIMEOUT (seconds per run, default 60). See docs/difftest.md.
+Environment: BUILD (default build), AG_LIB (default $BUILD/libautograph.so), DT_SIM (the
+simulator's folder, default $BUILD/sim), CUDA_HOME, NVCC, DT_TIMEOUT (seconds per run, default
+60). See docs/difftest.md.
 """
 import argparse
 import concurrent.futures as cf
@@ -73,7 +74,7 @@ class Runner:
         self.a = args
         self.build = os.path.abspath(os.environ.get("BUILD", os.path.join(ROOT, "build")))
         self.lib = os.environ.get("AG_LIB", os.path.join(self.build, "libautograph.so"))
-        self.sim = os.path.join(self.build, "sim")
+        self.sim = os.environ.get("DT_SIM", os.path.join(self.build, "sim"))
         cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
         self.nvcc = os.environ.get("NVCC", os.path.join(cuda, "bin", "nvcc"))
         self.cuda = cuda
