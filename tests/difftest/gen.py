@@ -719,6 +719,8 @@ class Gen:
                 self.emit(f'dt_print("e{epoch} {nme}", {b.name}, {NMAX});')
         if self.feat["image"]:
             self.emit('printf("ticks: %lu\\n", dtm_ticks);')
+        if self.feat["graph"]:
+            self.emit("CHECK_CUDA(cudaGraphExecDestroy(dt_gexec));")
 
     def op_modules(self, s, it, key):
         """Two driver launches of the module's kernel each iteration; half way, right after
