@@ -721,6 +721,8 @@ class Gen:
             self.emit('printf("ticks: %lu\\n", dtm_ticks);')
         if self.feat["graph"]:
             self.emit("CHECK_CUDA(cudaGraphExecDestroy(dt_gexec));")
+        if self.feat["driver"]:
+            self.emit("CHECK_CU(dt_cuModuleUnload(dt_mod));")
 
     def op_modules(self, s, it, key):
         """Two driver launches of the module's kernel each iteration; half way, right after
