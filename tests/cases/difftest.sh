@@ -12,13 +12,10 @@
 # launch count, and at least half of the programs must replay graphs (the library did work).
 #
 # DIFFTEST_HOSTILE gates the regression programs: a program CLASS-SEED runs only when CLASS is
-# in the list. The default lists the classes the library on this branch handles; the others
-# fail until the fixes of issue 11 are merged; then add them here: flag,attr,badlaunch with
-# bounded holds (§1, §2), plugins,image with module lifetimes (§3, §4), fusegeom,symbols,notready
-# with pattern geometry and the simulator (§5, §6); `all` once all are in (docs/difftest.md).
+# in the list (default `all`: every class of issue 11 is fixed; docs/difftest.md).
 . "$(dirname "$0")/lib.sh"
 ag_need
-hostile=${DIFFTEST_HOSTILE:-modules,reset}
+hostile=${DIFFTEST_HOSTILE:-all}
 progs=()
 for s in $(grep -v '^#' "$AG_ROOT/tests/difftest/ci-seeds"); do
   [ -x "$BUILD/tests/difftest/ci/$s" ] || ag_skip "skipped: $BUILD/tests/difftest/ci/$s is not built"

@@ -374,6 +374,7 @@ static void test_context_end(void) {
   CHECK_CU(cuModuleLoadData(&m2, cubin));
   CHECK_CU(cuModuleUnload(m2));
   CHECK_CU(cuLibraryUnload(lib));
+  CHECK_STATUS_EQ(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuGraphExecDestroy(ex));
   CHECK_CU(cuGraphDestroy(g));
   free(cubin), free(fatbin);
   loaded = NULL; /* died with the context */

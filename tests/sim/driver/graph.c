@@ -459,6 +459,14 @@ static CUresult exec_check(CUgraphExec e) {
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) {
   DRV_FAIL("cuGraphExecDestroy", CUDA_ERROR_INVALID_VALUE);
   CUresult r = exec_check(e);
+  if (r == CUDA_ERROR_CONTEXT_IS_DESTROYED) {
+    /* A real driver freed it with its context; here it stayed readable until now. Nothing of it
+     * can run any more, so it is freed without waiting, and the handle is dead. */
+    drv_graph_free(e->g);
+    e->magic = 0;
+    free(e);
+    return r;
+  }
   if (r) return r;
   /* A launched graph may still run: wait for it, since its nodes are freed here. */
   pthread_mutex_lock(&drv_lock);
