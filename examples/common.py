@@ -80,6 +80,9 @@ def setup(args):
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             sys.exit(f"{args.name}: --device cuda, but torch.cuda.is_available() is False")
+        if dev.index is None:
+            # Newer PyTorch rejects set_device() of a device without an index.
+            dev = torch.device("cuda", torch.cuda.current_device())
         torch.cuda.set_device(dev)
         torch.cuda.manual_seed_all(args.seed)
         torch.backends.cudnn.benchmark = False
