@@ -498,7 +498,8 @@ static void dt_torch_twin(dim3 g, dim3 b, void **sim_args, int op) {
   int n = SIM_ARG(0, int);
   const char *const *d = (const char *const *)sim_args[2];
   float *o = (float *)d[0];
-  const float *x = (const float *)d[1], *y = (const float *)d[2];
+  /* relu's Array<char *, 2> has no third pointer: reading one would run past the parameters. */
+  const float *x = (const float *)d[1], *y = op == 2 ? NULL : (const float *)d[2];
   float alpha = op == 0 ? SIM_ARG(1, float) : 0.0f;
   for (unsigned blk = 0; blk < g.x; blk++)
     for (unsigned k = 0; k < 4; k++)
