@@ -152,6 +152,14 @@ static pthread_cond_t helper_cv = PTHREAD_COND_INITIALIZER;
 /* A failed submission of held work waiting to be reported (see ag__error_take). One slot: the
  * first failure not yet reported is kept, as the earliest thing the program needs to know. */
 int ag__pending_err; /* CUresult, 0: none; read without the lock on every call */
+
+/* A call that returns `status`: when it succeeded and an earlier held launch of this thread
+ * failed at submission, it reports that error instead (one load when none waits). */
+static inline int with_pending(int status, int rt) {
+  if (AG_UNLIKELY(__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED)) && status == 0)
+    return ag__error_take(rt);
+  return status;
+}
 static pthread_t pending_owner;
 
 /* Calls that change what a held launch's submission depends on, in progress (ag__setting_*):
@@ -737,9 +745,7 @@ pass:
 out:
   /* An earlier held launch of this thread failed at submission: this call reports it, as CUDA
    * reports errors of earlier asynchronous work from later calls. */
-  if (AG_UNLIKELY(__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED)) && r == 0)
-    r = ag__error_take(l->path != AG_PATH_DRIVER);
-  return r;
+  return with_pending(r, l->path != AG_PATH_DRIVER);
 }
 
 void ag__engine_snapshot(void (*fn)(ag_seqtab_t *t, double launch_ns, void *arg), void *arg) {
@@ -809,9 +815,7 @@ int ag__order_leave_status(ag_call_t *call, void *stream, int status, int rt) {
       }
     }
   }
-  if (AG_UNLIKELY(__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED)) && status == 0)
-    status = ag__error_take(rt);
-  return status;
+  return with_pending(status, rt);
 }
 
 /* ---- failed submissions (issue 11) ---------------------------------------------------------- */
@@ -909,9 +913,7 @@ int ag__setting_leave(int entered, const void *obj, uint64_t what, uint64_t valu
   if (e) e->value = value, e->known = status == 0; /* a failed one: the next one flushes */
   engine_unlock();
   __atomic_fetch_sub(&changing, 1, __ATOMIC_ACQ_REL);
-  if (AG_UNLIKELY(__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED)) && status == 0)
-    status = ag__error_take(rt);
-  return status;
+  return with_pending(status, rt);
 }
 
 void ag__lib_enter(ag_call_t *call) {
