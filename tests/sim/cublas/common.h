@@ -3,6 +3,7 @@
 #ifndef SIM_CUBLAS_COMMON_H
 #define SIM_CUBLAS_COMMON_H
 
+#include <cublas_api.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <library_types.h>
@@ -16,6 +17,10 @@ int simblas_init(void);
  * cuLaunchKernel. Returns the driver's result. */
 CUresult simblas_gemm(const char *kname, cudaStream_t s, const gemm_t *p, int batch,
                       const float *A, const float *B, float *C);
+/* Status names and strings, and the version properties, cuBLAS and cuBLASLt report alike. */
+const char *simblas_status_name(cublasStatus_t status);
+const char *simblas_status_string(cublasStatus_t status);
+cublasStatus_t simblas_property(libraryPropertyType type, int *value);
 /* What every generated stub answers (with SIM_LOG_UNSUPPORTED, the name on stderr). */
 int simblas_unsupported(int status, const char *name);
 

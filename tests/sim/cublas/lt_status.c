@@ -5,35 +5,12 @@
 #include <cublas_api.h>
 #include <stddef.h>
 
-static const char *status_name(cublasStatus_t s) {
-  switch (s) {
-#define S(x) case x: return #x;
-    S(CUBLAS_STATUS_SUCCESS) S(CUBLAS_STATUS_NOT_INITIALIZED) S(CUBLAS_STATUS_ALLOC_FAILED)
-    S(CUBLAS_STATUS_INVALID_VALUE) S(CUBLAS_STATUS_ARCH_MISMATCH) S(CUBLAS_STATUS_MAPPING_ERROR)
-    S(CUBLAS_STATUS_EXECUTION_FAILED) S(CUBLAS_STATUS_INTERNAL_ERROR)
-    S(CUBLAS_STATUS_NOT_SUPPORTED) S(CUBLAS_STATUS_LICENSE_ERROR)
-#undef S
-  }
-  return "CUBLAS_STATUS_UNKNOWN";
-}
+#include "cublas/common.h"
 
-const char *CUBLASWINAPI cublasLtGetStatusName(cublasStatus_t status) { return status_name(status); }
-const char *CUBLASWINAPI cublasLtGetStatusString(cublasStatus_t status) {
-  return status == CUBLAS_STATUS_NOT_SUPPORTED ? "operation not supported by the simulator"
-                                               : status_name(status);
-}
+const char *CUBLASWINAPI cublasLtGetStatusName(cublasStatus_t status) { return simblas_status_name(status); }
+const char *CUBLASWINAPI cublasLtGetStatusString(cublasStatus_t status) { return simblas_status_string(status); }
 size_t CUBLASWINAPI cublasLtGetCudartVersion(void) { return CUDART_VERSION; }
 size_t CUBLASWINAPI cublasLtGetVersion(void) { return CUBLAS_VERSION; }
-
-static cublasStatus_t property(libraryPropertyType type, int *value) {
-  if (!value) return CUBLAS_STATUS_INVALID_VALUE;
-  switch (type) {
-    case MAJOR_VERSION: *value = CUBLAS_VER_MAJOR; return CUBLAS_STATUS_SUCCESS;
-    case MINOR_VERSION: *value = CUBLAS_VER_MINOR; return CUBLAS_STATUS_SUCCESS;
-    case PATCH_LEVEL: *value = CUBLAS_VER_PATCH; return CUBLAS_STATUS_SUCCESS;
-  }
-  return CUBLAS_STATUS_INVALID_VALUE;
-}
 cublasStatus_t CUBLASWINAPI cublasLtGetProperty(libraryPropertyType type, int *value) {
-  return property(type, value);
+  return simblas_property(type, value);
 }
