@@ -42,7 +42,8 @@ enum {
 
 #define AG_FAM_NONE AG_FAM_UNCLASSIFIED
 static ag_call_t cu_calls[CU_COUNT_] = {
-#define AG_CU(id, name, ver, pt, cls, fam, exp, sfx, label, ...) {label, AG_FAM_##fam, 0},
+#define AG_CU(id, name, ver, pt, cls, fam, exp, sfx, label, params, args, stream) \
+  {label, AG_FAM_##fam, 0, #stream, 0},
 #include "ag_cu_table.h"
 #undef AG_CU
 };

@@ -52,10 +52,11 @@ enum {
 };
 
 static ag_call_t rt_calls[RT_COUNT_] = {
-#define AG_RT_F(ret, sym, base, cls, fam, ...) {#sym, AG_FAM_##fam, 0},
+#define AG_RT_F(ret, sym, base, cls, fam, params, args, stream) \
+  {#sym, AG_FAM_##fam, 0, #stream, 0},
 #include "cudart.def"
 #undef AG_RT_F
-#define AG_RT_REG_CALL(sym) {#sym, AG_FAM_REGISTER, 0},
+#define AG_RT_REG_CALL(sym) {#sym, AG_FAM_REGISTER, 0, NULL, 0},
     AG_RT_REGISTRATION(AG_RT_REG_CALL)
 };
 

@@ -31,10 +31,10 @@ enum {
 };
 
 static ag_call_t dnn_calls[DNN_COUNT_] = {
-#define AG_DNN(ret, name, ...) {#name, AG_FAM_CUDNN, 0},
+#define AG_DNN(ret, name, ...) {#name, AG_FAM_CUDNN, 0, NULL, 0},
 #include "cudnn.def"
 #undef AG_DNN
-    {"cudnnGetErrorString", AG_FAM_CUDNN, 0},
+    {"cudnnGetErrorString", AG_FAM_CUDNN, 0, NULL, 0},
 };
 
 static void *dnn_real[DNN_COUNT_];

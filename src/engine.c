@@ -114,20 +114,20 @@ static inline void engine_unlock(void) {
 static void engine_lock_reinit(void) { __atomic_store_n(&lock_word, 0, __ATOMIC_RELAXED); }
 #endif
 
-static struct {
-  /* What every launch reads and writes comes first, so that it fits one or two cache lines. */
-  int live;               /* set up, with the real driver table: the launch path may run */
-  int holding;
-  uint32_t seg_gen;       /* bumped at every end of the current sequence (finish) */
+/* One record per stream that launches (issue 12): the sequence being learned or held on it.
+ * Records live in a fixed array, so that the helper thread may read a record's `holding` and
+ * `hold_gen` without the lock. A stream beyond AG_STREAMS takes the record least recently used,
+ * which is cut first (what it held is submitted, what it was learning is counted). */
+#define AG_STREAMS 8
+typedef struct strm {
+  void *stream, *ctx;     /* the key; stream NULL: a free record */
+  int holding;            /* written under the lock, read by the helper (atomic) */
+  int blocking;           /* 2: the legacy stream; 1: a stream that synchronises with it; 0: not */
+  uint32_t seg_gen;       /* the current sequence's generation (unique across records) */
   ag_seg_t seg;
-  void *stream, *ctx;     /* of the current sequence */
   uint64_t *hashes;       /* structural hashes of the current sequence, max_seq of them */
   uint32_t *kids;         /* and the ids of their kernels (forgetting a kernel forgets them) */
   ag_seq_t *cand;         /* a sequence the held launches are a prefix of */
-  int off;                /* no holding at all (forked child, no driver table, out of memory) */
-  ag_seqtab_t *tab;
-  pthread_t thread;       /* the thread that began it */
-  /* Holding. */
   ag_held_t *held;        /* max_seq entries, parallel to hashes */
   uint8_t *arena;
   size_t arena_used, arena_cap;
@@ -136,12 +136,26 @@ static struct {
   uint32_t fin_gen;
   uint64_t fin_hash;
   int fin_n;
+  uint64_t hold_gen;      /* bumped at every held launch (a plain store; the helper reads it) */
+  uint64_t used;          /* E.clock at its last launch */
+} strm_t;
+
+static struct {
+  /* What every launch reads and writes comes first. */
+  int live;               /* set up, with the real driver table: the launch path may run */
+  int nhold;              /* records holding */
+  strm_t *cur;            /* the record of the last launch */
+  uint32_t gen;           /* the last generation handed out */
+  uint64_t clock;         /* counts record lookups that missed `cur` (the LRU's clock) */
+  int nblk[3];            /* records per class of `blocking` */
+  int off;                /* no holding at all (forked child, no driver table, out of memory) */
+  ag_seqtab_t *tab;
+  strm_t s[AG_STREAMS];
 } E;
 
-/* Bounded holds (issue 11). `hold_gen` is bumped (a plain store, under the lock) at every held
- * launch and `holding_pub` mirrors E.holding for the helper thread, which reads both without the
- * lock: the launch path makes no system call for the bound. */
-static uint64_t hold_gen;
+/* Bounded holds (issue 11). Each record's `hold_gen` is bumped (a plain store, under the lock)
+ * at every held launch and `holding_pub` mirrors E.nhold for the helper thread, which reads them
+ * without the lock: the launch path makes no system call for the bound. */
 static int holding_pub;
 static int helper_state; /* 0 not started, 1 started, -1 could not start (holding is off) */
 int ag__hold_offline;    /* see engine.h */
@@ -184,24 +198,36 @@ static void on_evict(ag_seq_t *s) {
   release_graph(s);
 }
 
-/* Allocates the engine's buffers once; returns 0 or -AG_ENOMEM (the engine then stays off). */
+/* Allocates the engine's shared buffers once; returns 0 or -AG_ENOMEM (the engine then stays
+ * off). Each stream record's buffers are allocated when the record is first used. */
 static int engine_setup(void) {
-  int max = ag__config.max_seq;
   E.tab = ag__seqtab_new(ag__config.max_graphs, (size_t)ag__config.max_graph_mb << 20, on_evict);
-  E.hashes = calloc((size_t)max, sizeof *E.hashes);
-  E.kids = calloc((size_t)max, sizeof *E.kids);
   if (E.tab && ag__dump_armed) ag__seqtab_on_free(E.tab, ag__dump_seq_freed);
-  E.held = calloc((size_t)max, sizeof *E.held);
-  E.arena_cap = 64 << 10;
-  E.arena = malloc(E.arena_cap);
-  ag__seg_init(&E.seg, ag__config.min_seq, max);
   /* AUTOGRAPH_HOLD_US=0: no hold can be bounded, so nothing is held (sequences are still
    * learned and reported). */
   if (ag__config.hold_us == 0) __atomic_store_n(&helper_state, -1, __ATOMIC_RELEASE);
-  if (!E.tab || !E.hashes || !E.kids || !E.held || !E.arena) {
+  if (!E.tab) {
     E.off = 1;
     return -AG_ENOMEM;
   }
+  return 0;
+}
+
+/* Gives record S its buffers (once). Returns 0 or -AG_ENOMEM. */
+static int strm_alloc(strm_t *S) {
+  int max = ag__config.max_seq;
+  if (S->hashes) return 0;
+  S->hashes = calloc((size_t)max, sizeof *S->hashes);
+  S->kids = calloc((size_t)max, sizeof *S->kids);
+  S->held = calloc((size_t)max, sizeof *S->held);
+  S->arena_cap = 4 << 10;
+  S->arena = malloc(S->arena_cap);
+  if (!S->hashes || !S->kids || !S->held || !S->arena) {
+    free(S->hashes), free(S->kids), free(S->held), free(S->arena);
+    S->hashes = NULL, S->kids = NULL, S->held = NULL, S->arena = NULL;
+    return -AG_ENOMEM;
+  }
+  ag__seg_init(&S->seg, ag__config.min_seq, max);
   return 0;
 }
 
@@ -229,18 +255,19 @@ void ag__ctx_leave(int pushed) {
   ag__tls.ctx = NULL; /* asked again at the next launch */
 }
 
-/* Submits everything held as ordinary launches, counted under `reason`. A failure is kept for
- * the thread that made the failed launch (it was told success when the launch was held). */
-static void submit_held(int n, int reason) {
+/* Submits everything S holds as ordinary launches, counted under `reason`. A failure is kept for
+ * the thread that made the failed launch (it was told success when the launch was held).
+ * Returns the first failure, or 0. */
+static int submit_held(strm_t *S, int n, int reason) {
   int pushed, r, first = -1, nfailed = 0;
-  if (!n) return;
+  if (!n) return 0;
   uint64_t trace_t0 = AG_UNLIKELY(ag__trace_armed) ? ag__now_ns() : 0;
-  pushed = ag__ctx_enter(E.ctx);
+  pushed = ag__ctx_enter(S->ctx);
   ag__tls.quiet++;
   if (pushed < 0) {
     r = CUDA_ERROR_INVALID_CONTEXT, first = 0, nfailed = n;
   } else {
-    r = ag__held_submit(E.held, n, E.arena, E.stream, &first, &nfailed);
+    r = ag__held_submit(S->held, n, S->arena, S->stream, &first, &nfailed);
   }
   ag__tls.quiet--;
   ag__ctx_leave(pushed);
@@ -249,20 +276,24 @@ static void submit_held(int n, int reason) {
             "reported to the thread that made them", nfailed, n, r);
     STAT_INC(ag__stats.failed_submissions, (uint64_t)nfailed);
     if (first >= 0 && !__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED)) {
-      pending_owner = E.held[first].owner;
+      pending_owner = S->held[first].owner;
       __atomic_store_n(&ag__pending_err, r, __ATOMIC_RELEASE);
     }
   }
   STAT_INC(ag__stats.passthrough, (uint64_t)n);
   STAT_INC(ag__stats.fallbacks[reason], (uint64_t)n);
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_flush(E.stream, n, reason, trace_t0, r, E.cand);
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_flush(S->stream, n, reason, trace_t0, r, S->cand);
+  return r;
 }
 
-static void stop_holding(void) {
-  E.holding = 0;
-  __atomic_store_n(&holding_pub, 0, __ATOMIC_RELAXED);
-  E.cand = NULL;
-  E.arena_used = 0;
+static void stop_holding(strm_t *S) {
+  if (S->holding) {
+    __atomic_store_n(&S->holding, 0, __ATOMIC_RELAXED);
+    E.nhold--;
+    __atomic_store_n(&holding_pub, E.nhold, __ATOMIC_RELAXED);
+  }
+  S->cand = NULL;
+  S->arena_used = 0;
 }
 
 static void demote(ag_seq_t *s, const char *why) {
@@ -275,21 +306,22 @@ static void demote(ag_seq_t *s, const char *why) {
   STAT_INC(ag__stats.demotions, 1);
 }
 
-/* The held launches form the complete sequence s: build its graph if needed, update, launch. */
-static void replay(ag_seq_t *s) {
-  int n = E.seg.len, pushed, r = 0;
+/* The launches S holds form the complete sequence s: build its graph if needed, update,
+ * launch. */
+static void replay(strm_t *S, ag_seq_t *s) {
+  int n = S->seg.len, pushed, r = 0;
   uint64_t t0, t1, updates = 0;
 
-  pushed = ag__ctx_enter(E.ctx);
+  pushed = ag__ctx_enter(S->ctx);
   if (pushed < 0) {
-    submit_held(n, AG_FB_GRAPH_ERROR);
+    submit_held(S, n, AG_FB_GRAPH_ERROR);
     return;
   }
   ag__tls.quiet++;
   if (s->state == AG_SEQ_BUILD) {
     ag_graph_t *g;
     uint64_t trace_tb = AG_UNLIKELY(ag__trace_armed) ? ag__now_ns() : 0;
-    r = ag__graph_build(&g, E.held, n, E.arena);
+    r = ag__graph_build(&g, S->held, n, S->arena);
     if (r == 0) {
       s->graph = g;
       ag__seqtab_ready(E.tab, s, ag__graph_cost(n));
@@ -297,10 +329,10 @@ static void replay(ag_seq_t *s) {
       ag__log(AG_LOG_DEBUG, "sequence %016llx: graph of %d launches built",
               (unsigned long long)s->key.hash, n);
     }
-    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_build(E.stream, s, n, trace_tb, r);
+    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_build(S->stream, s, n, trace_tb, r);
   }
   t0 = ag__now_ns();
-  if (r == 0) r = ag__graph_replay(s->graph, E.held, E.arena, E.stream, &updates);
+  if (r == 0) r = ag__graph_replay(s->graph, S->held, S->arena, S->stream, &updates);
   t1 = ag__now_ns();
   ag__tls.quiet--;
   ag__ctx_leave(pushed);
@@ -309,7 +341,7 @@ static void replay(ag_seq_t *s) {
     char why[64];
     snprintf(why, sizeof why, "graph path failed (CUDA error %d)", r);
     demote(s, why);
-    submit_held(n, AG_FB_GRAPH_ERROR);
+    submit_held(S, n, AG_FB_GRAPH_ERROR);
     return;
   }
   STAT_INC(ag__stats.replayed, (uint64_t)n);
@@ -317,7 +349,7 @@ static void replay(ag_seq_t *s) {
   ag__seqtab_touch(E.tab, s);
   s->replays++;
   s->updates += updates;
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_replay(E.stream, s, n, t0, t1, updates);
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_replay(S->stream, s, n, t0, t1, updates);
   s->replay_ns += ((double)(t1 - t0) - s->replay_ns) / (double)(s->replays < 16 ? s->replays : 16);
   /* The guard: after a few replays, a sequence whose replay (graph launch plus node updates)
    * costs clearly more host time than launching its kernels one by one is not worth holding.
@@ -327,39 +359,54 @@ static void replay(ag_seq_t *s) {
     demote(s, "replay does not pay");
 }
 
-/* Finds a BUILD/READY sequence whose first m structural hashes are hashes[0..m-1] and whose
- * length is `exact` (when > 0) or more than m (when 0). */
-static ag_seq_t *find_prefix(int m, int exact) {
-  for (ag_seq_t *s = ag__seqtab_first(E.tab, E.hashes[0]); s; s = s->next_first) {
+/* Finds a BUILD/READY sequence whose first m structural hashes are S's first m and whose length
+ * is `exact` (when > 0) or more than m (when 0). */
+static ag_seq_t *find_prefix(const strm_t *S, int m, int exact) {
+  for (ag_seq_t *s = ag__seqtab_first(E.tab, S->hashes[0]); s; s = s->next_first) {
     if (exact ? s->n != exact : s->n <= m) continue;
-    if (!memcmp(s->hashes, E.hashes, (size_t)m * sizeof *E.hashes)) return s;
+    if (!memcmp(s->hashes, S->hashes, (size_t)m * sizeof *S->hashes)) return s;
   }
   return NULL;
 }
 
-/* Ends the current sequence. `content` says the segmenter cut it (then `hash` is its content
- * hash); otherwise an ordering call, a change of stream or the bound on holds (`reason`, the
- * fallback that an incomplete held sequence is counted under) ended it. */
-static void finish(int content, uint64_t hash, int reason) {
-  int n = E.seg.len;
+static void seg_restart(strm_t *S) {
+  ag__seg_reset(&S->seg);
+  S->seg_gen = ++E.gen;
+}
+
+/* Ends S's current sequence. `content` says the segmenter cut it (then `hash` is its content
+ * hash); otherwise a call that observes the stream, or the bound on holds (`reason`, the
+ * fallback that an incomplete held sequence is counted under) ended it.
+ * A held run that is a complete known sequence is replayed. One that is not (it ended early,
+ * as a proper prefix of the sequence it was held as) is submitted, and then counted as an
+ * occurrence of its own sequence like any run that was not held (issue 12): a step that always
+ * ends at the same call becomes a sequence of its own, graphed after AUTOGRAPH_REPEATS. A run
+ * ended by the bound on holds is not counted (see below). */
+static void finish(strm_t *S, int content, uint64_t hash, int reason) {
+  int n = S->seg.len;
   if (!n) goto out;
-  if (E.holding) {
-    ag_seq_t *s = find_prefix(n, n);
+  if (S->holding) {
+    ag_seq_t *s = find_prefix(S, n, n);
+    int r = 0;
     if (s)
-      replay(s);
+      replay(S, s);
     else
-      submit_held(n, content ? AG_FB_MISMATCH : reason);
-    stop_holding();
-    goto out;
+      r = submit_held(S, n, content ? AG_FB_MISMATCH : reason);
+    stop_holding(S);
+    /* A run that failed at submission is never learned (issue 11); nor is one ended by the
+     * bound on holds: the program waits on the device there, and graphing the run would only
+     * make every later occurrence wait for the bound. */
+    if (s || r || (!content && reason == AG_FB_HOLD_TIMEOUT)) goto out;
+  } else if (AG_UNLIKELY(ag__trace_armed)) {
+    ag__trace_pass(n, content);
   }
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_pass(n, content);
   if (n >= ag__config.min_seq) {
     int added;
     /* An external cut finds the segmenter as it was: its hash covers exactly these launches. */
-    uint64_t h = content ? hash : E.seg.hash;
-    ag_seq_t *s = ag__seqtab_find(E.tab, h, E.hashes, E.kids, n, &added);
+    uint64_t h = content ? hash : S->seg.hash;
+    ag_seq_t *s = ag__seqtab_find(E.tab, h, S->hashes, S->kids, n, &added);
     if (s) {
-      E.fin_gen = E.seg_gen, E.fin_hash = h, E.fin_n = n;
+      S->fin_gen = S->seg_gen, S->fin_hash = h, S->fin_n = n;
       if (added) STAT_INC(ag__stats.sequences, 1);
       if (s->state == AG_SEQ_DEMOTED) STAT_INC(ag__stats.fallbacks[AG_FB_DEMOTED], (uint64_t)n);
       if (++s->count >= (uint64_t)ag__config.repeats && s->state == AG_SEQ_COUNTING)
@@ -367,13 +414,129 @@ static void finish(int content, uint64_t hash, int reason) {
     }
   }
 out:
-  ag__seg_reset(&E.seg);
-  E.seg_gen++;
+  seg_restart(S);
 }
 
-/* An external cut: ordering call, another stream, a launch that cannot be held. */
-static void cut(void) {
-  if (E.seg.len) finish(0, 0, AG_FB_FLUSHED);
+/* An external cut of S: a call that observes its work, a launch that cannot be held. */
+static void cut(strm_t *S) {
+  if (S->seg.len) finish(S, 0, 0, AG_FB_FLUSHED);
+}
+
+/* Cuts every record (a call that may observe any stream, exit, fork). */
+static void cut_all(void) {
+  for (int i = 0; i < AG_STREAMS; i++)
+    if (E.s[i].stream) cut(&E.s[i]);
+}
+
+/* ---- which streams a call observes (issue 12) ------------------------------------------------ */
+
+/* CUDA's implicit synchronisation: work on the legacy default stream waits for all earlier work
+ * on blocking streams of its context and vice versa; non-blocking streams (cudaStreamNonBlocking,
+ * CU_STREAM_NON_BLOCKING) and the per-thread default stream's relation to other streams is only
+ * with the legacy stream (the per-thread stream is blocking). So, when work is submitted to (or a
+ * call observes) stream X:
+ *   X legacy:   held launches on X and on every blocking stream must be submitted first;
+ *   X blocking (or the per-thread stream): held launches on X and on the legacy stream;
+ *   X non-blocking: held launches on X only.
+ * Contexts are not told apart here (the legacy stream of every context is flushed): a superset.
+ * Whether a stream is blocking is asked once per record (cuStreamGetFlags), and for an ordering
+ * call's stream only while the legacy stream holds; a stream the driver cannot describe is taken
+ * as blocking. */
+static int stream_blocking(void *stream) {
+  unsigned flags = 0;
+  if (stream == CU_STREAM_LEGACY) return 2;
+  if (stream == CU_STREAM_PER_THREAD) return 1;
+  if (!ag__real.cuStreamGetFlags) return 1;
+  ag__tls.quiet++;
+  CUresult r = ag__real.cuStreamGetFlags((CUstream)stream, &flags);
+  ag__tls.quiet--;
+  if (r != CUDA_SUCCESS) return 1;
+  return (flags & CU_STREAM_NON_BLOCKING) ? 0 : 1;
+}
+
+/* Cuts the records that work on `stream` (of implicit synchronisation class `blocking`) would be
+ * ordered after, except `except`. Under the lock. */
+static void cut_partners(void *stream, int blocking, const strm_t *except) {
+  if (!blocking) return;
+  for (int i = 0; i < AG_STREAMS; i++) {
+    strm_t *P = &E.s[i];
+    if (P == except || !P->stream || P->stream == stream) continue;
+    if (blocking == 2 ? P->blocking == 1 : P->blocking == 2) cut(P);
+  }
+}
+
+/* Cuts what a call observing `stream` observes: its own record and its partners' (above). NULL
+ * (a call on the default stream, legacy or per-thread) is taken as the legacy stream. */
+static void cut_stream(void *stream) {
+  int any_legacy = 0;
+  if (!stream) stream = CU_STREAM_LEGACY;
+  for (int i = 0; i < AG_STREAMS; i++) {
+    strm_t *P = &E.s[i];
+    if (!P->stream) continue;
+    if (P->stream == stream) cut(P);
+    if (P->blocking == 2 && P->seg.len) any_legacy = 1;
+  }
+  if (stream == CU_STREAM_LEGACY) {
+    cut_partners(stream, 2, NULL);
+  } else if (any_legacy) {
+    /* Its record (when it has one) knows whether it is blocking; otherwise ask. */
+    int b = -1;
+    for (int i = 0; i < AG_STREAMS; i++)
+      if (E.s[i].stream == stream) b = E.s[i].blocking;
+    if (b < 0) b = stream_blocking(stream);
+    cut_partners(stream, b, NULL);
+  }
+}
+
+/* What an ordering call observes: see call_rule(). */
+enum { RULE_UNKNOWN, RULE_NONE, RULE_STREAM, RULE_STREAM_END, RULE_ALL };
+
+/* Calls that observe no held launch, whatever they name, and why:
+ *   event query, synchronize, elapsed time and destroy: an event covers only the work before its
+ *     last record, and a record on a stream submits what that stream holds first (the record is
+ *     a stream call) — so no held launch is ever behind an event;
+ *   allocation (not the stream-ordered kind) and host allocation or registration: their result
+ *     does not depend on queued work (frees, which synchronise, still flush);
+ *   setting the current device or context: held launches keep the context they were made in
+ *     (they are submitted in it, from whatever thread).
+ * Stream calls (a stream argument: copies, memsets, records, waits, stream queries and
+ * synchronisation, host functions, stream-ordered allocation, graph launches) observe that
+ * stream and its implicit-synchronisation partners (cut_stream). Everything else (device
+ * synchronisation, synchronous copies, frees, captures, unknown calls) observes everything. */
+static const char *const rule_none[] = {
+    "cudaEventQuery", "cudaEventSynchronize", "cudaEventDestroy", "cudaEventElapsedTime",
+    "cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaHostRegister", "cudaMallocManaged",
+    "cudaMallocPitch", "cudaMalloc3D", "cudaMallocArray", "cudaMalloc3DArray",
+    "cudaMallocMipmappedArray", "cudaSetDevice",
+    "cuEventQuery", "cuEventSynchronize", "cuEventDestroy", "cuEventDestroy_v2",
+    "cuEventElapsedTime", "cuEventElapsedTime_v2", "cuMemAlloc", "cuMemAlloc_v2",
+    "cuMemAllocPitch", "cuMemAllocPitch_v2", "cuMemAllocManaged", "cuMemAllocHost",
+    "cuMemAllocHost_v2", "cuMemHostAlloc", "cuMemHostRegister", "cuMemHostRegister_v2",
+    "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPushCurrent_v2", "cuCtxPopCurrent",
+    "cuCtxPopCurrent_v2", NULL};
+
+static int call_rule(ag_call_t *call) {
+  int r;
+  if (!call) return RULE_ALL;
+  r = __atomic_load_n(&call->rule, __ATOMIC_RELAXED);
+  if (AG_LIKELY(r)) return r;
+  r = RULE_ALL;
+  for (const char *const *p = rule_none; *p; p++) {
+    size_t n = strlen(*p);
+    /* The per-thread forms (_ptsz, _ptds) follow the same rule. */
+    if (!strncmp(call->name, *p, n) && (!call->name[n] || call->name[n] == '_')) r = RULE_NONE;
+  }
+  /* (The table's NULL reaches here macro-expanded.) */
+#define AG_STR_(x) #x
+#define AG_XSTR_(x) AG_STR_(x)
+  int named = call->stream_arg && strcmp(call->stream_arg, "NULL") &&
+              strcmp(call->stream_arg, AG_XSTR_(NULL));
+  if (r == RULE_ALL && named && call->family != AG_FAM_CAPTURE &&
+      call->family != AG_FAM_DEVICE)
+    r = call->family == AG_FAM_STREAM && strstr(call->name, "StreamDestroy") ? RULE_STREAM_END
+                                                                            : RULE_STREAM;
+  __atomic_store_n(&call->rule, r, __ATOMIC_RELAXED);
+  return r;
 }
 
 /* ---- launches ----------------------------------------------------------------------------- */
@@ -424,26 +587,27 @@ static inline int attr_reason(const ag_launch_t *l, const ag_kinfo_t *k) {
   return 0;
 }
 
-/* Copies the launch into the held list at position i. Returns 0 or -AG_ENOMEM. */
-static int hold(int i, ag_kinfo_t *k, const ag_launch_t *l) {
-  ag_held_t *h = &E.held[i];
-  size_t need = E.arena_used + k->param_bytes;
-  if (need > E.arena_cap) {
-    size_t cap = E.arena_cap * 2 > need ? E.arena_cap * 2 : need;
-    uint8_t *a = realloc(E.arena, cap);
+/* Copies the launch into S's held list at position i. Returns 0 or -AG_ENOMEM. */
+static int hold(strm_t *S, int i, ag_kinfo_t *k, const ag_launch_t *l) {
+  ag_held_t *h = &S->held[i];
+  size_t need = S->arena_used + k->param_bytes;
+  if (need > S->arena_cap) {
+    size_t cap = S->arena_cap * 2 > need ? S->arena_cap * 2 : need;
+    uint8_t *a = realloc(S->arena, cap);
     if (!a) return -AG_ENOMEM;
-    E.arena = a, E.arena_cap = cap;
+    S->arena = a, S->arena_cap = cap;
   }
   h->k = k;
   h->owner = pthread_self();
   memcpy(h->grid, l->grid, sizeof h->grid);
   memcpy(h->block, l->block, sizeof h->block);
   h->shmem = l->shmem;
-  h->off = (uint32_t)E.arena_used;
+  h->off = (uint32_t)S->arena_used;
   for (uint32_t j = 0; j < k->nparams; j++)
-    memcpy(E.arena + E.arena_used + k->params[j].offset, l->args[j], k->params[j].size);
-  E.arena_used = need;
-  __atomic_store_n(&hold_gen, __atomic_load_n(&hold_gen, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    memcpy(S->arena + S->arena_used + k->params[j].offset, l->args[j], k->params[j].size);
+  S->arena_used = need;
+  __atomic_store_n(&S->hold_gen, __atomic_load_n(&S->hold_gen, __ATOMIC_RELAXED) + 1,
+                   __ATOMIC_RELAXED);
   return 0;
 }
 
@@ -465,11 +629,13 @@ static int pass(const ag_launch_t *l, int sample) {
   return r;
 }
 
-/* Wakes the helper thread if it sleeps (a hold begins; called under the lock). The helper sets
- * helper_idle before it reads holding_pub, and this reads helper_idle after setting
+/* Wakes the helper thread if it sleeps (a hold begins on S; called under the lock). The helper
+ * sets helper_idle before it reads holding_pub, and this reads helper_idle after setting
  * holding_pub, both sequentially consistent: one of the two sees the other. */
-static void hold_begins(void) {
-  __atomic_store_n(&holding_pub, 1, __ATOMIC_SEQ_CST);
+static void hold_begins(strm_t *S) {
+  __atomic_store_n(&S->holding, 1, __ATOMIC_RELAXED);
+  E.nhold++;
+  __atomic_store_n(&holding_pub, E.nhold, __ATOMIC_SEQ_CST);
   if (AG_UNLIKELY(__atomic_load_n(&helper_idle, __ATOMIC_SEQ_CST))) {
     pthread_mutex_lock(&helper_mu);
     __atomic_store_n(&helper_idle, 0, __ATOMIC_SEQ_CST);
@@ -478,19 +644,83 @@ static void hold_begins(void) {
   }
 }
 
+/* Empties record S (cut first): its stream ended, or the record is reused. */
+static void strm_drop(strm_t *S) {
+  cut(S);
+  E.nblk[S->blocking]--;
+  S->stream = NULL, S->ctx = NULL;
+  if (E.cur == S) E.cur = NULL;
+}
+
+/* The record of (stream, ctx), made when missing: a free record, or else the least recently used
+ * one, cut and emptied (what it held is submitted, what it learned so far is counted). NULL when
+ * out of memory. Under the lock. */
+static strm_t *__attribute__((noinline)) strm_lookup(void *stream, void *ctx) {
+  strm_t *S = NULL, *free_s = NULL, *old = NULL;
+  for (int i = 0; i < AG_STREAMS; i++) {
+    strm_t *P = &E.s[i];
+    if (P->stream == stream && P->ctx == ctx) {
+      S = P;
+      break;
+    }
+    if (!P->stream) {
+      if (!free_s) free_s = P;
+    } else if (!old || P->used < old->used) {
+      old = P;
+    }
+  }
+  if (!S) {
+    S = free_s ? free_s : old;
+    if (S->stream) {
+      if (AG_UNLIKELY(ag__trace_armed) && S->holding)
+        ag__trace_cause("more streams than the engine follows at once");
+      cut(S);
+      if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+    }
+    if (S->stream) strm_drop(S);
+    if (strm_alloc(S) != 0) return NULL;
+    S->stream = stream, S->ctx = ctx;
+    S->blocking = stream_blocking(stream);
+    E.nblk[S->blocking]++;
+    seg_restart(S);
+  }
+  S->used = ++E.clock;
+  E.cur = S;
+  return S;
+}
+
+static inline strm_t *strm_of(void *stream, void *ctx) {
+  strm_t *S = E.cur;
+  if (AG_LIKELY(S && S->stream == stream && S->ctx == ctx)) return S;
+  return strm_lookup(stream, ctx);
+}
+
 /* Handles a launch that may be held; returns 1 when it was held (or replayed), 2 when the
- * caller must submit it and its structure was recorded in the current sequence (*gen is that
- * sequence's generation), 0 when the caller must submit it and nothing was recorded. Called
- * under the lock. */
+ * caller must submit it and its structure was recorded in its stream's current sequence (*gen
+ * is that sequence's generation), 0 when the caller must submit it and nothing was recorded.
+ * Called under the lock. */
 static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void *stream, void *ctx, ag_kinfo_t *k,
                                                       uint32_t *gen) {
   int reason, i;
   uint64_t h, done;
+  strm_t *S = strm_of(stream, ctx);
 
+  if (AG_UNLIKELY(!S)) {
+    cut_stream(stream);
+    return 0;
+  }
+  /* Work on this stream is ordered after work on its implicit-synchronisation partners (the
+   * legacy stream and blocking streams): what they hold must be submitted first, and what they
+   * are learning ends here too, as it will whenever they hold. */
+  if (AG_UNLIKELY(S->blocking == 2 ? E.nblk[1] : S->blocking == 1 && E.nblk[2])) {
+    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause("legacy default stream (implicit synchronisation)");
+    cut_partners(stream, S->blocking, S);
+    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+  }
   if (AG_UNLIKELY(!k)) {
-    if (AG_UNLIKELY(ag__trace_armed) && E.holding)
+    if (AG_UNLIKELY(ag__trace_armed) && S->holding)
       ag__trace_cause("launch not holdable (kernel not identified)");
-    cut();
+    cut(S);
     return 0;
   }
   reason = AG_UNLIKELY(k->reason) ? k->reason : attr_reason(l, k);
@@ -500,8 +730,8 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult r = ag__real.cuStreamIsCapturing ? ag__real.cuStreamIsCapturing((CUstream)stream, &st)
                                               : CUDA_ERROR_NOT_FOUND;
-    if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_cause("capture in progress");
-    cut();
+    if (AG_UNLIKELY(ag__trace_armed) && S->holding) ag__trace_cause("capture in progress");
+    cut_all();
     if (r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE)
       STAT_INC(ag__stats.fallbacks[AG_FB_CAPTURING], 1);
     return 0;
@@ -509,82 +739,84 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
   if (AG_UNLIKELY(!reason && __atomic_load_n(&changing, __ATOMIC_ACQUIRE) > 0)) {
     /* A call that changes what a launch's submission depends on is in progress on another
      * thread: this launch runs now, under whatever value is in force, as it would without us. */
-    if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_cause("attribute or limit change");
-    cut();
+    if (AG_UNLIKELY(ag__trace_armed) && S->holding) ag__trace_cause("attribute or limit change");
+    cut_all();
     return 0;
   }
   if (AG_UNLIKELY(reason)) {
-    if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_cause_fallback(reason - 1);
-    cut();
+    if (AG_UNLIKELY(ag__trace_armed) && S->holding) ag__trace_cause_fallback(reason - 1);
+    cut(S);
     STAT_INC(ag__stats.fallbacks[reason - 1], 1);
     if (AG_UNLIKELY(ag__dump_armed) && reason == AG_FB_DENIED + 1)
       ag__dump_denied(k, l, ag__tls.lib ? AG_PATH_CUDNN : l->path,
                     ag__tls.lib ? ag__tls.lib_call : NULL);
     return 0;
   }
-  if (E.seg.len && AG_UNLIKELY(stream != E.stream || ctx != E.ctx)) cut();
-  i = E.seg.len;
+  i = S->seg.len;
   h = struct_hash(k, l);
-  E.kids[i] = k->id;
+  S->kids[i] = k->id;
   if (AG_UNLIKELY(i == 0)) {
-    E.stream = stream, E.ctx = ctx, E.thread = pthread_self();
-    E.hashes[0] = h;
+    S->hashes[0] = h;
     /* A sequence boundary: hold if a known sequence may begin here (and holds can be bounded:
      * AUTOGRAPH_HOLD_US is not 0 and the helper thread could be started). */
-    if (ctx && AG_LIKELY(__atomic_load_n(&helper_state, __ATOMIC_RELAXED) >= 0) &&
-        (E.cand = find_prefix(1, 0)) != NULL) {
-      E.holding = 1;
-      hold_begins();
+    if (AG_LIKELY(__atomic_load_n(&helper_state, __ATOMIC_RELAXED) >= 0) &&
+        (S->cand = find_prefix(S, 1, 0)) != NULL) {
+      hold_begins(S);
+      if (AG_UNLIKELY(ag__trace_armed)) ag__trace_hold(stream);
     }
-    if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_hold(stream);
   } else {
-    E.hashes[i] = h;
-    if (E.holding && !(E.cand->n > i && E.cand->hashes[i] == h) &&
-        !(E.cand = find_prefix(i + 1, 0))) {
+    S->hashes[i] = h;
+    if (S->holding && !(S->cand->n > i && S->cand->hashes[i] == h) &&
+        !(S->cand = find_prefix(S, i + 1, 0))) {
       /* Diverged from every known sequence: what was held runs now, this launch after it. */
-      submit_held(i, AG_FB_MISMATCH);
-      stop_holding();
+      submit_held(S, i, AG_FB_MISMATCH);
+      stop_holding(S);
     }
   }
   int held = 0;
-  if (AG_UNLIKELY(E.holding)) {
-    if (hold(i, k, l) == 0) {
+  if (AG_UNLIKELY(S->holding)) {
+    if (hold(S, i, k, l) == 0) {
       held = 1;
     } else {
       if (AG_UNLIKELY(ag__trace_armed) && i) ag__trace_cause("out of memory");
-      submit_held(i, AG_FB_FLUSHED);
-      stop_holding();
+      submit_held(S, i, AG_FB_FLUSHED);
+      stop_holding(S);
     }
   }
-  *gen = E.seg_gen;
-  if (AG_UNLIKELY(ag__seg_push(&E.seg, h, &done))) {
-    E.seg.len = i + 1; /* the segmenter reset itself; finish() needs the length */
-    finish(1, done, AG_FB_MISMATCH);
+  *gen = S->seg_gen;
+  if (AG_UNLIKELY(ag__seg_push(&S->seg, h, &done))) {
+    S->seg.len = i + 1; /* the segmenter reset itself; finish() needs the length */
+    finish(S, 1, done, AG_FB_MISMATCH);
   }
   return held ? 1 : 2;
 }
 
 /* A pass-through launch recorded in the sequence of generation `gen` failed: it must never
  * enter a learned sequence (issue 11; a structure is held only if that very structure
- * succeeded before). If its sequence is still the current one, it is dropped uncounted; if it
- * was counted when it ended at this launch, the count is taken back, and a sequence already
- * being graphed is demoted. (A sequence ended by another thread's cut in the moment between
- * the launch and its failure, and counted then, is not found: a window of one driver call.) */
+ * succeeded before). If its sequence is still current, it is dropped uncounted; if it was
+ * counted when it ended at this launch, the count is taken back, and a sequence already being
+ * graphed is demoted. (A sequence ended by another thread's cut in the moment between the
+ * launch and its failure, and counted then, is not found: a window of one driver call.) */
 static void forget_failed(uint32_t gen) {
   engine_lock();
-  if (E.seg_gen == gen && E.seg.len) {
-    if (E.holding) {
-      cut(); /* never the case (holding begins only at a sequence's first launch); kept safe */
-    } else {
-      ag__seg_reset(&E.seg);
-      E.seg_gen++;
+  for (int i = 0; i < AG_STREAMS; i++) {
+    strm_t *S = &E.s[i];
+    if (!S->stream) continue;
+    if (S->seg_gen == gen && S->seg.len) {
+      if (S->holding)
+        cut(S); /* never the case (holding begins only at a sequence's first launch); kept safe */
+      else
+        seg_restart(S);
+      break;
     }
-  } else if (E.fin_gen == gen && E.tab) {
-    ag_seq_t *s = ag__seqtab_get(E.tab, E.fin_hash, E.fin_n);
-    if (s && s->state == AG_SEQ_COUNTING) {
-      if (s->count) s->count--;
-    } else if (s && s->state != AG_SEQ_DEMOTED) {
-      demote(s, "one of its launches failed");
+    if (S->fin_gen == gen && E.tab) {
+      ag_seq_t *s = ag__seqtab_get(E.tab, S->fin_hash, S->fin_n);
+      if (s && s->state == AG_SEQ_COUNTING) {
+        if (s->count) s->count--;
+      } else if (s && s->state != AG_SEQ_DEMOTED) {
+        demote(s, "one of its launches failed");
+      }
+      break;
     }
   }
   engine_unlock();
@@ -592,29 +824,31 @@ static void forget_failed(uint32_t gen) {
 
 /* ---- the bound on holds (issue 11) -------------------------------------------------------- */
 
-/* The helper found the hold unchanged for a whole period: submit it (a replay if it happens to
+/* The helper found S's hold unchanged for a whole period: submit it (a replay if it happens to
  * be a complete known sequence). The guard counts it against the candidate sequence: holding
  * a sequence whose holds keep reaching the bound only delays its launches (the GPU does not
  * run held launches), so once that has happened four times and more often than it replayed,
  * the sequence is demoted. Called under the lock. */
-static void hold_timeout(void) {
-  ag_seq_t *s = E.cand;
+static void hold_timeout(strm_t *S) {
+  ag_seq_t *s = S->cand;
   if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause("hold bound (AUTOGRAPH_HOLD_US)");
   STAT_INC(ag__stats.hold_timeouts, 1);
-  finish(0, 0, AG_FB_HOLD_TIMEOUT);
+  finish(S, 0, 0, AG_FB_HOLD_TIMEOUT);
   if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
   if (s && s->state != AG_SEQ_DEMOTED && ++s->timeouts >= 4 && s->timeouts > s->replays)
     demote(s, "holds reach the bound (the program waits on the device without calling CUDA)");
 }
 
-/* The helper thread: every half bound it looks at the hold; when no launch has joined it since
- * the previous look, it submits it. So a hold ends between one half and one whole bound after
- * its last launch, whatever the program does (spins on device-written memory, sleeps, waits on
- * another process). Without a hold for about 100 ms it sleeps until the next hold begins. */
+/* The helper thread: every half bound it looks at each stream's hold; when no launch has joined
+ * one since the previous look, it submits it. So a hold ends between one half and one whole
+ * bound after its last launch, whatever the program does (spins on device-written memory,
+ * sleeps, waits on another process, keeps launching on another stream). Without any hold for
+ * about 100 ms it sleeps until the next hold begins. */
 static void *helper_main(void *arg) {
   long half_ns = (long)ag__config.hold_us * 500L;
-  uint64_t seen = 0;
-  int armed = 0, idle = 0, idle_max;
+  uint64_t seen[AG_STREAMS] = {0};
+  unsigned armed = 0; /* bit i: record i was seen holding at generation seen[i] */
+  int idle = 0, idle_max;
   (void)arg;
   if (half_ns < 20000) half_ns = 20000;
   idle_max = (int)(100000000L / half_ns) + 1;
@@ -635,19 +869,29 @@ static void *helper_main(void *arg) {
       continue;
     }
     idle = 0;
-    uint64_t g = __atomic_load_n(&hold_gen, __ATOMIC_RELAXED);
-    if (!armed || g != seen) {
-      seen = g, armed = 1;
-      continue;
+    unsigned expired = 0;
+    for (int i = 0; i < AG_STREAMS; i++) {
+      uint64_t g = __atomic_load_n(&E.s[i].hold_gen, __ATOMIC_RELAXED);
+      if (!__atomic_load_n(&E.s[i].holding, __ATOMIC_RELAXED) || !(armed & 1u << i) ||
+          g != seen[i]) {
+        seen[i] = g;
+        if (__atomic_load_n(&E.s[i].holding, __ATOMIC_RELAXED)) armed |= 1u << i;
+        else armed &= ~(1u << i);
+        continue;
+      }
+      expired |= 1u << i;
+      armed &= ~(1u << i);
     }
-    armed = 0;
+    if (!expired) continue;
     engine_lock();
-    if (E.holding && __atomic_load_n(&hold_gen, __ATOMIC_RELAXED) == seen) hold_timeout();
+    for (int i = 0; i < AG_STREAMS; i++)
+      if ((expired & 1u << i) && E.s[i].holding &&
+          __atomic_load_n(&E.s[i].hold_gen, __ATOMIC_RELAXED) == seen[i])
+        hold_timeout(&E.s[i]);
     engine_unlock();
   }
   return NULL;
 }
-
 /* Starts the helper once, at the first hold, outside the lock. If it cannot be started, holds
  * cannot be bounded: what is held is submitted and nothing is held again. */
 static void start_helper(void) {
@@ -702,18 +946,18 @@ int ag__launch(const ag_launch_t *l) {
   if (AG_UNLIKELY(stream == CU_STREAM_PER_THREAD)) {
     /* Never held: only the owning thread can submit to its per-thread stream, and a flush may
      * have to happen on another thread. */
-    if (AG_UNLIKELY(ag__trace_armed) && E.holding)
+    if (AG_UNLIKELY(ag__trace_armed) && E.nhold)
       ag__trace_cause("launch on the per-thread default stream");
-    cut();
+    cut_stream(stream);
     goto pass;
   }
   if (AG_UNLIKELY(!ctx)) {
     /* The thread's first CUDA call: the runtime binds its context only now, inside the call
      * (nvcc 12's <<<>>> reaches cudaLaunchKernel with nothing before it on a new thread). Not
      * held, so that no record is keyed by a context the launch will not run in. */
-    if (AG_UNLIKELY(ag__trace_armed) && E.holding)
+    if (AG_UNLIKELY(ag__trace_armed) && E.nhold)
       ag__trace_cause("launch before the thread has a context");
-    cut();
+    cut_all();
     goto pass;
   }
   k = ag__kinfo_find(l->func, ctx);
@@ -758,7 +1002,7 @@ void ag__flush_all(void) {
   if (!ag__enabled) return;
   if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE))) ag__fdnn_flush();
   engine_lock();
-  cut();
+  cut_all();
   engine_unlock();
 }
 
@@ -769,17 +1013,37 @@ static inline void count_call(ag_call_t *call, int family) {
   AG_STAT_ADD(ag__stats.families[family], 1);
 }
 
+/* Submits what an ordering call on `stream` can observe (call_rule), and when the call ends a
+ * stream, forgets that stream's record (its handle may come back as another stream). */
+static void order_cut(ag_call_t *call, void *stream) {
+  int rule = call_rule(call);
+  if (rule == RULE_NONE) return;
+  if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE))) ag__fdnn_flush();
+  engine_lock();
+  if (rule == RULE_ALL) {
+    cut_all();
+  } else {
+    cut_stream(stream);
+    if (rule == RULE_STREAM_END) {
+      for (int i = 0; i < AG_STREAMS; i++)
+        if (E.s[i].stream == stream && stream) strm_drop(&E.s[i]);
+    }
+  }
+  engine_unlock();
+}
+
 void ag__order_enter(ag_call_t *call, void *stream) {
-  (void)stream; /* every ordering call flushes: held work may be what the call waits for */
   if (call && call->family == AG_FAM_DEVICE) ag__tls.ctx = NULL;
   if (!ag__tls.quiet) {
     if (!ag__tls.lib) {
       AG_STAT_ADD(ag__stats.ordering, 1);
       count_call(call, call ? call->family : AG_FAM_UNCLASSIFIED);
     }
-    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(call ? call->name : "unclassified call");
-    ag__flush_all();
-    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+    if (ag__enabled) {
+      if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(call ? call->name : "unclassified call");
+      order_cut(call, stream);
+      if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+    }
     if (AG_UNLIKELY(ag__dump_armed)) ag__dump_poll(1);
   }
   ag__tls.quiet++;
@@ -894,8 +1158,8 @@ int ag__setting_enter(ag_call_t *call, const void *obj, uint64_t what, uint64_t 
   same = e && e->known && e->value == value;
   if (!same) {
     /* Held launches were valid under the value in force: they run before it changes. */
-    if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_cause(call ? call->name : "setting");
-    cut();
+    if (AG_UNLIKELY(ag__trace_armed) && E.nhold) ag__trace_cause(call ? call->name : "setting");
+    cut_all();
     if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
   }
   engine_unlock();
@@ -994,8 +1258,8 @@ static void forget(int kind, const void *arg, const char *why) {
   int lost = 0;
   size_t n;
   engine_lock();
-  if (AG_UNLIKELY(ag__trace_armed) && E.holding) ag__trace_cause(why);
-  cut();
+  if (AG_UNLIKELY(ag__trace_armed) && E.nhold) ag__trace_cause(why);
+  cut_all();
   if (kind == 2 && ((const ag_kforget_t *)arg)->dev == AG_DEV_CURRENT) {
     /* The runtime's current device is that of the thread's current context; without one (or
      * before the driver table is resolved, which happens under this lock), every device. */
@@ -1058,7 +1322,7 @@ static void at_exit(void) {
   ag__flush_all();
   if (ag__enabled) {
     engine_lock();
-    cut();
+    cut_all();
     E.off = 1, E.live = 0;
     engine_unlock();
     if (__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED))
@@ -1090,7 +1354,9 @@ static void atfork_child(void) {
   ag__tls = (ag_tls_t){0};
   E.off = 1;
   E.live = 0;
-  E.holding = 0;
+  E.nhold = 0;
+  E.cur = NULL;
+  memset(E.nblk, 0, sizeof E.nblk);
   /* The helper thread is not copied; the child never holds (E.off), so it is not restarted. */
   __atomic_store_n(&helper_state, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&helper_idle, 0, __ATOMIC_RELAXED);
@@ -1098,7 +1364,10 @@ static void atfork_child(void) {
   __atomic_store_n(&ag__pending_err, 0, __ATOMIC_RELAXED);
   pthread_mutex_init(&helper_mu, NULL);
   pthread_cond_init(&helper_cv, NULL);
-  E.seg.len = 0;
+  for (int i = 0; i < AG_STREAMS; i++) {
+    E.s[i].stream = NULL, E.s[i].ctx = NULL, E.s[i].holding = 0;
+    E.s[i].seg.len = 0, E.s[i].arena_used = 0, E.s[i].cand = NULL;
+  }
   ag__kinfo_reset();
   ag__stats_reset();
   ag__registry_atfork_child();

@@ -5,7 +5,9 @@
  *               The engine decides whether to submit it now (l->submit) or to hold it and
  *               replay it later as part of a graph.
  *   - ordering: ag__order_enter(call, stream) before forwarding, ag__order_leave() after. The
- *               engine flushes what it holds (nothing yet) and counts the call.
+ *               engine submits the held launches the call can observe (all of them, those of
+ *               `stream` and its implicit-synchronisation partners, or none: see call_rule in
+ *               engine.c) and counts the call.
  *   - library:  ag__lib_enter(call) / ag__lib_leave() around a call into a library that
  *               launches kernels itself (cuDNN); its launches are labelled with that path.
  *   - harmless: forwarded untouched (not wrapped at all where possible).
@@ -45,7 +47,12 @@ enum ag_family {
 typedef struct ag_call {
   const char *name;
   int family;
-  uint64_t count; /* updated atomically */
+  uint64_t count;           /* updated atomically */
+  const char *stream_arg;   /* the table's stream expression as text (the last column of
+                             * shims/cudart.def and of the driver's table), or NULL: a call
+                             * whose text is not NULL names a stream, passed to ag__order_enter
+                             * (a NULL stream there is the default stream) */
+  int rule;                 /* the engine's: what the call observes, found at its first call */
 } ag_call_t;
 
 /* What `func` of a launch is. */

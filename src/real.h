@@ -29,6 +29,7 @@
   XX(cuFuncGetName, 12030)                                                \
   XX(cuFuncGetModule, 11000)                                              \
   XX(cuStreamIsCapturing, 10000)                                          \
+  XX(cuStreamGetFlags, 5050)                                              \
   XX(cuGraphCreate, 10000)                                                \
   XX(cuGraphDestroy, 10000)                                               \
   XX(cuGraphAddKernelNode, 12000)                                         \

@@ -69,8 +69,8 @@ static struct {
   int closed, child;
   void *streams[TRACKS]; /* streams[i]: track i (1 … OTHER_TRACK - 1) */
   int nstreams, other_used;
-  int holding, hold_tid;
-  uint64_t hold_t0;
+  unsigned char holding[TRACKS]; /* per track: a held run is open, begun at hold_t0 */
+  uint64_t hold_t0[TRACKS];
   char reasons[REASONS][REASON_LEN];
   int nreasons;
 } T;
@@ -170,17 +170,18 @@ void ag__trace_cause_fallback(int fb) {
 void ag__trace_hold(void *stream) {
   cause = NULL; /* anything set before the run began is not why it ends */
   if (T.closed) return;
-  T.holding = 1;
-  T.hold_t0 = ag__now_ns();
-  T.hold_tid = track(stream);
+  int tid = track(stream);
+  T.holding[tid] = 1;
+  T.hold_t0[tid] = ag__now_ns();
 }
 
-/* The held run ends at t1 with n launches: replayed (fb == FB_REPLAYED) or flushed. */
-static void held_end(int n, uint64_t t1, int fb, const char *why) {
+/* The held run on track tid ends at t1 with n launches: replayed (fb == FB_REPLAYED) or
+ * flushed. */
+static void held_end(int tid, int n, uint64_t t1, int fb, const char *why) {
   ev_t *e;
-  if (!T.holding) return;
-  T.holding = 0;
-  if (!(e = add(EV_HELD, T.hold_tid, T.hold_t0, t1))) return;
+  if (!T.holding[tid]) return;
+  T.holding[tid] = 0;
+  if (!(e = add(EV_HELD, tid, T.hold_t0[tid], t1))) return;
   e->n = (uint32_t)n, e->fb = (uint8_t)fb, e->str = why;
 }
 
@@ -197,15 +198,15 @@ void ag__trace_flush(void *stream, int n, int fb, uint64_t t0, int status, const
     switch (fb) {
     case AG_FB_MISMATCH: why = "mismatch"; break;
     case AG_FB_GRAPH_ERROR: why = "graph error"; break;
-    /* Every other cut of the launch path that flushes names its cause; what remains is a launch
-     * on another stream or in another context. */
-    case AG_FB_FLUSHED: why = "stream or context change"; break;
+    /* Every other cut names its cause (an API call, the legacy stream's implicit
+     * synchronisation, more streams than the engine follows, …). */
+    case AG_FB_FLUSHED: why = "flushed"; break;
     default: why = fb >= 0 && fb < AG_FB_COUNT_ ? fallback_names[fb] : "unknown"; break;
     }
   }
   if ((e = add(EV_FLUSH, track(stream), t0, t1)) != NULL)
     e->n = (uint32_t)n, e->fb = (uint8_t)fb, e->str = why, e->u = (uint32_t)status;
-  held_end(n, t1, fb, why);
+  held_end(track(stream), n, t1, fb, why);
   /* A failed graph path is not a cut: the sequence was complete. */
   ag__stats_run(fb == AG_FB_GRAPH_ERROR ? AG_RUN_PASSED : AG_RUN_CUT, cand ? cand->id : 0,
                 cand ? (uint32_t)cand->n : 0, (uint32_t)n, why);
@@ -227,13 +228,13 @@ void ag__trace_replay(void *stream, const ag_seq_t *s, int n, uint64_t t0, uint6
     seq_args(e, s);
     e->n = (uint32_t)n, e->u = updates > UINT32_MAX ? UINT32_MAX : (uint32_t)updates;
   }
-  held_end(n, t1, FB_REPLAYED, why);
+  held_end(track(stream), n, t1, FB_REPLAYED, why);
   ag__stats_run(AG_RUN_REPLAYED, s->id, (uint32_t)s->n, (uint32_t)n, why);
 }
 
 void ag__trace_pass(int n, int content) {
-  /* Not holding, so the cause is an ordering call's (or none: another stream or context). */
-  const char *why = content ? "content-defined cut" : cause ? cause : "stream or context change";
+  /* Not holding, so the cause is an ordering call's, or one the engine named. */
+  const char *why = content ? "content-defined cut" : cause ? cause : "flushed";
   if (n > 0) ag__stats_run(AG_RUN_PASSED, 0, 0, (uint32_t)n, why);
 }
 
@@ -255,7 +256,8 @@ void ag__trace_atfork_child(void) {
   /* The parent writes its own trace; the child's buffer is a copy it must not publish. */
   __atomic_store_n(&ag__trace_armed, 0, __ATOMIC_RELAXED);
   T.child = 1;
-  T.len = 0, T.dropped = 0, T.holding = 0;
+  T.len = 0, T.dropped = 0;
+  memset(T.holding, 0, sizeof T.holding);
   cause = NULL;
 }
 

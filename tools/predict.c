@@ -55,6 +55,7 @@
 #include "segment.h"
 #include "stats.h"
 #include "trace-parse.h"
+#include "trace.h"
 
 /* ---- options ------------------------------------------------------------------------------- */
 
@@ -87,7 +88,7 @@ typedef struct kev { /* a kernel event */
 } kev_t;
 
 typedef struct call { /* a runtime or driver event the engine must see */
-  int64_t ts, dur, corr;
+  int64_t ts, dur, corr, tid;
   uint32_t seq;      /* file order, to keep equal timestamps stable */
   uint8_t kind;      /* CALL_* */
   uint8_t driver;    /* a driver API event (cuLaunchKernel…) */
@@ -111,8 +112,13 @@ static int vec_grow(void **v, size_t *cap, size_t elem) {
   return 0;
 }
 
+typedef struct gop { /* a copy or memset on the GPU: the stream its call ordered */
+  int64_t corr, stream;
+} gop_t;
+
 static struct {
   VEC(kev_t) kernels;
+  VEC(gop_t) gops;
   VEC(call_t) calls;
   VEC(step_t) steps;
   kname_t *names_by_str;
@@ -125,7 +131,8 @@ static struct {
 /* SETTING flushes only when a value changes, ERROR never: neither is counted as ordering here. */
 enum { CLS_LAUNCH, CLS_ORDER, CLS_SETTING, CLS_ERROR };
 static ag_call_t ordcalls[] = {
-#define AG_RT(ret, name, cls, fam, variants, params, args, stream) {#name, AG_FAM_##fam, 0},
+#define AG_RT(ret, name, cls, fam, variants, params, args, stream) \
+  {#name, AG_FAM_##fam, 0, #stream, 0},
 #include "../shims/cudart.def"
 #undef AG_RT
 };
@@ -136,7 +143,7 @@ static const unsigned char ordcls[] = {
 };
 /* Driver calls in a trace other than launches: ordering, as the library treats a driver
  * function it does not know to be harmless. */
-static ag_call_t drv_order = {"(driver call)", AG_FAM_UNCLASSIFIED, 0};
+static ag_call_t drv_order = {"(driver call)", AG_FAM_UNCLASSIFIED, 0, NULL, 0};
 
 /* The API name without CUPTI's version suffix (_v7000) and the per-thread suffixes. */
 static void base_name(const char *name, char *out, size_t size) {
@@ -191,12 +198,19 @@ static int on_event(const ag_trace_event_t *e, void *arg) {
     if (VEC_PUSH(T.kernels, k)) goto oom;
     return 0;
   }
+  if (is_cat(e->cat, "gpu_memcpy") || is_cat(e->cat, "gpu_memset")) {
+    gop_t g = {e->correlation, e->stream};
+    if ((e->has & (AG_TEV_CORR | AG_TEV_STREAM)) != (AG_TEV_CORR | AG_TEV_STREAM)) return 0;
+    if (VEC_PUSH(T.gops, g)) goto oom;
+    return 0;
+  }
   int rt = is_cat(e->cat, "cuda_runtime") || is_cat(e->cat, "runtime");
   int drv = is_cat(e->cat, "cuda_driver") || is_cat(e->cat, "driver");
   if (rt || drv) {
     char base[128];
     call_t c = {.ts = e->ts_ns, .dur = e->has & AG_TEV_DUR ? e->dur_ns : 0,
                 .corr = e->has & AG_TEV_CORR ? e->correlation : -1, .seq = (uint32_t)T.calls.n,
+                .tid = e->has & AG_TEV_TID ? e->tid : 0,
                 .driver = (uint8_t)drv, .order = -1};
     if (rt) T.runtime_events++; else T.driver_events++;
     base_name(e->name, base, sizeof base);
@@ -327,6 +341,13 @@ static CUresult CUDAAPI f_cuCtxGetCurrent(CUcontext *c) {
 static CUresult CUDAAPI f_cuCtxPushCurrent(CUcontext c) { (void)c; return CUDA_SUCCESS; }
 static CUresult CUDAAPI f_cuCtxPopCurrent(CUcontext *c) {
   *c = (CUcontext)cur_ctx;
+  return CUDA_SUCCESS;
+}
+/* Every stream in a trace is taken as non-blocking: PyTorch's side streams and NCCL's are, and
+ * the implicit synchronisation of the legacy default stream is not modelled. */
+static CUresult CUDAAPI f_cuStreamGetFlags(CUstream s, unsigned *flags) {
+  (void)s;
+  *flags = CU_STREAM_NON_BLOCKING;
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_cuDriverGetVersion(int *v) {
@@ -468,6 +489,8 @@ static void engine_start(void) {
   ag__hold_offline = 1;
   __atomic_store_n(&ag__dump_armed, 0, __ATOMIC_RELAXED);
   if (opt.dump) ag__dump_init();
+  /* The dump's runs (what ended each run of launches) come from the engine's decision hooks. */
+  if (opt.dump) ag__trace_init();
   memset(&ag__real, 0, sizeof ag__real);
   ag__real.cuLaunchKernel = f_cuLaunchKernel;
   ag__real.cuCtxGetCurrent = f_cuCtxGetCurrent;
@@ -477,6 +500,7 @@ static void engine_start(void) {
   ag__real.cuFuncGetParamInfo = f_cuFuncGetParamInfo;
   ag__real.cuFuncGetName = f_cuFuncGetName;
   ag__real.cuStreamIsCapturing = f_cuStreamIsCapturing;
+  ag__real.cuStreamGetFlags = f_cuStreamGetFlags;
   ag__real.cuGraphCreate = f_cuGraphCreate;
   ag__real.cuGraphDestroy = f_cuGraphDestroy;
   ag__real.cuGraphAddKernelNode = f_cuGraphAddKernelNode;
@@ -530,13 +554,54 @@ static int32_t step_of(int64_t ts) {
 
 static struct {
   uint64_t launches, runtime, driver, coop, unmatched, ordering, graph_kernels;
+  uint64_t order_gpu, order_thread, order_unknown; /* how stream calls' streams were found */
 } F;
+
+static int cmp_gop(const void *a, const void *b) {
+  const gop_t *x = a, *y = b;
+  return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
+static const gop_t *gop_of(int64_t corr) {
+  size_t lo = 0, hi = T.gops.n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (T.gops.v[mid].corr < corr) lo = mid + 1; else hi = mid;
+  }
+  return lo < T.gops.n && T.gops.v[lo].corr == corr ? &T.gops.v[lo] : NULL;
+}
+
+/* The stream each thread last launched on. */
+typedef struct tstream {
+  int64_t tid; /* key */
+  void *stream;
+  UT_hash_handle hh;
+} tstream_t;
+static tstream_t *tstreams;
+
+static const tstream_t *tstream_of(int64_t tid) {
+  tstream_t *t;
+  HASH_FIND(hh, tstreams, &tid, sizeof tid, t);
+  return t;
+}
+
+static int tstream_set(int64_t tid, void *stream) {
+  tstream_t *t = (tstream_t *)tstream_of(tid);
+  if (!t) {
+    if (!(t = calloc(1, sizeof *t))) return -1;
+    t->tid = tid;
+    HASH_ADD(hh, tstreams, tid, sizeof t->tid, t);
+  }
+  t->stream = stream;
+  return 0;
+}
 
 static int feed(void) {
   int64_t one = 0; /* the single fixed argument of every kernel */
   void *args[1] = {&one};
   if (T.kernels.n) qsort(T.kernels.v, T.kernels.n, sizeof *T.kernels.v, cmp_kcorr);
   if (T.calls.n) qsort(T.calls.v, T.calls.n, sizeof *T.calls.v, cmp_call);
+  if (T.gops.n) qsort(T.gops.v, T.gops.n, sizeof *T.gops.v, cmp_gop);
   if (T.steps.n) qsort(T.steps.v, T.steps.n, sizeof *T.steps.v, cmp_step);
   for (size_t i = 0; i < T.calls.n; i++) {
     const call_t *c = &T.calls.v[i];
@@ -558,8 +623,19 @@ static int feed(void) {
     const call_t *c = &T.calls.v[i];
     if (c->kind == CALL_ORDER) {
       ag_call_t *call = c->order >= 0 ? &ordcalls[c->order] : &drv_order;
+      void *stream = NULL;
       F.ordering++;
-      ag__order_enter(call, NULL);
+      if (c->order >= 0 && strcmp(ordcalls[c->order].stream_arg, "NULL")) {
+        /* A call on a stream: the stream of its copy or memset on the GPU, else the stream
+         * the calling thread last launched on (PyTorch's current stream is per thread). With
+         * neither, the call is taken to observe every stream. */
+        const gop_t *g = c->corr >= 0 ? gop_of(c->corr) : NULL;
+        const tstream_t *t = tstream_of(c->tid);
+        if (g) stream = stream_handle(g->stream), F.order_gpu++;
+        else if (t) stream = t->stream, F.order_thread++;
+        else call = &drv_order, F.order_unknown++;
+      }
+      ag__order_enter(call, stream);
       ag__order_leave();
       continue;
     }
@@ -576,6 +652,7 @@ static int feed(void) {
     memcpy(al.block, k->block, sizeof al.block);
     al.shmem = k->shmem;
     al.stream = stream_handle(k->stream);
+    if (tstream_set(c->tid, al.stream)) return -AG_ENOMEM;
     al.args = args;
     al.submit = submit;
     al.ctx = (void *)(uintptr_t)(li + 1);

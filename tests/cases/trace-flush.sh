@@ -2,15 +2,15 @@
 # trace-flush.sh — the causes the trace gives for the end of held runs, on tests/progs/e-flush.cu
 # (one kind of ordering call per mode): each mode's call appears by its API name (a synchronous
 # copy, an event record, a host function, an event polled), and in the mode where a launch on
-# the legacy default stream interrupts work held on another stream, the cause is the change of
-# stream. Streams get tracks of their own (two non-blocking streams in "event"; two blocking
+# the legacy default stream interrupts work held on blocking streams, the cause is that
+# stream's implicit synchronisation. Streams get tracks of their own (two non-blocking streams in "event"; two blocking
 # streams and the legacy default stream in "legacy"). Each run's output is identical with and
 # without the trace and its trace agrees with its statistics (trace-lib.sh).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/trace-lib.sh"
 want_copy="'cudaMemcpy' in causes"
 want_event="'cudaEventRecord' in causes and len(tracks) == 3"
-want_legacy="'stream or context change' in causes and len(tracks) == 4 and any('legacy' in t for t in tracks.values())"
+want_legacy="'legacy default stream (implicit synchronisation)' in causes and len(tracks) == 4 and any('legacy' in t for t in tracks.values())"
 want_hostfn="'cudaLaunchHostFunc' in causes"
 want_poll="'cudaEventRecord' in causes"
 for mode in copy event legacy hostfn poll; do

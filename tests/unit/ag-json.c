@@ -32,8 +32,8 @@ int main(void) {
   CHECK_INT(strlen(small), ==, 7);
 
   /* The stats report: two table entries with one name are merged. */
-  static ag_call_t calls[] = {{"cuB", AG_FAM_COPY, 0}, {"cuA", AG_FAM_LAUNCH, 0},
-                              {"cuB", AG_FAM_COPY, 0}, {"never", AG_FAM_SYNC, 0}};
+  static ag_call_t calls[] = {{"cuB", AG_FAM_COPY, 0, NULL, 0}, {"cuA", AG_FAM_LAUNCH, 0, NULL, 0},
+                              {"cuB", AG_FAM_COPY, 0, NULL, 0}, {"never", AG_FAM_SYNC, 0, NULL, 0}};
   CHECK_INT(ag__stats_register(calls, 4), ==, 0);
   calls[0].count = 2, calls[1].count = 5, calls[2].count = 3;
   ag__stats.launches = 5;

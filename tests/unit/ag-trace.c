@@ -201,8 +201,8 @@ int main(void) {
   CHECK_INT(count(doc, "reason not kept"), ==, 9);
   CHECK(strstr(doc, "\"cause\":\"launch not holdable (denied)\",\"fallback\":\"flushed\","
                     "\"cuda_error\":719"));
-  /* A flush of reason "flushed" without a cause set: a change of stream, from the launch path. */
-  CHECK(strstr(doc, "\"launches\":6,\"cause\":\"stream or context change\""));
+  /* A flush of reason "flushed" without a cause set is called by its reason. */
+  CHECK(strstr(doc, "\"launches\":6,\"cause\":\"flushed\""));
   CHECK(strstr(doc, "\"ok\":false,\"cuda_error\":999"));
   CHECK_INT(count(doc, "\"name\":\"held\""), ==, 2);
   CHECK(!strstr(doc, "trace truncated"));
