@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# engine-observe.sh — held launches are submitted before exactly the calls that can observe them
+# (issue 12, §1 and §2; tests/progs/e-observe.cu, one mode per rule). Each mode's output must be
+# identical with and without the library (a call that observes held work and did not submit it
+# first changes the values the host sees), and its statistics must show that calls which cannot
+# observe the held work did not submit it: one graph launch per stream per step (a call that
+# submitted what it could not observe splits the step in two), and at least 95% of the launches
+# replayed (in `poll`, while two other threads poll, record, synchronise and destroy events).
+. "$(dirname "$0")/lib.sh"
+ag_need e-observe
+steps=120
+# Graph launches per step: one per stream that repeats a step.
+per_step_poll=1 per_step_streams=1 per_step_legacy=2 per_step_alloc=1
+fams_poll="launch event"
+fams_streams="launch sync"
+fams_legacy="launch copy sync"
+fams_alloc="launch alloc sync"
+for mode in poll streams legacy alloc; do
+  fams=fams_$mode per=per_step_$mode
+  # shellcheck disable=SC2086
+  AG_EXPECT_REPLAY=1 ag_compare_prog e-observe "$mode" "$steps" -- ${!fams}
+  # The first steps are learned (AUTOGRAPH_REPEATS) before any is replayed.
+  ag_expect "$AG_STATS" "replayed >= 0.95 * launches" \
+    "graph_launches <= ${!per} * $steps" "graph_launches >= ${!per} * ($steps - 5)"
+done
+echo "engine-observe: ok"

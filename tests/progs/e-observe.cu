@@ -1,0 +1,265 @@
+/* e-observe.cu — calls that observe held launches, and calls that do not (issue 12, §1 and §2).
+ *
+ * Usage: e-observe MODE, MODE one of
+ *   poll     the main thread repeats a step of launches on a non-blocking stream, each step
+ *            ending with an event recorded there and synchronised on, then reads mapped host
+ *            memory the step's last kernel wrote. Meanwhile one thread polls an old event with
+ *            cudaEventQuery every few microseconds (as NCCL's watchdog and PyTorch's caching
+ *            allocator do), and another creates an event, records it on a stream of its own,
+ *            synchronises on it and destroys it, over and over. Neither thread's calls can see
+ *            the main thread's launches, so none of them may submit what the main stream holds.
+ *   streams  each step: launches on stream H, a synchronisation of another (idle) stream X in
+ *            the middle, more launches on H, then cudaStreamQuery(H) polled until it succeeds,
+ *            and the host reads what the last kernel wrote. The query of H observes H (a held
+ *            launch not submitted first would let it succeed early: stale values); the
+ *            synchronisation of X does not (submitting H there splits every step in two).
+ *   legacy   each step: launches on a non-blocking stream N, launches on a blocking stream B,
+ *            a copy on the legacy default stream of B's result into mapped host memory and a
+ *            synchronisation of the legacy stream, more launches on N, then N is synchronised.
+ *            The legacy stream waits for B (implicit synchronisation: B's held launches must
+ *            be submitted before the copy, or it copies stale values) but not for N (submitting
+ *            N there splits its step in two).
+ *   alloc    each step: launches, then cudaMalloc, cudaSetDevice, cudaEventQuery of an event
+ *            recorded long ago and cudaStreamIsCapturing in the middle of the step, more
+ *            launches, then the stream is synchronised and the host reads the result. None of
+ *            the calls in the middle observes the launches.
+ * The values printed depend on every launch of every step; a launch held past a call that
+ * observes it changes them. The test (tests/cases/engine-observe.sh) also checks, from the
+ * library's statistics, how many graph launches each step took, which is where a call
+ * submitting work it cannot observe shows. Output: a checksum per step and overall, then the
+ * launch counts (see prog.h).
+ */
+#include <cuda_runtime.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "prog.h"
+#include "sim_kernel.h"
+
+enum { N = 512, BLOCK = 128 };
+static int steps = 120;
+
+__host__ __device__ static inline void mad_body(unsigned long i, unsigned *x, unsigned m,
+                                                unsigned c, int n) {
+  if (i < (unsigned long)n) x[i] = x[i] * m + c;
+}
+__host__ __device__ static inline void acc_body(unsigned long i, unsigned *d, const unsigned *s,
+                                                int n) {
+  if (i < (unsigned long)n) d[i] = (d[i] ^ s[i]) * 0x2545f491u + 1u;
+}
+
+extern "C" __global__ void eo_mad(unsigned *x, unsigned m, unsigned c, int n) {
+  mad_body(PROG_TID(), x, m, c, n);
+}
+extern "C" __global__ void eo_acc(unsigned *d, const unsigned *s, int n) {
+  acc_body(PROG_TID(), d, s, n);
+}
+
+SIM_KERNEL(eo_mad) {
+  SIM_FOR_EACH_THREAD(i)
+  mad_body(i, SIM_ARG(0, unsigned *), SIM_ARG(1, unsigned), SIM_ARG(2, unsigned), SIM_ARG(3, int));
+}
+SIM_KERNEL(eo_acc) {
+  SIM_FOR_EACH_THREAD(i)
+  acc_body(i, SIM_ARG(0, unsigned *), SIM_ARG(1, const unsigned *), SIM_ARG(2, int));
+}
+
+static const unsigned GRID = N / BLOCK;
+static const int n = N;
+
+/* Three launches that leave in x a function of `it` and of what x held. */
+static void part(unsigned *x, int it, cudaStream_t s) {
+  PROG_LAUNCH(eo_acc, GRID, BLOCK, 0, s, x, (const unsigned *)x, n);
+  PROG_LAUNCH(eo_mad, GRID, BLOCK, 0, s, x, 69069u, (unsigned)it, n);
+  PROG_LAUNCH(eo_mad, GRID, BLOCK, 0, s, x, 2654435761u, 12345u, n);
+}
+
+/* Folds x into the mapped host buffer h (through its device address). */
+static void fold(unsigned *h, const unsigned *x, cudaStream_t s) {
+  PROG_LAUNCH(eo_acc, GRID, BLOCK, 0, s, h, x, n);
+}
+
+static uint64_t total = prog_hash(NULL, 0);
+
+static void report(int it, const unsigned *h) {
+  uint64_t v = prog_hash(h, N * sizeof *h);
+  total = prog_hash(&v, sizeof v, total);
+  if (it % 10 == 9) printf("step %d: %016llx\n", it, (unsigned long long)v);
+}
+
+static unsigned *mapped(void) {
+  unsigned *h;
+  CHECK_CUDA(cudaHostAlloc((void **)&h, N * sizeof *h, cudaHostAllocMapped));
+  memset(h, 0, N * sizeof *h);
+  return h;
+}
+
+/* ---- poll ---------------------------------------------------------------------------------- */
+
+static int stop;
+
+static void *poller(void *arg) {
+  cudaEvent_t old = (cudaEvent_t)arg;
+  while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
+    cudaError_t e = cudaEventQuery(old);
+    if (e != cudaSuccess && e != cudaErrorNotReady) CHECK_CUDA(e);
+    usleep(3);
+  }
+  return NULL;
+}
+
+static void *recorder(void *arg) {
+  (void)arg;
+  cudaStream_t mine;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking));
+  while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
+    cudaEvent_t ev;
+    CHECK_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventRecord(ev, mine));
+    CHECK_CUDA(cudaEventSynchronize(ev));
+    CHECK_CUDA(cudaEventDestroy(ev));
+    usleep(5);
+  }
+  CHECK_CUDA(cudaStreamDestroy(mine));
+  return NULL;
+}
+
+static void mode_poll(unsigned *x) {
+  cudaStream_t s, other;
+  cudaEvent_t done, old;
+  pthread_t t1, t2;
+  unsigned *h = mapped();
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  CHECK_CUDA(cudaEventCreateWithFlags(&old, cudaEventDisableTiming));
+  CHECK_CUDA(cudaEventRecord(old, other));
+  if (pthread_create(&t1, NULL, poller, old) || pthread_create(&t2, NULL, recorder, NULL)) {
+    fprintf(stderr, "e-observe: cannot start threads\n");
+    exit(1);
+  }
+  for (int it = 0; it < steps; it++) {
+    part(x, it, s);
+    part(x, it + 1, s);
+    fold(h, x, s);
+    CHECK_CUDA(cudaEventRecord(done, s));
+    CHECK_CUDA(cudaEventSynchronize(done));
+    report(it, h);
+  }
+  __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
+  CHECK_CUDA(cudaEventDestroy(done));
+  CHECK_CUDA(cudaEventDestroy(old));
+  CHECK_CUDA(cudaStreamDestroy(s));
+  CHECK_CUDA(cudaStreamDestroy(other));
+  CHECK_CUDA(cudaFreeHost(h));
+}
+
+/* ---- streams ------------------------------------------------------------------------------- */
+
+static void mode_streams(unsigned *x) {
+  cudaStream_t s, other;
+  unsigned *h = mapped();
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  for (int it = 0; it < steps; it++) {
+    part(x, it, s);
+    CHECK_CUDA(cudaStreamSynchronize(other));
+    part(x, it + 1, s);
+    fold(h, x, s);
+    cudaError_t e;
+    while ((e = cudaStreamQuery(s)) == cudaErrorNotReady) (void)cudaGetLastError();
+    CHECK_CUDA(e);
+    report(it, h);
+  }
+  CHECK_CUDA(cudaStreamDestroy(s));
+  CHECK_CUDA(cudaStreamDestroy(other));
+  CHECK_CUDA(cudaFreeHost(h));
+}
+
+/* ---- legacy -------------------------------------------------------------------------------- */
+
+static void mode_legacy(unsigned *x) {
+  cudaStream_t nb, b;
+  unsigned *y, *h = mapped(), *hn = mapped();
+  CHECK_CUDA(cudaMalloc((void **)&y, N * sizeof *y));
+  CHECK_CUDA(cudaMemset(y, 0, N * sizeof *y));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  CHECK_CUDA(cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreate(&b)); /* blocking: the legacy stream waits for it */
+  for (int it = 0; it < steps; it++) {
+    part(x, it, nb);
+    part(y, it, b);
+    CHECK_CUDA(cudaMemcpyAsync(h, y, N * sizeof *y, cudaMemcpyDeviceToHost, 0));
+    CHECK_CUDA(cudaStreamSynchronize(0));
+    report(it, h);
+    part(x, it + 7, nb);
+    fold(hn, x, nb);
+    CHECK_CUDA(cudaStreamSynchronize(nb));
+    report(it, hn);
+  }
+  CHECK_CUDA(cudaStreamDestroy(nb));
+  CHECK_CUDA(cudaStreamDestroy(b));
+  CHECK_CUDA(cudaFree(y));
+  CHECK_CUDA(cudaFreeHost(h));
+  CHECK_CUDA(cudaFreeHost(hn));
+}
+
+/* ---- alloc --------------------------------------------------------------------------------- */
+
+static void mode_alloc(unsigned *x) {
+  cudaStream_t s, other;
+  cudaEvent_t old;
+  unsigned *h = mapped();
+  void *blocks[64] = {0};
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaEventCreateWithFlags(&old, cudaEventDisableTiming));
+  CHECK_CUDA(cudaEventRecord(old, other));
+  for (int it = 0; it < steps; it++) {
+    part(x, it, s);
+    if (it < 64) CHECK_CUDA(cudaMalloc(&blocks[it], 256));
+    CHECK_CUDA(cudaSetDevice(0));
+    cudaError_t e = cudaEventQuery(old);
+    if (e != cudaSuccess && e != cudaErrorNotReady) CHECK_CUDA(e);
+    (void)cudaGetLastError();
+    cudaStreamCaptureStatus st;
+    CHECK_CUDA(cudaStreamIsCapturing(s, &st));
+    part(x, it + 1, s);
+    fold(h, x, s);
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    report(it, h);
+  }
+  for (int i = 0; i < 64; i++) CHECK_CUDA(cudaFree(blocks[i]));
+  CHECK_CUDA(cudaEventDestroy(old));
+  CHECK_CUDA(cudaStreamDestroy(s));
+  CHECK_CUDA(cudaStreamDestroy(other));
+  CHECK_CUDA(cudaFreeHost(h));
+}
+
+int main(int argc, char **argv) {
+  static const struct {
+    const char *name;
+    void (*run)(unsigned *);
+  } modes[] = {{"poll", mode_poll}, {"streams", mode_streams}, {"legacy", mode_legacy},
+               {"alloc", mode_alloc}};
+  int m = -1;
+  for (int i = 0; argc >= 2 && i < (int)(sizeof modes / sizeof modes[0]); i++)
+    if (strcmp(argv[1], modes[i].name) == 0) m = i;
+  if (m < 0 || argc > 3 || (argc == 3 && (steps = atoi(argv[2])) <= 0)) {
+    fprintf(stderr, "usage: e-observe poll|streams|legacy|alloc [STEPS]\n");
+    return 2;
+  }
+  unsigned *x;
+  CHECK_CUDA(cudaMalloc((void **)&x, N * sizeof *x));
+  CHECK_CUDA(cudaMemset(x, 0x5a, N * sizeof *x));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  modes[m].run(x);
+  printf("%s: %016llx\n", modes[m].name, (unsigned long long)total);
+  CHECK_CUDA(cudaFree(x));
+  prog_print_launches();
+  return 0;
+}
