@@ -563,6 +563,7 @@ void ag__dump_write(int why) {
   }
   /* A process that never made an intercepted call (a shell or launcher run preloaded, a forked
    * child) does not replace a real dump, as for AUTOGRAPH_STATS. */
+  touched += __atomic_load_n(&ag__stats.launches, __ATOMIC_RELAXED);
   for (int i = 0; i < AG_FAM_COUNT_; i++)
     touched += __atomic_load_n(&ag__stats.families[i], __ATOMIC_RELAXED);
   if (!touched && access(ag__config.dump_path, F_OK) == 0) goto unlock;

@@ -140,18 +140,23 @@ typedef struct strm {
   uint64_t used;          /* E.clock at its last launch */
 } strm_t;
 
+/* A record no launch matches (its stream is NULL, launches' never are): E.cur when there is no
+ * last record, so that the launch path compares without testing for NULL. */
+static strm_t none;
+
 static struct {
   /* What every launch reads and writes comes first. */
   int live;               /* set up, with the real driver table: the launch path may run */
   int nhold;              /* records holding */
-  strm_t *cur;            /* the record of the last launch */
+  strm_t *cur;            /* the record of the last launch, or &none */
   uint32_t gen;           /* the last generation handed out */
   uint64_t clock;         /* counts record lookups that missed `cur` (the LRU's clock) */
   int nblk[3];            /* records per class of `blocking` */
+  int mixed;              /* nblk[1] && nblk[2]: launches must check their partners */
   int off;                /* no holding at all (forked child, no driver table, out of memory) */
   ag_seqtab_t *tab;
   strm_t s[AG_STREAMS];
-} E;
+} E = {.cur = &none};
 
 /* Bounded holds (issue 11). Each record's `hold_gen` is bumped (a plain store, under the lock)
  * at every held launch and `holding_pub` mirrors E.nhold for the helper thread, which reads them
@@ -176,15 +181,16 @@ static inline int with_pending(int status, int rt) {
 }
 static pthread_t pending_owner;
 
-/* Calls that change what a held launch's submission depends on, in progress (ag__setting_*):
- * nothing is held meanwhile. */
-static int changing;
+/* What holds nothing while it lasts, in one word that the launch path reads once: calls that
+ * change what a held launch's submission depends on, in progress (ag__setting_*), in the low
+ * 16 bits, and program captures in progress above them (atomic). */
+static int unusual;
+#define CAPTURE_ONE (1 << 16)
 
 /* Guard: running mean host time of one ordinary launch (ns), measured outside the lock for one
  * launch in 32 (`sampled` counts ordinary launches, under the lock). */
 static uint64_t launch_ns, sampled;
 
-static int captures; /* program captures in progress (atomic) */
 
 static void release_graph(ag_seq_t *s) {
   ag__graph_free(s->graph);
@@ -648,8 +654,9 @@ static void hold_begins(strm_t *S) {
 static void strm_drop(strm_t *S) {
   cut(S);
   E.nblk[S->blocking]--;
+  E.mixed = E.nblk[1] && E.nblk[2];
   S->stream = NULL, S->ctx = NULL;
-  if (E.cur == S) E.cur = NULL;
+  if (E.cur == S) E.cur = &none;
 }
 
 /* The record of (stream, ctx), made when missing: a free record, or else the least recently used
@@ -682,6 +689,7 @@ static strm_t *__attribute__((noinline)) strm_lookup(void *stream, void *ctx) {
     S->stream = stream, S->ctx = ctx;
     S->blocking = stream_blocking(stream);
     E.nblk[S->blocking]++;
+    E.mixed = E.nblk[1] && E.nblk[2];
     seg_restart(S);
   }
   S->used = ++E.clock;
@@ -690,8 +698,8 @@ static strm_t *__attribute__((noinline)) strm_lookup(void *stream, void *ctx) {
 }
 
 static inline strm_t *strm_of(void *stream, void *ctx) {
-  strm_t *S = E.cur;
-  if (AG_LIKELY(S && S->stream == stream && S->ctx == ctx)) return S;
+  strm_t *S = E.cur; /* never NULL: `none` when there is no last record */
+  if (AG_LIKELY(S->stream == stream && S->ctx == ctx)) return S;
   return strm_lookup(stream, ctx);
 }
 
@@ -712,7 +720,7 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
   /* Work on this stream is ordered after work on its implicit-synchronisation partners (the
    * legacy stream and blocking streams): what they hold must be submitted first, and what they
    * are learning ends here too, as it will whenever they hold. */
-  if (AG_UNLIKELY(S->blocking == 2 ? E.nblk[1] : S->blocking == 1 && E.nblk[2])) {
+  if (AG_UNLIKELY(E.mixed) && S->blocking) {
     if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause("legacy default stream (implicit synchronisation)");
     cut_partners(stream, S->blocking, S);
     if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
@@ -724,7 +732,8 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
     return 0;
   }
   reason = AG_UNLIKELY(k->reason) ? k->reason : attr_reason(l, k);
-  if (AG_UNLIKELY(!reason && __atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0)) {
+  int u = AG_UNLIKELY(!reason) ? __atomic_load_n(&unusual, __ATOMIC_ACQUIRE) : 0;
+  if (AG_UNLIKELY(u >= CAPTURE_ONE)) {
     /* The program is capturing somewhere: nothing is held meanwhile, and a launch on a
      * capturing stream (or one joined to a capture by an event wait) is its own business. */
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -736,7 +745,7 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
       STAT_INC(ag__stats.fallbacks[AG_FB_CAPTURING], 1);
     return 0;
   }
-  if (AG_UNLIKELY(!reason && __atomic_load_n(&changing, __ATOMIC_ACQUIRE) > 0)) {
+  if (AG_UNLIKELY(u)) {
     /* A call that changes what a launch's submission depends on is in progress on another
      * thread: this launch runs now, under whatever value is in force, as it would without us. */
     if (AG_UNLIKELY(ag__trace_armed) && S->holding) ag__trace_cause("attribute or limit change");
@@ -937,7 +946,6 @@ int ag__launch(const ag_launch_t *l) {
   path = AG_UNLIKELY(ag__tls.lib) ? AG_PATH_CUDNN : l->path;
   STAT_INC(ag__stats.by_path[path], 1);
   if (l->call) STAT_INC(l->call->count, 1);
-  STAT_INC(ag__stats.families[AG_FAM_LAUNCH], 1);
   if (AG_UNLIKELY(!E.live)) {
     if (E.off || !ag__real_ready() || (!E.tab && engine_setup() != 0)) goto pass;
     E.live = 1;
@@ -1070,11 +1078,12 @@ int ag__order_leave_status(ag_call_t *call, void *stream, int status, int rt) {
   if (ag__tls.quiet) return status;
   if (call && call->family == AG_FAM_CAPTURE) {
     if (strstr(call->name, "BeginCapture")) {
-      if (status == 0) __atomic_fetch_add(&captures, 1, __ATOMIC_ACQ_REL);
+      if (status == 0) __atomic_fetch_add(&unusual, CAPTURE_ONE, __ATOMIC_ACQ_REL);
     } else if (strstr(call->name, "EndCapture") && capture_ended(stream, status)) {
       /* A failed end that still ended the capture counts too, or nothing is held again. */
-      int c = __atomic_load_n(&captures, __ATOMIC_ACQUIRE);
-      while (c > 0 && !__atomic_compare_exchange_n(&captures, &c, c - 1, 0, __ATOMIC_ACQ_REL,
+      int c = __atomic_load_n(&unusual, __ATOMIC_ACQUIRE);
+      while (c >= CAPTURE_ONE &&
+             !__atomic_compare_exchange_n(&unusual, &c, c - CAPTURE_ONE, 0, __ATOMIC_ACQ_REL,
                                                    __ATOMIC_ACQUIRE)) {
       }
     }
@@ -1152,7 +1161,7 @@ int ag__setting_enter(ag_call_t *call, const void *obj, uint64_t what, uint64_t 
   if (!ag__tls.lib) count_call(call, call ? call->family : AG_FAM_DEVICE);
   what |= 1; /* never 0 */
   if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE))) ag__fdnn_flush();
-  __atomic_fetch_add(&changing, 1, __ATOMIC_ACQ_REL);
+  __atomic_fetch_add(&unusual, 1, __ATOMIC_ACQ_REL);
   engine_lock();
   e = setting_slot(obj, what, 0);
   same = e && e->known && e->value == value;
@@ -1176,7 +1185,7 @@ int ag__setting_leave(int entered, const void *obj, uint64_t what, uint64_t valu
   struct setting *e = setting_slot(obj, what, status == 0);
   if (e) e->value = value, e->known = status == 0; /* a failed one: the next one flushes */
   engine_unlock();
-  __atomic_fetch_sub(&changing, 1, __ATOMIC_ACQ_REL);
+  __atomic_fetch_sub(&unusual, 1, __ATOMIC_ACQ_REL);
   return with_pending(status, rt);
 }
 
@@ -1355,8 +1364,9 @@ static void atfork_child(void) {
   E.off = 1;
   E.live = 0;
   E.nhold = 0;
-  E.cur = NULL;
+  E.cur = &none;
   memset(E.nblk, 0, sizeof E.nblk);
+  E.mixed = 0;
   /* The helper thread is not copied; the child never holds (E.off), so it is not restarted. */
   __atomic_store_n(&helper_state, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&helper_idle, 0, __ATOMIC_RELAXED);

@@ -297,8 +297,10 @@ size_t ag__stats_json(char *buf, size_t size) {
   ag__json_end(&j, '}');
   ag__json_key(&j, "families");
   ag__json_begin(&j, '{');
+  /* Every launch is of family "launch": the launch path counts it once, as `launches`. */
   for (int i = 0; i < AG_FAM_COUNT_; i++)
-    ag__json_key(&j, family_names[i]), ag__json_u64(&j, load(&ag__stats.families[i]));
+    ag__json_key(&j, family_names[i]),
+        ag__json_u64(&j, load(i == AG_FAM_LAUNCH ? &ag__stats.launches : &ag__stats.families[i]));
   ag__json_end(&j, '}');
   ag__json_key(&j, "calls");
   ag__json_begin(&j, '{');
@@ -365,7 +367,7 @@ void ag__stats_report(void) {
     /* Wrappers such as timeout(1), shells or launchers run preloaded too and often exit after
      * the CUDA process they started: a process that never made an intercepted call only
      * creates the file when it is missing, so it cannot overwrite a real report with zeros. */
-    uint64_t touched = 0;
+    uint64_t touched = load(&ag__stats.launches);
     for (int i = 0; i < AG_FAM_COUNT_; i++) touched += load(&ag__stats.families[i]);
     int flags = O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | (touched ? O_TRUNC : O_EXCL);
     int fd = buf ? open(ag__config.stats_path, flags, 0644) : -1;

@@ -515,6 +515,7 @@ void ag__trace_write(void) {
   if (__atomic_exchange_n(&written, 1, __ATOMIC_ACQ_REL)) return;
   /* A process that never made an intercepted call (a shell or launcher run preloaded) does not
    * replace a real trace, as for AUTOGRAPH_STATS. */
+  touched += __atomic_load_n(&ag__stats.launches, __ATOMIC_RELAXED);
   for (int i = 0; i < AG_FAM_COUNT_; i++)
     touched += __atomic_load_n(&ag__stats.families[i], __ATOMIC_RELAXED);
   if (!touched && access(ag__config.trace_path, F_OK) == 0) goto out;
