@@ -20,6 +20,7 @@
  * them, and taking their address is not a use worth a warning. */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
+#include "graph.h"
 #include "registry.h"
 #include "shim.h"
 #include "stats.h"
@@ -174,6 +175,46 @@ static cudaError_t launch_cudaLaunchKernelExC(int i, const cudaLaunchConfig_t *c
   return (cudaError_t)ag__launch(&l);
 }
 
+/* ---- stream operations the engine may hold as graph nodes (issue 12) -------------------- */
+
+/* The operation `op` of runtime function i, performed by `call`: held, performed quietly and
+ * recorded, or handled as the ordering call it also is (src/engine.h, ag__op). */
+#define OP_BODY(i, op, perform)                                                            \
+  void *real = rt_real_of(i);                                                           \
+  cudaError_t r;                                                                        \
+  if (!real) return cudaErrorNotSupported;                                              \
+  if (!ag__active()) return perform;                                                       \
+  (op).call = &rt_calls[i], (op).per_thread = rt_per_thread[i];                         \
+  switch (ag__op(&(op))) {                                                              \
+  case AG_OP_HELD:                                                                      \
+    return (cudaError_t)ag__op_status(0, 1);                                            \
+  case AG_OP_PASS:                                                                      \
+    ag__tls.quiet++;                                                                    \
+    r = perform;                                                                           \
+    ag__tls.quiet--;                                                                    \
+    return (cudaError_t)ag__op_done(&(op), r, 1);                                       \
+  }                                                                                     \
+  ag__order_enter(&rt_calls[i], (void *)(op).stream);                                   \
+  r = perform;                                                                             \
+  return (cudaError_t)ag__order_leave_status(&rt_calls[i], (void *)(op).stream, r, 1);
+
+static cudaError_t op_cudaMemsetAsync(int i, void *dst, int value, size_t count,
+                                      cudaStream_t stream) {
+  ag_op_t op = {.kind = AG_OP_MEMSET, .stream = stream, .dst = dst, .bytes = count, .value = value};
+  OP_BODY(i, op, ((__typeof(&cudaMemsetAsync))real)(dst, value, count, stream))
+}
+
+static cudaError_t op_cudaEventRecord(int i, cudaEvent_t event, cudaStream_t stream) {
+  ag_op_t op = {.kind = AG_OP_EVENT_RECORD, .stream = stream, .event = event};
+  OP_BODY(i, op, ((__typeof(&cudaEventRecord))real)(event, stream))
+}
+
+static cudaError_t op_cudaStreamWaitEvent(int i, cudaStream_t stream, cudaEvent_t event,
+                                          unsigned flags) {
+  ag_op_t op = {.kind = AG_OP_EVENT_WAIT, .stream = stream, .event = event, .flags = flags};
+  OP_BODY(i, op, ((__typeof(&cudaStreamWaitEvent))real)(stream, event, flags))
+}
+
 /* ---- settings and error queries (issue 11) ------------------------------------------------ */
 
 /* A setting is keyed by the object it applies to and (call, attribute, device); context-wide
@@ -275,6 +316,8 @@ static cudaError_t error_cudaPeekAtLastError(int i) {
     r = real args;                                             \
     return (ret)ag__order_leave_status(&rt_calls[RT_##sym], (void *)(stream), r, 1); \
   }
+#define AG_RT_BODY_OP(ret, sym, base, params, args, stream) \
+  AG_EXPORT ret sym params { return op_##base(RT_##sym, AG_ARGS args); }
 #define AG_RT_BODY_SETTING(ret, sym, base, params, args, stream) \
   AG_EXPORT ret sym params { return setting_##base(RT_##sym, AG_ARGS args); }
 #define AG_RT_BODY_ERROR(ret, sym, base, params, args, stream) \

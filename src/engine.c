@@ -137,6 +137,8 @@ typedef struct strm {
   uint64_t fin_hash;
   int fin_n;
   uint64_t hold_gen;      /* bumped at every held launch (a plain store; the helper reads it) */
+  int hops;               /* stream operations (memsets, event records and waits) among held */
+  int nevs;               /* entries of `evheld` naming it */
   uint64_t used;          /* E.clock at its last launch */
 } strm_t;
 
@@ -153,6 +155,7 @@ static struct {
   uint64_t clock;         /* counts record lookups that missed `cur` (the LRU's clock) */
   int nblk[3];            /* records per class of `blocking` */
   int mixed;              /* nblk[1] && nblk[2]: launches must check their partners */
+  int nev;                /* entries in `evheld` */
   int off;                /* no holding at all (forked child, no driver table, out of memory) */
   ag_seqtab_t *tab;
   strm_t s[AG_STREAMS];
@@ -261,6 +264,45 @@ void ag__ctx_leave(int pushed) {
   ag__tls.ctx = NULL; /* asked again at the next launch */
 }
 
+/* Events recorded or waited on in a stream's current sequence (issue 12, §4): a call that
+ * observes such an event (a query, a synchronisation, a destroy, another record of it, a wait
+ * on it from another stream) ends that sequence first, submitting it when it is held (the
+ * record or wait may be a held graph node). Sequences are cut there whether held or not, so
+ * that learning sees the cuts holding will make. Entries go when their sequence ends. */
+#define AG_EVHELD 64
+static struct evheld {
+  void *ev;
+  strm_t *S;
+} evheld[AG_EVHELD];
+
+static strm_t *evheld_stream(void *ev) {
+  for (int i = 0; i < E.nev; i++)
+    if (evheld[i].ev == ev) return evheld[i].S;
+  return NULL;
+}
+
+static void evheld_drop(strm_t *S) {
+  for (int i = 0; i < E.nev;)
+    if (evheld[i].S == S) evheld[i] = evheld[--E.nev]; else i++;
+  S->nevs = 0;
+}
+
+static void cut(strm_t *S);
+
+/* Cuts every stream holding an event's record or wait. */
+static void cut_events(void) {
+  for (int guard = AG_EVHELD; E.nev && guard > 0; guard--) cut(evheld[0].S);
+  E.nev = 0; /* (never left: each cut ends its stream's hold, which drops its entries) */
+}
+
+/* Of the first n held entries of S, how many are kernel launches. */
+static int held_launches(const strm_t *S, int n) {
+  if (AG_LIKELY(!S->hops)) return n;
+  int m = 0;
+  for (int i = 0; i < n; i++) m += S->held[i].k->fkind < AG_OP_MEMSET;
+  return m;
+}
+
 /* Submits everything S holds as ordinary launches, counted under `reason`. A failure is kept for
  * the thread that made the failed launch (it was told success when the launch was held).
  * Returns the first failure, or 0. */
@@ -286,6 +328,7 @@ static int submit_held(strm_t *S, int n, int reason) {
       __atomic_store_n(&ag__pending_err, r, __ATOMIC_RELEASE);
     }
   }
+  n = held_launches(S, n);
   STAT_INC(ag__stats.passthrough, (uint64_t)n);
   STAT_INC(ag__stats.fallbacks[reason], (uint64_t)n);
   if (AG_UNLIKELY(ag__trace_armed)) ag__trace_flush(S->stream, n, reason, trace_t0, r, S->cand);
@@ -300,6 +343,7 @@ static void stop_holding(strm_t *S) {
   }
   S->cand = NULL;
   S->arena_used = 0;
+  S->hops = 0;
 }
 
 static void demote(ag_seq_t *s, const char *why) {
@@ -350,6 +394,8 @@ static void replay(strm_t *S, ag_seq_t *s) {
     submit_held(S, n, AG_FB_GRAPH_ERROR);
     return;
   }
+  STAT_INC(ag__stats.ops_replayed, (uint64_t)(n - held_launches(S, n)));
+  n = held_launches(S, n);
   STAT_INC(ag__stats.replayed, (uint64_t)n);
   STAT_INC(ag__stats.graph_launches, 1);
   ag__seqtab_touch(E.tab, s);
@@ -366,10 +412,11 @@ static void replay(strm_t *S, ag_seq_t *s) {
 }
 
 /* Finds a BUILD/READY sequence whose first m structural hashes are S's first m and whose length
- * is `exact` (when > 0) or more than m (when 0). */
+ * is `exact` (when > 0) or at least m (when 0: the held run may continue it, or end here as a
+ * whole sequence). */
 static ag_seq_t *find_prefix(const strm_t *S, int m, int exact) {
   for (ag_seq_t *s = ag__seqtab_first(E.tab, S->hashes[0]); s; s = s->next_first) {
-    if (exact ? s->n != exact : s->n <= m) continue;
+    if (exact ? s->n != exact : s->n < m) continue;
     if (!memcmp(s->hashes, S->hashes, (size_t)m * sizeof *S->hashes)) return s;
   }
   return NULL;
@@ -378,6 +425,7 @@ static ag_seq_t *find_prefix(const strm_t *S, int m, int exact) {
 static void seg_restart(strm_t *S) {
   ag__seg_reset(&S->seg);
   S->seg_gen = ++E.gen;
+  if (AG_UNLIKELY(S->nevs)) evheld_drop(S);
 }
 
 /* Ends S's current sequence. `content` says the segmenter cut it (then `hash` is its content
@@ -498,9 +546,11 @@ static void cut_stream(void *stream) {
 enum { RULE_UNKNOWN, RULE_NONE, RULE_STREAM, RULE_STREAM_END, RULE_ALL };
 
 /* Calls that observe no held launch, whatever they name, and why:
- *   event query, synchronize, elapsed time and destroy: an event covers only the work before its
- *     last record, and a record on a stream submits what that stream holds first (the record is
- *     a stream call) — so no held launch is ever behind an event;
+ *   event query, synchronize and destroy: an event covers only the work before its last record,
+ *     and a record on a stream submits what that stream holds first (the record is a stream
+ *     call) — so no held launch is ever behind an event, unless the record itself is held (a
+ *     graph node, below): then the call submits the stream that holds it (the runtime's forms
+ *     name the event; the driver's, which do not, submit every stream holding an event);
  *   allocation (not the stream-ordered kind) and host allocation or registration: their result
  *     does not depend on queued work (frees, which synchronise, still flush);
  *   setting the current device or context: held launches keep the context they were made in
@@ -510,12 +560,11 @@ enum { RULE_UNKNOWN, RULE_NONE, RULE_STREAM, RULE_STREAM_END, RULE_ALL };
  * stream and its implicit-synchronisation partners (cut_stream). Everything else (device
  * synchronisation, synchronous copies, frees, captures, unknown calls) observes everything. */
 static const char *const rule_none[] = {
-    "cudaEventQuery", "cudaEventSynchronize", "cudaEventDestroy", "cudaEventElapsedTime",
+    "cudaEventQuery", "cudaEventSynchronize", "cudaEventDestroy",
     "cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaHostRegister", "cudaMallocManaged",
     "cudaMallocPitch", "cudaMalloc3D", "cudaMallocArray", "cudaMalloc3DArray",
     "cudaMallocMipmappedArray", "cudaSetDevice",
-    "cuEventQuery", "cuEventSynchronize", "cuEventDestroy", "cuEventDestroy_v2",
-    "cuEventElapsedTime", "cuEventElapsedTime_v2", "cuMemAlloc", "cuMemAlloc_v2",
+    "cuEventQuery", "cuEventSynchronize", "cuEventDestroy", "cuEventDestroy_v2", "cuMemAlloc", "cuMemAlloc_v2",
     "cuMemAllocPitch", "cuMemAllocPitch_v2", "cuMemAllocManaged", "cuMemAllocHost",
     "cuMemAllocHost_v2", "cuMemHostAlloc", "cuMemHostRegister", "cuMemHostRegister_v2",
     "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPushCurrent_v2", "cuCtxPopCurrent",
@@ -593,8 +642,9 @@ static inline int attr_reason(const ag_launch_t *l, const ag_kinfo_t *k) {
   return 0;
 }
 
-/* Copies the launch into S's held list at position i. Returns 0 or -AG_ENOMEM. */
-static int hold(strm_t *S, int i, ag_kinfo_t *k, const ag_launch_t *l) {
+/* Copies the launch l (or, when l is NULL, the operation's `bytes`, k->param_bytes of them)
+ * into S's held list at position i. Returns 0 or -AG_ENOMEM. */
+static int hold(strm_t *S, int i, ag_kinfo_t *k, const ag_launch_t *l, const void *bytes) {
   ag_held_t *h = &S->held[i];
   size_t need = S->arena_used + k->param_bytes;
   if (need > S->arena_cap) {
@@ -605,12 +655,18 @@ static int hold(strm_t *S, int i, ag_kinfo_t *k, const ag_launch_t *l) {
   }
   h->k = k;
   h->owner = pthread_self();
-  memcpy(h->grid, l->grid, sizeof h->grid);
-  memcpy(h->block, l->block, sizeof h->block);
-  h->shmem = l->shmem;
   h->off = (uint32_t)S->arena_used;
-  for (uint32_t j = 0; j < k->nparams; j++)
-    memcpy(S->arena + S->arena_used + k->params[j].offset, l->args[j], k->params[j].size);
+  if (AG_UNLIKELY(!l)) {
+    memset(h->grid, 0, sizeof h->grid), memset(h->block, 0, sizeof h->block), h->shmem = 0;
+    memcpy(S->arena + S->arena_used, bytes, k->param_bytes);
+    S->hops++;
+  } else {
+    memcpy(h->grid, l->grid, sizeof h->grid);
+    memcpy(h->block, l->block, sizeof h->block);
+    h->shmem = l->shmem;
+    for (uint32_t j = 0; j < k->nparams; j++)
+      memcpy(S->arena + S->arena_used + k->params[j].offset, l->args[j], k->params[j].size);
+  }
   S->arena_used = need;
   __atomic_store_n(&S->hold_gen, __atomic_load_n(&S->hold_gen, __ATOMIC_RELAXED) + 1,
                    __ATOMIC_RELAXED);
@@ -703,14 +759,67 @@ static inline strm_t *strm_of(void *stream, void *ctx) {
   return strm_lookup(stream, ctx);
 }
 
+/* Adds one entry (structural hash h, kernel or operation k) to S's current sequence: begins
+ * holding when a known sequence may begin here, checks a hold against its candidate, holds the
+ * entry (a launch's arguments from l, or an operation's bytes), and ends the sequence when the
+ * segmenter says so. Returns 1 when the entry was held (or replayed), 0 when the caller must
+ * perform it; *gen is the generation of the sequence it was recorded in. Under the lock. */
+static inline __attribute__((always_inline)) int advance(strm_t *S, ag_kinfo_t *k, uint64_t h,
+                                                         const ag_launch_t *l, const void *bytes,
+                                                         uint32_t *gen) {
+  int i = S->seg.len, held = 0;
+  uint64_t done;
+  S->kids[i] = k->id;
+  if (AG_UNLIKELY(i == 0)) {
+    S->hashes[0] = h;
+    /* A sequence boundary: hold if a known sequence may begin here (and holds can be bounded:
+     * AUTOGRAPH_HOLD_US is not 0 and the helper thread could be started). */
+    if (AG_LIKELY(__atomic_load_n(&helper_state, __ATOMIC_RELAXED) >= 0) &&
+        (S->cand = find_prefix(S, 1, 0)) != NULL) {
+      hold_begins(S);
+      if (AG_UNLIKELY(ag__trace_armed)) ag__trace_hold(S->stream);
+    }
+  } else {
+    S->hashes[i] = h;
+    if (S->holding && !(S->cand->n > i && S->cand->hashes[i] == h) &&
+        !(S->cand = find_prefix(S, i + 1, 0))) {
+      /* Diverged from every known sequence: what was held runs now, this entry after it. */
+      submit_held(S, i, AG_FB_MISMATCH);
+      stop_holding(S);
+    }
+  }
+  if (AG_UNLIKELY(S->holding)) {
+    if (hold(S, i, k, l, bytes) == 0) {
+      held = 1;
+    } else {
+      if (AG_UNLIKELY(ag__trace_armed) && i) ag__trace_cause("out of memory");
+      submit_held(S, i, AG_FB_FLUSHED);
+      stop_holding(S);
+    }
+  }
+  *gen = S->seg_gen;
+  if (AG_UNLIKELY(ag__seg_push(&S->seg, h, &done))) {
+    S->seg.len = i + 1; /* the segmenter reset itself; finish() needs the length */
+    finish(S, 1, done, AG_FB_MISMATCH);
+  } else if (AG_UNLIKELY(!l)) {
+    /* A stream operation ends its sequence, as the last node of its graph. Programs order work
+     * with these calls at the same points of every step (a memset before a reduction, an event
+     * record where another stream takes over), so sequences that end there are short ones
+     * that repeat within a step and are learned within a few steps; measured on the real
+     * traces (docs/benchmarks.md), this replays more than letting sequences run through them. */
+    finish(S, 1, S->seg.hash, AG_FB_MISMATCH);
+  }
+  return held;
+}
+
 /* Handles a launch that may be held; returns 1 when it was held (or replayed), 2 when the
  * caller must submit it and its structure was recorded in its stream's current sequence (*gen
  * is that sequence's generation), 0 when the caller must submit it and nothing was recorded.
  * Called under the lock. */
 static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void *stream, void *ctx, ag_kinfo_t *k,
                                                       uint32_t *gen) {
-  int reason, i;
-  uint64_t h, done;
+  int reason;
+  uint64_t h;
   strm_t *S = strm_of(stream, ctx);
 
   if (AG_UNLIKELY(!S)) {
@@ -761,43 +870,8 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
                     ag__tls.lib ? ag__tls.lib_call : NULL);
     return 0;
   }
-  i = S->seg.len;
   h = struct_hash(k, l);
-  S->kids[i] = k->id;
-  if (AG_UNLIKELY(i == 0)) {
-    S->hashes[0] = h;
-    /* A sequence boundary: hold if a known sequence may begin here (and holds can be bounded:
-     * AUTOGRAPH_HOLD_US is not 0 and the helper thread could be started). */
-    if (AG_LIKELY(__atomic_load_n(&helper_state, __ATOMIC_RELAXED) >= 0) &&
-        (S->cand = find_prefix(S, 1, 0)) != NULL) {
-      hold_begins(S);
-      if (AG_UNLIKELY(ag__trace_armed)) ag__trace_hold(stream);
-    }
-  } else {
-    S->hashes[i] = h;
-    if (S->holding && !(S->cand->n > i && S->cand->hashes[i] == h) &&
-        !(S->cand = find_prefix(S, i + 1, 0))) {
-      /* Diverged from every known sequence: what was held runs now, this launch after it. */
-      submit_held(S, i, AG_FB_MISMATCH);
-      stop_holding(S);
-    }
-  }
-  int held = 0;
-  if (AG_UNLIKELY(S->holding)) {
-    if (hold(S, i, k, l) == 0) {
-      held = 1;
-    } else {
-      if (AG_UNLIKELY(ag__trace_armed) && i) ag__trace_cause("out of memory");
-      submit_held(S, i, AG_FB_FLUSHED);
-      stop_holding(S);
-    }
-  }
-  *gen = S->seg_gen;
-  if (AG_UNLIKELY(ag__seg_push(&S->seg, h, &done))) {
-    S->seg.len = i + 1; /* the segmenter reset itself; finish() needs the length */
-    finish(S, 1, done, AG_FB_MISMATCH);
-  }
-  return held ? 1 : 2;
+  return advance(S, k, h, l, NULL, gen) ? 1 : 2;
 }
 
 /* A pass-through launch recorded in the sequence of generation `gen` failed: it must never
@@ -1000,6 +1074,115 @@ out:
   return with_pending(r, l->path != AG_PATH_DRIVER);
 }
 
+/* ---- stream operations held as graph nodes (issue 12, §4) --------------------------------- */
+
+static inline void count_call(ag_call_t *call, int family);
+
+/* The pseudo-kernels naming held operations (src/graph.h): their layouts describe the bytes of
+ * ag_op_memset_t and ag_op_event_t; their ids are out of the range kernel records use, so that
+ * forgetting kernels never forgets them. */
+static ag_kparam_t op_memset_params[] = {{0, 8}, {8, 8}, {16, 4}, {20, 4}};
+static ag_kparam_t op_event_params[] = {{0, 8}, {8, 4}};
+static ag_kinfo_t op_kinfo[3] = {
+    {.fkind = AG_OP_MEMSET, .id = 0xfffffff0u, .nparams = 4, .param_bytes = sizeof(ag_op_memset_t),
+     .params = op_memset_params, .name = (char *)"cudaMemsetAsync", .dev = -1},
+    {.fkind = AG_OP_EVENT_RECORD, .id = 0xfffffff1u, .nparams = 2,
+     .param_bytes = sizeof(ag_op_event_t), .params = op_event_params,
+     .name = (char *)"cudaEventRecord", .dev = -1},
+    {.fkind = AG_OP_EVENT_WAIT, .id = 0xfffffff2u, .nparams = 2,
+     .param_bytes = sizeof(ag_op_event_t), .params = op_event_params,
+     .name = (char *)"cudaStreamWaitEvent", .dev = -1},
+};
+
+/* Whether the driver offers what holding operations of this kind needs. */
+static int op_supported(int kind) {
+  switch (kind) {
+  case AG_OP_MEMSET:
+    return ag__real.cuMemsetD8Async && ag__real.cuGraphAddMemsetNode &&
+           ag__real.cuGraphExecMemsetNodeSetParams;
+  case AG_OP_EVENT_RECORD:
+    return ag__real.cuEventRecord && ag__real.cuGraphAddEventRecordNode &&
+           ag__real.cuGraphExecEventRecordNodeSetEvent;
+  case AG_OP_EVENT_WAIT:
+    return ag__real.cuStreamWaitEvent && ag__real.cuGraphAddEventWaitNode &&
+           ag__real.cuGraphExecEventWaitNodeSetEvent;
+  }
+  return 0;
+}
+
+int ag__op(ag_op_t *op) {
+  void *stream, *ctx;
+  int r = AG_OP_ORDER;
+  union {
+    ag_op_memset_t m;
+    ag_op_event_t e;
+  } bytes;
+  if (ag__tls.quiet || ag__tls.lib) return AG_OP_ORDER;
+  if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE))) ag__fdnn_flush();
+  stream = op->stream;
+  if (!stream) stream = op->per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+  /* A memset of nothing, a wait with flags a node cannot express: not held. */
+  if ((op->kind == AG_OP_MEMSET && !op->bytes) || (op->kind == AG_OP_EVENT_WAIT && op->flags))
+    return AG_OP_ORDER;
+  memset(&bytes, 0, sizeof bytes);
+  if (op->kind == AG_OP_MEMSET) {
+    bytes.m.dst = (uint64_t)(uintptr_t)op->dst, bytes.m.bytes = op->bytes;
+    bytes.m.value = (uint32_t)(unsigned char)op->value, bytes.m.elem = 1;
+  } else {
+    bytes.e.ev = (uint64_t)(uintptr_t)op->event, bytes.e.flags = op->flags;
+  }
+  ag_kinfo_t *k = &op_kinfo[op->kind - AG_OP_MEMSET];
+  uint64_t h = ag__mix64(0x6f70000000000000ull ^ (uint64_t)op->kind);
+  if (op->kind == AG_OP_MEMSET) h = ag__mix64(h ^ op->bytes);
+  engine_lock();
+  if (AG_UNLIKELY(!E.live) || stream == CU_STREAM_PER_THREAD || !op_supported(op->kind) ||
+      __atomic_load_n(&unusual, __ATOMIC_ACQUIRE))
+    goto out;
+  ctx = current_ctx();
+  if (!ctx) goto out;
+  strm_t *S = strm_of(stream, ctx);
+  if (!S) goto out;
+  if (op->kind != AG_OP_MEMSET) {
+    /* The event's last record must come before this record or wait, wherever it is held. */
+    strm_t *P = E.nev ? evheld_stream(op->event) : NULL;
+    if (P && P != S) {
+      if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(op->call ? op->call->name : "event");
+      cut(P);
+      if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+    }
+    if (E.nev == AG_EVHELD) goto out;
+  }
+  if (AG_UNLIKELY(E.mixed) && S->blocking) {
+    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause("legacy default stream (implicit synchronisation)");
+    cut_partners(stream, S->blocking, S);
+    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+  }
+  if (op->kind != AG_OP_MEMSET) {
+    /* Before the entry joins the sequence: if the segmenter ends the sequence at it, the entry
+     * goes with it. */
+    evheld[E.nev].ev = op->event, evheld[E.nev].S = S;
+    E.nev++, S->nevs++;
+  }
+  r = advance(S, k, h, NULL, &bytes, &op->gen) ? AG_OP_HELD : AG_OP_PASS;
+out:
+  engine_unlock();
+  if (op->call && !ag__tls.lib && r != AG_OP_ORDER) {
+    AG_STAT_ADD(ag__stats.ordering, 1);
+    count_call(op->call, op->call->family);
+  }
+  if (r == AG_OP_HELD && AG_UNLIKELY(__atomic_load_n(&helper_state, __ATOMIC_ACQUIRE) == 0) &&
+      !ag__hold_offline)
+    start_helper();
+  return r;
+}
+
+int ag__op_done(const ag_op_t *op, int status, int rt) {
+  if (AG_UNLIKELY(status)) forget_failed(op->gen);
+  return with_pending(status, rt);
+}
+
+int ag__op_status(int status, int rt) { return with_pending(status, rt); }
+
 void ag__engine_snapshot(void (*fn)(ag_seqtab_t *t, double launch_ns, void *arg), void *arg) {
   engine_lock();
   fn(E.tab, (double)__atomic_load_n(&launch_ns, __ATOMIC_RELAXED), arg);
@@ -1025,9 +1208,23 @@ static inline void count_call(ag_call_t *call, int family) {
  * stream, forgets that stream's record (its handle may come back as another stream). */
 static void order_cut(ag_call_t *call, void *stream) {
   int rule = call_rule(call);
-  if (rule == RULE_NONE) return;
+  if (rule == RULE_NONE && !(call && call->family == AG_FAM_EVENT)) return;
   if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE))) ag__fdnn_flush();
   engine_lock();
+  if (AG_UNLIKELY(E.nev) && call && call->family == AG_FAM_EVENT) {
+    /* An event whose record or wait is held: the stream holding it goes first. The runtime's
+     * queries name the event (passed as `stream`); other event calls may name any event. */
+    strm_t *S = rule == RULE_NONE && stream ? evheld_stream(stream) : NULL;
+    if (S) {
+      cut(S);
+    } else if (!(rule == RULE_NONE && stream)) {
+      cut_events();
+    }
+  }
+  if (rule == RULE_NONE) {
+    engine_unlock();
+    return;
+  }
   if (rule == RULE_ALL) {
     cut_all();
   } else {

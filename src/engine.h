@@ -21,6 +21,7 @@
 #ifndef AG_ENGINE_H
 #define AG_ENGINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ag.h"
@@ -115,7 +116,34 @@ static inline int ag__active(void) {
 /* Handles one launch; returns the status of the launch as the API reports it. */
 int ag__launch(const ag_launch_t *l);
 
-/* Brackets an ordering call on `stream` (NULL when the call names none or all streams). */
+/* A stream operation the engine may hold as a graph node (issue 12, §4): cudaMemsetAsync,
+ * cudaEventRecord, cudaStreamWaitEvent (and their per-thread forms). The entry point fills one
+ * and calls ag__op, which says what to do:
+ *   AG_OP_HELD:  it was held (its stream is holding a known sequence it continues); return
+ *                ag__op_status(0, rt), performing nothing;
+ *   AG_OP_PASS:  perform it now, quietly (ag__tls.quiet around the real call), then return
+ *                ag__op_done(op, status, rt): it was recorded in its stream's sequence;
+ *   AG_OP_ORDER: not an operation the engine can hold here: handle it as the ordering call it
+ *                also is (ag__order_enter / leave). */
+typedef struct ag_op {
+  ag_call_t *call;
+  int kind;            /* AG_OP_MEMSET, AG_OP_EVENT_RECORD, AG_OP_EVENT_WAIT (src/graph.h) */
+  void *stream;        /* as passed (NULL: the default stream) */
+  unsigned char per_thread;
+  void *dst;           /* memset: destination, bytes, value */
+  size_t bytes;
+  int value;
+  void *event;         /* event record / wait */
+  unsigned flags;      /* wait flags */
+  uint32_t gen;        /* out (AG_OP_PASS): the sequence it was recorded in */
+} ag_op_t;
+enum { AG_OP_ORDER = -1, AG_OP_PASS = 0, AG_OP_HELD = 1 };
+int ag__op(ag_op_t *op);
+int ag__op_done(const ag_op_t *op, int status, int rt);
+int ag__op_status(int status, int rt);
+
+/* Brackets an ordering call on `stream` (NULL when the call names none or all streams). For
+ * the event calls that observe one event (query, synchronize, destroy) `stream` is that event. */
 void ag__order_enter(ag_call_t *call, void *stream);
 void ag__order_leave(void);
 /* As ag__order_leave, for calls whose status the engine sees (capture begin and end) and that

@@ -164,6 +164,71 @@ static void node_params(CUDA_KERNEL_NODE_PARAMS_v2 *p, const ag_held_t *h, void 
   p->kernelParams = ptrs;
 }
 
+/* ---- held stream operations (src/graph.h) -------------------------------------------------- */
+
+static inline int is_op(const ag_held_t *h) { return h->k->fkind >= AG_OP_MEMSET; }
+
+static void memset_params(CUDA_MEMSET_NODE_PARAMS *p, const ag_op_memset_t *m) {
+  memset(p, 0, sizeof *p);
+  p->dst = (CUdeviceptr)m->dst, p->value = m->value, p->elementSize = m->elem;
+  p->width = (size_t)m->bytes, p->height = 1;
+}
+
+/* Performs a held operation as the call it was. */
+static CUresult op_submit(const ag_held_t *h, const uint8_t *bytes, void *stream) {
+  if (h->k->fkind == AG_OP_MEMSET) {
+    ag_op_memset_t m;
+    memcpy(&m, bytes, sizeof m);
+    return ag__real.cuMemsetD8Async((CUdeviceptr)m.dst, (unsigned char)m.value, (size_t)m.bytes,
+                                    (CUstream)stream);
+  }
+  ag_op_event_t e;
+  memcpy(&e, bytes, sizeof e);
+  if (h->k->fkind == AG_OP_EVENT_RECORD)
+    return ag__real.cuEventRecord((CUevent)(uintptr_t)e.ev, (CUstream)stream);
+  return ag__real.cuStreamWaitEvent((CUstream)stream, (CUevent)(uintptr_t)e.ev, e.flags);
+}
+
+static CUcontext current(void) {
+  CUcontext c = NULL;
+  if (ag__real.cuCtxGetCurrent) ag__real.cuCtxGetCurrent(&c);
+  return c;
+}
+
+/* Adds a held operation's node after `dep` (NULL: a root). */
+static CUresult op_add(CUgraphNode *node, CUgraph g, CUgraphNode *dep, const ag_held_t *h,
+                       const uint8_t *bytes) {
+  if (h->k->fkind == AG_OP_MEMSET) {
+    ag_op_memset_t m;
+    CUDA_MEMSET_NODE_PARAMS p;
+    memcpy(&m, bytes, sizeof m);
+    memset_params(&p, &m);
+    return ag__real.cuGraphAddMemsetNode(node, g, dep, dep ? 1 : 0, &p, current());
+  }
+  ag_op_event_t e;
+  memcpy(&e, bytes, sizeof e);
+  if (h->k->fkind == AG_OP_EVENT_RECORD)
+    return ag__real.cuGraphAddEventRecordNode(node, g, dep, dep ? 1 : 0, (CUevent)(uintptr_t)e.ev);
+  return ag__real.cuGraphAddEventWaitNode(node, g, dep, dep ? 1 : 0, (CUevent)(uintptr_t)e.ev);
+}
+
+/* Gives an executable operation node new bytes. */
+static CUresult op_update(CUgraphExec x, CUgraphNode node, const ag_held_t *h,
+                          const uint8_t *bytes) {
+  if (h->k->fkind == AG_OP_MEMSET) {
+    ag_op_memset_t m;
+    CUDA_MEMSET_NODE_PARAMS p;
+    memcpy(&m, bytes, sizeof m);
+    memset_params(&p, &m);
+    return ag__real.cuGraphExecMemsetNodeSetParams(x, node, &p, current());
+  }
+  ag_op_event_t e;
+  memcpy(&e, bytes, sizeof e);
+  if (h->k->fkind == AG_OP_EVENT_RECORD)
+    return ag__real.cuGraphExecEventRecordNodeSetEvent(x, node, (CUevent)(uintptr_t)e.ev);
+  return ag__real.cuGraphExecEventWaitNodeSetEvent(x, node, (CUevent)(uintptr_t)e.ev);
+}
+
 int ag__held_submit(const ag_held_t *h, int n, const uint8_t *arena, void *stream, int *first,
                     int *nfailed) {
   void *ptrs[256];
@@ -175,6 +240,14 @@ int ag__held_submit(const ag_held_t *h, int n, const uint8_t *arena, void *strea
   }
   for (int i = 0; i < n; i++) {
     const ag_kinfo_t *k = h[i].k;
+    if (AG_UNLIKELY(is_op(&h[i]))) {
+      CUresult r = op_submit(&h[i], arena + h[i].off, stream);
+      if (r) {
+        if (!err) err = r, *first = i;
+        ++*nfailed;
+      }
+      continue;
+    }
     fill_ptrs(ptrs, k, arena + h[i].off);
     CUresult r = ag__real.cuLaunchKernel((CUfunction)k->fn, h[i].grid[0], h[i].grid[1],
                                          h[i].grid[2], h[i].block[0], h[i].block[1],
@@ -307,8 +380,11 @@ static int build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *are
     if (fuse) {
       ag_pat_launch_t l[AG_PAT_MAX_OPS];
       int avail = n - i < AG_PAT_MAX_OPS ? n - i : AG_PAT_MAX_OPS;
+      /* Patterns match runs of kernel launches only. */
+      for (int a = 0; a < avail; a++)
+        if (is_op(&h[i + a])) avail = a;
       pat_view(l, h + i, avail, arena);
-      p = ag__pattern_match(l, avail);
+      p = avail ? ag__pattern_match(l, avail) : NULL;
       if (p && !fm && !(fm = fused_module())) fuse = 0, p = NULL;
       if (p && ag__pattern_index(p) < AG_FUSED_PATTERNS && fm->fn[ag__pattern_index(p)]) {
         m->pat = p, m->fn = fm->fn[ag__pattern_index(p)], m->count = ag__pattern_len(p);
@@ -320,6 +396,12 @@ static int build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *are
   if ((r = ag__real.cuGraphCreate(&g->g, 0))) goto fail;
   for (int j = 0; j < g->nn; j++) {
     CUDA_KERNEL_NODE_PARAMS_v2 p;
+    if (is_op(&h[g->map[j].first])) {
+      int i = g->map[j].first;
+      if ((r = op_add(&g->nodes[j], g->g, j ? &g->nodes[j - 1] : NULL, &h[i], g->args + g->off[i])))
+        goto fail;
+      continue;
+    }
     if ((r = gnode_params(g, j, h, &p))) goto fail;
     /* A chain: each node depends on the one before, as the launches did in their stream. */
     if ((r = ag__real.cuGraphAddKernelNode(&g->nodes[j], g->g, j ? &g->nodes[j - 1] : NULL,
@@ -394,7 +476,10 @@ again:
       note_varied(g, i, k, mine, arena + h[i].off);
       memcpy(mine, arena + h[i].off, k->param_bytes);
     }
-    if (!(r = gnode_params(g, j, h, &p))) r = ag__real.cuGraphExecKernelNodeSetParams(g->exec, g->nodes[j], &p);
+    if (is_op(&h[m->first]))
+      r = op_update(g->exec, g->nodes[j], &h[m->first], g->args + g->off[m->first]);
+    else if (!(r = gnode_params(g, j, h, &p)))
+      r = ag__real.cuGraphExecKernelNodeSetParams(g->exec, g->nodes[j], &p);
     if (r) {
       /* The exec may now hold either version of this node: force an update next time. */
       for (int i = m->first; i < m->first + m->count; i++) {

@@ -24,6 +24,21 @@ typedef struct ag_held {
   pthread_t owner; /* the thread that made the launch (a failure is reported to it) */
 } ag_held_t;
 
+/* Stream operations held as graph nodes (issue 12, §4). Their held entries name a pseudo-kernel
+ * record (the engine's) whose fkind is one of these, whose parameter layout describes the
+ * operation's bytes in the arena, and whose fn is NULL: the bytes are compared and updated like
+ * kernel arguments, and the node is a memset node (one-dimensional, bytes), an event record
+ * node or an event wait node. */
+enum { AG_OP_MEMSET = 16, AG_OP_EVENT_RECORD, AG_OP_EVENT_WAIT };
+typedef struct ag_op_memset {
+  uint64_t dst, bytes;
+  uint32_t value, elem; /* elem: 1 (cudaMemsetAsync sets bytes) */
+} ag_op_memset_t;
+typedef struct ag_op_event {
+  uint64_t ev;
+  uint32_t flags, pad;
+} ag_op_event_t;
+
 typedef struct ag_graph ag_graph_t;
 
 /* Submits held launches as ordinary launches on `stream`; returns the first failure (all are

@@ -30,6 +30,15 @@
   XX(cuFuncGetModule, 11000)                                              \
   XX(cuStreamIsCapturing, 10000)                                          \
   XX(cuStreamGetFlags, 5050)                                              \
+  XX(cuMemsetD8Async, 3020)                                               \
+  XX(cuEventRecord, 2000)                                                 \
+  XX(cuStreamWaitEvent, 3020)                                             \
+  XX(cuGraphAddMemsetNode, 10000)                                         \
+  XX(cuGraphAddEventRecordNode, 11010)                                    \
+  XX(cuGraphAddEventWaitNode, 11010)                                      \
+  XX(cuGraphExecMemsetNodeSetParams, 10020)                               \
+  XX(cuGraphExecEventRecordNodeSetEvent, 11010)                           \
+  XX(cuGraphExecEventWaitNodeSetEvent, 11010)                             \
   XX(cuGraphCreate, 10000)                                                \
   XX(cuGraphDestroy, 10000)                                               \
   XX(cuGraphAddKernelNode, 12000)                                         \

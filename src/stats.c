@@ -289,6 +289,7 @@ size_t ag__stats_json(char *buf, size_t size) {
   }
   ag__json_end(&j, '}');
   ag__json_key(&j, "hold_timeouts"), ag__json_u64(&j, load(&ag__stats.hold_timeouts));
+  ag__json_key(&j, "ops_replayed"), ag__json_u64(&j, load(&ag__stats.ops_replayed));
   ag__json_key(&j, "failed_submissions"), ag__json_u64(&j, load(&ag__stats.failed_submissions));
   ag__json_key(&j, "by_path");
   ag__json_begin(&j, '{');

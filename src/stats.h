@@ -40,6 +40,8 @@ typedef struct ag_stats {
   uint64_t forgot_kernels, forgot_sequences, forgot_graphs;
   uint64_t fused; /* times a fused replacement ran in place of the originals, all patterns */
   uint64_t hold_timeouts;      /* holds ended by the bound (AUTOGRAPH_HOLD_US), src/engine.c */
+  uint64_t ops_replayed;       /* stream operations (memsets, event records and waits) performed
+                                * as nodes of replayed graphs, src/engine.c */
   uint64_t failed_submissions; /* held launches whose submission failed (reported later) */
 } ag_stats_t;
 

@@ -21,7 +21,7 @@
  * Every launch is followed to its fate: a launch the engine submits through the entry point's
  * callback or through the fake cuLaunchKernel was passed through; one that a fake cuGraphLaunch
  * consumed was replayed. The engine never reorders, drops or duplicates launches, so held
- * launches are matched to the fake calls in order (a queue), and the counts are checked
+ * launches are matched to the fake calls in order (a queue per stream), and the counts are checked
  * against the engine's own statistics (ag__stats) before anything is reported.
  *
  * Time is modelled: the engine's guard measures host time with clock_gettime(CLOCK_MONOTONIC),
@@ -50,6 +50,7 @@
 #include "config.h"
 #include "dump.h"
 #include "engine.h"
+#include "graph.h"
 #include "json.h"
 #include "real.h"
 #include "segment.h"
@@ -129,7 +130,7 @@ static struct {
 
 /* The library's runtime table: which calls are ordering calls, and their family. */
 /* SETTING flushes only when a value changes, ERROR never: neither is counted as ordering here. */
-enum { CLS_LAUNCH, CLS_ORDER, CLS_SETTING, CLS_ERROR };
+enum { CLS_LAUNCH, CLS_ORDER, CLS_OP, CLS_SETTING, CLS_ERROR };
 static ag_call_t ordcalls[] = {
 #define AG_RT(ret, name, cls, fam, variants, params, args, stream) \
   {#name, AG_FAM_##fam, 0, #stream, 0},
@@ -223,7 +224,8 @@ static int on_event(const ag_trace_event_t *e, void *arg) {
     } else if (rt) {
       int found = -1;
       for (size_t i = 0; i < AG_ARRAY_SIZE(ordcalls); i++)
-        if (ordcls[i] == CLS_ORDER && !strcmp(ordcalls[i].name, base)) found = (int)i;
+        if ((ordcls[i] == CLS_ORDER || ordcls[i] == CLS_OP) && !strcmp(ordcalls[i].name, base))
+          found = (int)i;
       if (found < 0) { /* harmless to the library: error queries, attributes, creation… */
         T.other_calls++;
         return 0;
@@ -263,14 +265,38 @@ typedef struct launch {
 } launch_t;
 
 typedef struct replay_rec {
-  uint32_t first, n; /* launches first..first+n-1 in queue order */
+  uint32_t first, n; /* the launches rlaunch[first .. first + n) */
   uint32_t exec;
 } replay_t;
 
 static VEC(launch_t) L;
 static VEC(replay_t) replays;
-static uint32_t *queue; /* launches held by the engine, oldest first */
-static size_t qhead, qtail;
+/* Launches held by the engine, oldest first, per stream (the engine holds on several streams at
+ * once and submits each stream's in order). */
+typedef struct squeue {
+  void *stream;
+  uint32_t *v;
+  size_t head, tail, cap;
+} squeue_t;
+#define SQUEUES 256
+static squeue_t squeues[SQUEUES];
+static size_t nsqueues;
+/* The launches each replay replaced, in order: replays[r] covers rlaunch[first .. first + n). */
+static VEC(uint32_t) rlaunch;
+
+static squeue_t *squeue_of(void *stream) {
+  for (size_t i = 0; i < nsqueues; i++)
+    if (squeues[i].stream == stream) return &squeues[i];
+  if (nsqueues == SQUEUES) return NULL;
+  squeues[nsqueues].stream = stream;
+  return &squeues[nsqueues++];
+}
+
+static int squeue_push(squeue_t *q, uint32_t li) {
+  if (q->tail == q->cap && vec_grow((void **)&q->v, &q->cap, sizeof *q->v)) return -1;
+  q->v[q->tail++] = li;
+  return 0;
+}
 static int broken;      /* the engine's calls did not match the launches (reported, exit 1) */
 static char broken_why[256];
 
@@ -320,14 +346,15 @@ static uint64_t fake_launches, fake_graph_launches, fake_updates;
 static CUresult CUDAAPI f_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                          unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                          CUstream s, void **params, void **extra) {
-  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)s, (void)params;
+  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)params;
   (void)extra;
+  squeue_t *q = squeue_of(s);
   fake_launches++;
-  if (qhead == qtail) {
+  if (!q || q->head == q->tail) {
     fail_check("the engine submitted a launch it was not holding");
     return CUDA_SUCCESS;
   }
-  launch_t *l = &L.v[queue[qhead++]];
+  launch_t *l = &L.v[q->v[q->head++]];
   if (fn_id(f) != l->fn) fail_check("a flushed launch is not the oldest held one");
   l->state = L_PASSED;
   vclock += (uint64_t)(l->dur > 0 ? l->dur : 0);
@@ -427,12 +454,61 @@ static CUresult CUDAAPI f_cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphN
   vclock += (uint64_t)(opt.update_us * 1000.0);
   return CUDA_SUCCESS;
 }
+/* Stream operations: performed or added as nodes, costing nothing; an update costs as a kernel
+ * node's does. */
+static CUresult CUDAAPI f_cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
+  (void)d, (void)v, (void)n, (void)s;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_cuEventRecord(CUevent e, CUstream s) {
+  (void)e, (void)s;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+  (void)e, (void)s, (void)flags;
+  return CUDA_SUCCESS;
+}
+static CUgraphNode op_node(void) {
+  static char nodes;
+  return (CUgraphNode)&nodes;
+}
+static CUresult CUDAAPI f_cuGraphAddMemsetNode(CUgraphNode *n, CUgraph g, const CUgraphNode *d,
+                                               size_t nd, const CUDA_MEMSET_NODE_PARAMS *p,
+                                               CUcontext c) {
+  (void)g, (void)d, (void)nd, (void)p, (void)c;
+  *n = op_node();
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_cuGraphAddEventNode(CUgraphNode *n, CUgraph g, const CUgraphNode *d,
+                                              size_t nd, CUevent e) {
+  (void)g, (void)d, (void)nd, (void)e;
+  *n = op_node();
+  return CUDA_SUCCESS;
+}
+static void op_update(CUgraphExec e) {
+  execs.v[(uintptr_t)e - 1]->updates++;
+  fake_updates++;
+  vclock += (uint64_t)(opt.update_us * 1000.0);
+}
+static CUresult CUDAAPI f_cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode n,
+                                                         const CUDA_MEMSET_NODE_PARAMS *p,
+                                                         CUcontext c) {
+  (void)n, (void)p, (void)c;
+  op_update(e);
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_cuGraphExecEventNodeSetEvent(CUgraphExec e, CUgraphNode n, CUevent ev) {
+  (void)n, (void)ev;
+  op_update(e);
+  return CUDA_SUCCESS;
+}
+
 static CUresult CUDAAPI f_cuGraphLaunch(CUgraphExec e, CUstream s) {
   fexec_t *x = execs.v[(uintptr_t)e - 1];
-  replay_t r = {(uint32_t)qhead, (uint32_t)x->n, (uint32_t)((uintptr_t)e - 1)};
-  (void)s;
+  replay_t r = {(uint32_t)rlaunch.n, (uint32_t)x->n, (uint32_t)((uintptr_t)e - 1)};
+  squeue_t *q = squeue_of(s);
   fake_graph_launches++;
-  if (qtail - qhead < x->n) {
+  if (!q || q->tail - q->head < x->n) {
     fail_check("a graph was launched for more launches than were held");
     return CUDA_SUCCESS;
   }
@@ -441,13 +517,16 @@ static CUresult CUDAAPI f_cuGraphLaunch(CUgraphExec e, CUstream s) {
     return CUDA_SUCCESS;
   }
   for (size_t i = 0; i < x->n; i++) {
-    launch_t *l = &L.v[queue[qhead + i]];
+    launch_t *l = &L.v[q->v[q->head + i]];
     if (l->fn != x->nodes[i].fn) fail_check("a replayed graph's kernels differ from the launches it replaced");
     l->state = L_REPLAYED;
     l->replay = (uint32_t)(replays.n - 1);
+    if (VEC_PUSH(rlaunch, q->v[q->head + i])) {
+      fail_check("out of memory");
+      return CUDA_SUCCESS;
+    }
   }
-  replays.v[replays.n - 1].first = (uint32_t)qhead;
-  qhead += x->n;
+  q->head += x->n;
   x->replays++;
   vclock += (uint64_t)(opt.graph_launch_us * 1000.0 + opt.graph_node_ns * (double)x->n);
   return CUDA_SUCCESS;
@@ -456,11 +535,12 @@ static CUresult CUDAAPI f_cuGraphLaunch(CUgraphExec e, CUstream s) {
 /* The entry point's own submit: the engine passed this launch through at once. */
 static int submit(const ag_launch_t *al) {
   uint32_t i = (uint32_t)((uintptr_t)al->ctx - 1);
-  /* Nothing older can still be held: the engine submits in order. */
-  if (qtail == 0 || queue[qtail - 1] != i || qtail - qhead != 1)
+  /* Nothing older can still be held on its stream: the engine submits each stream in order. */
+  squeue_t *q = squeue_of(al->stream);
+  if (!q || q->tail == 0 || q->v[q->tail - 1] != i || q->tail - q->head != 1)
     fail_check("a launch passed through while older ones were held");
   else
-    qtail--;
+    q->tail--;
   L.v[i].state = L_PASSED;
   vclock += (uint64_t)(L.v[i].dur > 0 ? L.v[i].dur : 0);
   return 0;
@@ -501,6 +581,15 @@ static void engine_start(void) {
   ag__real.cuFuncGetName = f_cuFuncGetName;
   ag__real.cuStreamIsCapturing = f_cuStreamIsCapturing;
   ag__real.cuStreamGetFlags = f_cuStreamGetFlags;
+  ag__real.cuMemsetD8Async = f_cuMemsetD8Async;
+  ag__real.cuEventRecord = f_cuEventRecord;
+  ag__real.cuStreamWaitEvent = f_cuStreamWaitEvent;
+  ag__real.cuGraphAddMemsetNode = f_cuGraphAddMemsetNode;
+  ag__real.cuGraphAddEventRecordNode = f_cuGraphAddEventNode;
+  ag__real.cuGraphAddEventWaitNode = f_cuGraphAddEventNode;
+  ag__real.cuGraphExecMemsetNodeSetParams = f_cuGraphExecMemsetNodeSetParams;
+  ag__real.cuGraphExecEventRecordNodeSetEvent = f_cuGraphExecEventNodeSetEvent;
+  ag__real.cuGraphExecEventWaitNodeSetEvent = f_cuGraphExecEventNodeSetEvent;
   ag__real.cuGraphCreate = f_cuGraphCreate;
   ag__real.cuGraphDestroy = f_cuGraphDestroy;
   ag__real.cuGraphAddKernelNode = f_cuGraphAddKernelNode;
@@ -596,6 +685,29 @@ static int tstream_set(int64_t tid, void *stream) {
   return 0;
 }
 
+/* Events, which a trace does not name: a record on a stream records that stream's event (one
+ * per stream, a fixed argument like every other), a wait waits on an event no record of the
+ * trace names, and a query observes such an event. */
+#define EV_UNSEEN ((void *)(uintptr_t)0xe0e0e0e0e000ull)
+static void *ev_of_stream(void *stream) { return (void *)((uintptr_t)stream | 0xe000000000000ull); }
+
+/* A stream operation the library may hold (a memset, an event record or wait): fed as the
+ * library's entry point does (src/engine.h, ag__op). The size of a memset is not read from the
+ * trace: every memset is taken as the same size (a fixed argument). Returns 1 when the engine
+ * took it, 0 when it is an ordering call after all. */
+static int feed_op(ag_call_t *call, void *stream) {
+  ag_op_t op = {.call = call, .stream = stream};
+  if (!strcmp(call->name, "cudaMemsetAsync"))
+    op.kind = AG_OP_MEMSET, op.dst = (void *)(uintptr_t)0x1000, op.bytes = 4;
+  else if (!strcmp(call->name, "cudaEventRecord"))
+    op.kind = AG_OP_EVENT_RECORD, op.event = ev_of_stream(stream);
+  else if (!strcmp(call->name, "cudaStreamWaitEvent"))
+    op.kind = AG_OP_EVENT_WAIT, op.event = EV_UNSEEN;
+  else
+    return 0;
+  return ag__op(&op) != AG_OP_ORDER;
+}
+
 static int feed(void) {
   int64_t one = 0; /* the single fixed argument of every kernel */
   void *args[1] = {&one};
@@ -616,7 +728,6 @@ static int feed(void) {
     if (VEC_PUSH(L, l)) return -AG_ENOMEM;
   }
   if (!L.n) return 0;
-  if (!(queue = calloc(L.n, sizeof *queue))) return -AG_ENOMEM;
   engine_start();
   size_t li = 0;
   for (size_t i = 0; i < T.calls.n; i++) {
@@ -635,6 +746,12 @@ static int feed(void) {
         else if (t) stream = t->stream, F.order_thread++;
         else call = &drv_order, F.order_unknown++;
       }
+      if (c->order >= 0 && ordcls[c->order] == CLS_OP && call != &drv_order &&
+          feed_op(call, stream))
+        continue;
+      /* Which event a query names is not in a trace: one that no record of the trace is. */
+      if (c->order >= 0 && call->family == AG_FAM_EVENT && strcmp(call->stream_arg, "NULL"))
+        stream = EV_UNSEEN;
       ag__order_enter(call, stream);
       ag__order_leave();
       continue;
@@ -661,12 +778,14 @@ static int feed(void) {
     if (l->driver) F.driver++; else F.runtime++;
     if (l->coop) F.coop++;
     /* Queued before the call: the engine may replay a graph that ends with this launch. */
-    queue[qtail++] = (uint32_t)li;
+    squeue_t *q = squeue_of(al.stream);
+    if (!q || squeue_push(q, (uint32_t)li)) return -AG_ENOMEM;
     ag__launch(&al);
     li++;
   }
   ag__flush_all();
-  if (qhead != qtail) fail_check("launches were still held after the final flush");
+  for (size_t i = 0; i < nsqueues; i++)
+    if (squeues[i].head != squeues[i].tail) fail_check("launches were still held after the final flush");
   return 0;
 }
 
@@ -713,12 +832,13 @@ static int compute(void) {
   /* A replay's modelled cost and closable gaps belong to the step of its last launch. */
   for (size_t r = 0; r < replays.n; r++) {
     const replay_t *rp = &replays.v[r];
-    const launch_t *last = &L.v[queue[rp->first + rp->n - 1]];
+    if (!rp->n) continue; /* a graph of stream operations only */
+    const launch_t *last = &L.v[rlaunch.v[rp->first + rp->n - 1]];
     stepres_t *s = res_of(last->step);
     s->model_ns += graph_cost_ns(rp->n);
     for (uint32_t j = 0; j + 1 < rp->n; j++) {
-      const kev_t *a = &T.kernels.v[L.v[queue[rp->first + j]].k];
-      const kev_t *b = &T.kernels.v[L.v[queue[rp->first + j + 1]].k];
+      const kev_t *a = &T.kernels.v[L.v[rlaunch.v[rp->first + j]].k];
+      const kev_t *b = &T.kernels.v[L.v[rlaunch.v[rp->first + j + 1]].k];
       int64_t gap = b->ts - (a->ts + a->dur);
       if (a->stream == b->stream && gap > 0) s->gap_closable_ns += gap;
     }
@@ -788,9 +908,12 @@ static const char *const assumptions[] = {
     "shapes are seen in the trace and lower the prediction.",
     "Ordering calls are taken from the trace's runtime events, classified by the library's own "
     "table (cudaStreamSynchronize, cudaDeviceSynchronize, cudaMemcpy*, cudaMemset*, "
-    "cudaEventRecord/Synchronize/Query, cudaStreamWaitEvent, cudaMalloc/cudaFree, …): each one "
-    "is a flush point. Driver events other than launches count as ordering calls. Calls the "
-    "profiler did not record (it records CUDA runtime and launch driver calls) are unseen.",
+    "cudaEventRecord/Synchronize/Query, cudaStreamWaitEvent, cudaMalloc/cudaFree, …), and the "
+    "engine submits what each can observe, as in the library. A call naming a stream is given "
+    "the stream of its copy or memset on the GPU, else the stream its thread last launched on, "
+    "else it observes every stream; every stream is taken as non-blocking. Driver events other "
+    "than launches count as ordering calls on every stream. Calls the profiler did not record "
+    "(it records CUDA runtime and launch driver calls) are unseen.",
     "Launches are fed to the library's engine in timestamp order across threads; a launch "
     "event without a kernel event (same correlation id) is left out and counted as unmatched.",
     "Host time saved = the replayed launches' own durations in the trace minus a modelled "

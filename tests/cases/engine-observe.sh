@@ -6,16 +6,18 @@
 # observe the held work did not submit it: one graph launch per stream per step (a call that
 # submitted what it could not observe splits the step in two), and at least 95% of the launches
 # replayed (in `poll`, while two other threads poll, record, synchronise and destroy events).
+# `ops` holds memsets, event records and waits as graph nodes (src/graph.h).
 . "$(dirname "$0")/lib.sh"
 ag_need e-observe
 steps=120
 # Graph launches per step: one per stream that repeats a step.
-per_step_poll=1 per_step_streams=1 per_step_legacy=2 per_step_alloc=1
+per_step_poll=1 per_step_streams=1 per_step_legacy=2 per_step_alloc=1 per_step_ops=3
 fams_poll="launch event"
 fams_streams="launch sync"
 fams_legacy="launch copy sync"
 fams_alloc="launch alloc sync"
-for mode in poll streams legacy alloc; do
+fams_ops="launch memset event sync"
+for mode in poll streams legacy alloc ops; do
   fams=fams_$mode per=per_step_$mode
   # shellcheck disable=SC2086
   AG_EXPECT_REPLAY=1 ag_compare_prog e-observe "$mode" "$steps" -- ${!fams}
@@ -23,4 +25,7 @@ for mode in poll streams legacy alloc; do
   ag_expect "$AG_STATS" "replayed >= 0.95 * launches" \
     "graph_launches <= ${!per} * $steps" "graph_launches >= ${!per} * ($steps - 5)"
 done
+# In `ops`, the memset and the record of every replayed step are graph nodes (the wait begins
+# the second stream's sequence and is its only entry: never graphed).
+ag_expect "$AG_STATS" "ops_replayed >= 2 * ($steps - 5)"
 echo "engine-observe: ok"

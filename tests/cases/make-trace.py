@@ -28,7 +28,8 @@ RUNTIME_CBID = {"cudaLaunchKernel": 211, "cudaMemcpyAsync": 41, "cudaMemcpy": 31
                 "cudaStreamSynchronize": 131, "cudaDeviceSynchronize": 165,
                 "cudaMalloc": 20, "cudaFree": 22, "cudaMemsetAsync": 51,
                 "cudaStreamIsCapturing": 317, "cudaGetDevice": 17, "cudaEventRecord": 135,
-                "cudaStreamWaitEvent": 147, "cudaLaunchKernelExC": 430}
+                "cudaStreamWaitEvent": 147, "cudaLaunchKernelExC": 430, "cudaEventQuery": 138,
+                "cudaEventSynchronize": 137, "cudaStreamQuery": 132}
 
 
 def us(ns):
@@ -86,8 +87,11 @@ class Trace:
         self.launches.append((name, launch_ns, kernel_ts, kernel_ns, stream))
         self.t = ts + launch_ns + host_gap_ns
 
-    def call(self, name, dur_ns=None, stream=7, tid=None, host_gap_ns=2000):
-        """A runtime call; a synchronising one lasts until the stream is idle."""
+    def call(self, name, dur_ns=None, stream=7, tid=None, host_gap_ns=2000, gpu=None,
+             device=0):
+        """A runtime call; a synchronising one lasts until the stream is idle. gpu: the
+        category of the copy or memset it puts on `stream` ("gpu_memcpy", "gpu_memset"), which
+        the GPU side records with the call's correlation id, or None."""
         c = self.corr
         self.corr += 1
         if dur_ns is None:
@@ -95,6 +99,14 @@ class Trace:
         self._add({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": self.pid,
                    "tid": self.tid if tid is None else tid, "ts": self.t, "dur": dur_ns,
                    "args": {"cbid": RUNTIME_CBID.get(name, 0), "correlation": c}})
+        if gpu:
+            ts = max(self.gpu_free.get(stream, 0), self.t + 2000)
+            self._add({"ph": "X", "cat": gpu, "name": "Memset (Device)" if gpu == "gpu_memset"
+                       else "Memcpy DtoD (Device -> Device)", "pid": device, "tid": stream,
+                       "ts": ts, "dur": 1000,
+                       "args": {"device": device, "context": 1, "stream": stream,
+                                "correlation": c, "bytes": 4096}})
+            self.gpu_free[stream] = ts + 1000
         self.t += dur_ns + host_gap_ns
 
     def begin_step(self, n):

@@ -23,6 +23,15 @@
  *            recorded long ago and cudaStreamIsCapturing in the middle of the step, more
  *            launches, then the stream is synchronised and the host reads the result. None of
  *            the calls in the middle observes the launches.
+ *   ops      each step: launches on stream S, a cudaMemsetAsync of a buffer with a value that
+ *            changes every step, a launch folding it, an event record (two events in turn), a
+ *            wait on that event by a second stream, which folds the buffer into mapped host
+ *            memory; the host synchronises on the event and reads what the first stream folded
+ *            into mapped memory before it, then synchronises the second stream. The memset, the
+ *            record and the
+ *            wait are held as graph nodes (statistics: ops_replayed), updated every step with
+ *            the new value and event: a node replayed with an old value or event changes the
+ *            values (or lets the second stream read the buffer too early).
  * The values printed depend on every launch of every step; a launch held past a call that
  * observes it changes them. The test (tests/cases/engine-observe.sh) also checks, from the
  * library's statistics, how many graph launches each step took, which is where a call
@@ -240,17 +249,51 @@ static void mode_alloc(unsigned *x) {
   CHECK_CUDA(cudaFreeHost(h));
 }
 
+/* ---- ops ----------------------------------------------------------------------------------- */
+
+static void mode_ops(unsigned *x) {
+  cudaStream_t s, s2;
+  cudaEvent_t ev[2];
+  unsigned *y, *h = mapped(), *hy = mapped();
+  CHECK_CUDA(cudaMalloc((void **)&y, N * sizeof *y));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  for (int i = 0; i < 2; i++) CHECK_CUDA(cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming));
+  for (int it = 0; it < steps; it++) {
+    part(x, it, s);
+    CHECK_CUDA(cudaMemsetAsync(y, (it * 37) & 0xff, N * sizeof *y, s));
+    PROG_LAUNCH(eo_acc, GRID, BLOCK, 0, s, y, (const unsigned *)x, n);
+    fold(hy, y, s);
+    CHECK_CUDA(cudaEventRecord(ev[it & 1], s));
+    CHECK_CUDA(cudaStreamWaitEvent(s2, ev[it & 1], 0));
+    fold(h, y, s2);
+    PROG_LAUNCH(eo_mad, GRID, BLOCK, 0, s2, h, 1103515245u, (unsigned)it, n);
+    /* The event covers the fold into hy: once it completes the host may read hy. */
+    CHECK_CUDA(cudaEventSynchronize(ev[it & 1]));
+    report(it, hy);
+    CHECK_CUDA(cudaStreamSynchronize(s2));
+    report(it, h);
+  }
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  for (int i = 0; i < 2; i++) CHECK_CUDA(cudaEventDestroy(ev[i]));
+  CHECK_CUDA(cudaStreamDestroy(s));
+  CHECK_CUDA(cudaStreamDestroy(s2));
+  CHECK_CUDA(cudaFree(y));
+  CHECK_CUDA(cudaFreeHost(h));
+  CHECK_CUDA(cudaFreeHost(hy));
+}
+
 int main(int argc, char **argv) {
   static const struct {
     const char *name;
     void (*run)(unsigned *);
   } modes[] = {{"poll", mode_poll}, {"streams", mode_streams}, {"legacy", mode_legacy},
-               {"alloc", mode_alloc}};
+               {"alloc", mode_alloc}, {"ops", mode_ops}};
   int m = -1;
   for (int i = 0; argc >= 2 && i < (int)(sizeof modes / sizeof modes[0]); i++)
     if (strcmp(argv[1], modes[i].name) == 0) m = i;
   if (m < 0 || argc > 3 || (argc == 3 && (steps = atoi(argv[2])) <= 0)) {
-    fprintf(stderr, "usage: e-observe poll|streams|legacy|alloc [STEPS]\n");
+    fprintf(stderr, "usage: e-observe poll|streams|legacy|alloc|ops [STEPS]\n");
     return 2;
   }
   unsigned *x;

@@ -209,6 +209,9 @@
   X("cuGraphExecDestroy", 10000, cuGraphExecDestroy)                                    \
   X("cuGraphExecKernelNodeSetParams", 10010, cuGraphExecKernelNodeSetParams)            \
   X("cuGraphExecKernelNodeSetParams", 12000, cuGraphExecKernelNodeSetParams_v2)         \
+  X("cuGraphExecMemsetNodeSetParams", 10020, cuGraphExecMemsetNodeSetParams)            \
+  X("cuGraphExecEventRecordNodeSetEvent", 11010, cuGraphExecEventRecordNodeSetEvent)    \
+  X("cuGraphExecEventWaitNodeSetEvent", 11010, cuGraphExecEventWaitNodeSetEvent)        \
   X("cuGraphExecUpdate", 12000, cuGraphExecUpdate_v2)                                   \
   XP("cuStreamBeginCapture", 10000, cuStreamBeginCapture, cuStreamBeginCapture_ptsz)        \
   XP("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz)  \

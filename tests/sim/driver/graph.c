@@ -517,6 +517,56 @@ CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphNode n,
   return cuGraphExecKernelNodeSetParams_v2(e, n, &q);
 }
 
+/* An executable memset node takes new parameters only when both the node and the new operand
+ * are one-dimensional (height 1) with the same element size; the destination must be memory of
+ * the same context (the simulator has one). */
+CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode n,
+                                                const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx) {
+  DRV_FAIL("cuGraphExecMemsetNodeSetParams", CUDA_ERROR_INVALID_VALUE);
+  simc_spin_ns(simc_cost(SIMC_NODE_UPDATE_NS));
+  CUresult r = exec_check(e);
+  if (r) return r;
+  struct CUgraphNode_st *x = exec_node(e, n);
+  if (!x || x->type != CU_GRAPH_NODE_TYPE_MEMSET || !p) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx != &drv_primary) return CUDA_ERROR_INVALID_CONTEXT;
+  if (p->height != 1 || x->u.m.height != 1 || p->elementSize != x->u.m.elem || !p->width)
+    return CUDA_ERROR_INVALID_VALUE;
+  drv_set_t m = {.dst = (char *)p->dst, .pitch = p->width * p->elementSize, .width = p->width,
+                 .height = 1, .value = p->value, .elem = p->elementSize};
+  pthread_mutex_lock(&drv_lock);
+  r = drv_set_check(&m);
+  /* The exec node may be in use by a launched graph. */
+  if (!r) drv_wait_all_locked();
+  pthread_mutex_unlock(&drv_lock);
+  if (!r) x->u.m = m;
+  return r;
+}
+
+static CUresult exec_event_set(CUgraphExec e, CUgraphNode n, CUevent ev, CUgraphNodeType type) {
+  simc_spin_ns(simc_cost(SIMC_NODE_UPDATE_NS));
+  CUresult r = exec_check(e);
+  if (r) return r;
+  struct CUgraphNode_st *x = exec_node(e, n);
+  struct CUevent_st *evp;
+  if (!x || x->type != type) return CUDA_ERROR_INVALID_VALUE;
+  if ((r = drv_event(ev, &evp))) return r;
+  pthread_mutex_lock(&drv_lock);
+  drv_wait_all_locked();
+  pthread_mutex_unlock(&drv_lock);
+  x->u.ev = ev;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphExecEventRecordNodeSetEvent(CUgraphExec e, CUgraphNode n, CUevent ev) {
+  DRV_FAIL("cuGraphExecEventRecordNodeSetEvent", CUDA_ERROR_INVALID_VALUE);
+  return exec_event_set(e, n, ev, CU_GRAPH_NODE_TYPE_EVENT_RECORD);
+}
+
+CUresult CUDAAPI cuGraphExecEventWaitNodeSetEvent(CUgraphExec e, CUgraphNode n, CUevent ev) {
+  DRV_FAIL("cuGraphExecEventWaitNodeSetEvent", CUDA_ERROR_INVALID_VALUE);
+  return exec_event_set(e, n, ev, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
+}
+
 static CUresult update_fail(CUgraphExecUpdateResultInfo *info, CUgraphExecUpdateResult why,
                             CUgraphNode from, CUgraphNode to) {
   if (info) {
