@@ -46,6 +46,7 @@
 #include "fuse-dnn.h"
 #include "graph.h"
 #include "kinfo.h"
+#include "launch-attrs.h"
 #include "log.h"
 #include "real.h"
 #include "registry.h"
@@ -391,7 +392,7 @@ static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l) {
    * unsigneds run past. */
   if (AG_LIKELY(k->shape_known &&
                 !memcmp(k->shape, (const char *)l + offsetof(ag_launch_t, grid), sizeof k->shape)))
-    return k->shape_hash;
+    return AG_UNLIKELY(ag__lattr_any(l)) ? ag__lattr_hash(k->shape_hash, l) : k->shape_hash;
   h = ag__mix64(k->id ^ ((uint64_t)l->shmem << 32));
   h = ag__mix64(h ^ l->grid[0] ^ ((uint64_t)l->grid[1] << 32));
   h = ag__mix64(h ^ l->grid[2] ^ ((uint64_t)l->block[0] << 32));
@@ -403,31 +404,24 @@ static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l) {
   if (AG_UNLIKELY(ag__dump_armed))
     ag__dump_shape(h, k, l, ag__tls.lib ? AG_PATH_CUDNN : l->path,
                     ag__tls.lib ? ag__tls.lib_call : NULL);
-  return h;
+  /* Launch attributes (src/launch-attrs.h): a launch with others is another entry. */
+  return AG_UNLIKELY(ag__lattr_any(l)) ? ag__lattr_hash(h, l) : h;
 }
 
 /* Why this launch cannot be held (enum ag_fallback + 1), or 0. A kernel without parameters
- * may be launched without an argument array. */
+ * may be launched without an argument array. Attributes, cooperative entry points and `extra`
+ * buffers are src/launch-attrs.h's. */
 static inline int attr_reason(const ag_launch_t *l, const ag_kinfo_t *k) {
-  if (AG_UNLIKELY(l->coop)) return AG_FB_COOPERATIVE + 1;
-  if (AG_UNLIKELY(l->extra || (!l->args && k->nparams))) return AG_FB_ATTRIBUTES + 1;
-  if (AG_LIKELY(!l->nattrs)) return 0;
-  for (unsigned i = 0; i < l->nattrs; i++) {
-    const CUlaunchAttribute *a = (const CUlaunchAttribute *)l->attrs + i;
-    if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
-      if (a->value.cooperative) return AG_FB_COOPERATIVE + 1;
-      continue;
-    }
-    if (a->id == CU_LAUNCH_ATTRIBUTE_IGNORE) continue;
-    return AG_FB_ATTRIBUTES + 1;
-  }
+  if (AG_UNLIKELY(ag__lattr_any(l))) return ag__lattr_reason(l, k);
+  if (AG_UNLIKELY(!l->args && k->nparams)) return AG_FB_ATTRIBUTES + 1;
   return 0;
 }
 
 /* Copies the launch into the held list at position i. Returns 0 or -AG_ENOMEM. */
 static int hold(int i, ag_kinfo_t *k, const ag_launch_t *l) {
   ag_held_t *h = &E.held[i];
-  size_t need = E.arena_used + k->param_bytes;
+  size_t at = 0, need = E.arena_used + k->param_bytes;
+  if (AG_UNLIKELY(ag__lattr_any(l))) at = AG_LATTR_ALIGN(need), need = at + ag__lattr_bytes(l);
   if (need > E.arena_cap) {
     size_t cap = E.arena_cap * 2 > need ? E.arena_cap * 2 : need;
     uint8_t *a = realloc(E.arena, cap);
@@ -440,8 +434,17 @@ static int hold(int i, ag_kinfo_t *k, const ag_launch_t *l) {
   memcpy(h->block, l->block, sizeof h->block);
   h->shmem = l->shmem;
   h->off = (uint32_t)E.arena_used;
-  for (uint32_t j = 0; j < k->nparams; j++)
-    memcpy(E.arena + E.arena_used + k->params[j].offset, l->args[j], k->params[j].size);
+  h->nattrs = 0;
+  if (AG_UNLIKELY(ag__lattr_any(l))) {
+    /* Attributes, and the arguments of an `extra` buffer (src/launch-attrs.h). */
+    if (!l->extra)
+      for (uint32_t j = 0; j < k->nparams; j++)
+        memcpy(E.arena + E.arena_used + k->params[j].offset, l->args[j], k->params[j].size);
+    ag__lattr_hold(h, l, k, E.arena + E.arena_used, E.arena, at);
+  } else {
+    for (uint32_t j = 0; j < k->nparams; j++)
+      memcpy(E.arena + E.arena_used + k->params[j].offset, l->args[j], k->params[j].size);
+  }
   E.arena_used = need;
   __atomic_store_n(&hold_gen, __atomic_load_n(&hold_gen, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
   return 0;
