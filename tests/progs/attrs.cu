@@ -15,7 +15,9 @@
  *      one small field changes every iteration while its table stays;
  *   5. at_step again through cudaLaunchKernelExC without attributes.
  * Every kernel folds its scalar arguments into the buffer (a non-commutative map), so each
- * launch's arguments show in the checksum. From iteration CHANGE on, the first launch's cluster
+ * launch's arguments show in the checksum. In iteration DIVERGE the last launch has a cluster
+ * dimension too: it is another launch than the learned sequence's, so a library holding the
+ * first four must perform them one by one, each with its own attributes. From iteration CHANGE on, the first launch's cluster
  * dimension and priority change: the kernel folds the cluster dimension it runs with into the
  * buffer (on a GPU from %cluster_nctaid… registers, sm_90 and later; on the simulator its twin
  * asks simctl_launch_attr, which also gives the priority and the sync domain, folded likewise). A
@@ -31,7 +33,7 @@
 #include "prog.h"
 #include "sim_kernel.h"
 
-enum { N = 1024, BLOCK = 64, GRID = N / BLOCK, ITERS = 40, CHANGE = 22, TABLE = 6200 };
+enum { N = 1024, BLOCK = 64, GRID = N / BLOCK, ITERS = 40, DIVERGE = 12, CHANGE = 22, TABLE = 6200 };
 
 struct at_big_t {
   unsigned table[TABLE];
@@ -235,12 +237,16 @@ int main(void) {
     big.step = (unsigned)it * 3u + 1u;
     PROG_LAUNCH(at_big, GRID, BLOCK, 0, s, big, x, n);
 
-    /* 5. cudaLaunchKernelExC without attributes. */
+    /* 5. cudaLaunchKernelExC without attributes, except in iteration DIVERGE. */
     {
       unsigned salt2 = salt ^ 0xabcdu;
       void *args[] = {&x, &salt2, &n};
       cfg.attrs = NULL;
       cfg.numAttrs = 0;
+      if (it == DIVERGE) {
+        cfg.attrs = at;
+        cfg.numAttrs = 1; /* the cluster dimension only */
+      }
       CHECK_CUDA(cudaLaunchKernelExC(&cfg, (const void *)at_step, args));
       PROG_RT();
     }
