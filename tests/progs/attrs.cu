@@ -1,14 +1,15 @@
 /* attrs.cu — a repeated sequence of launches that carry launch attributes, an `extra` buffer and
  * a large by-value parameter.
  *
- * Every iteration makes the same five launches on one stream, then copies the result back
+ * Every iteration makes the same six launches on one stream, then copies the result back
  * synchronously (which ends the sequence) and prints its checksum:
  *   1. at_step through cudaLaunchKernelExC with a cluster dimension, a preferred cluster
  *      dimension, a cluster scheduling policy, a priority, a memory sync domain and domain map,
  *      an access policy window, programmatic stream serialization, NVLink-centric scheduling
  *      (CUDA 13 headers) and an IGNORE entry;
  *   2. at_mul through cuLaunchKernelEx (from cudaGetDriverEntryPointByVersion, on the CUfunction
- *      of cudaGetFuncBySymbol) as a cooperative launch with a priority;
+ *      of cudaGetFuncBySymbol) as a cooperative launch with a priority, then again through
+ *      cudaLaunchCooperativeKernel;
  *   3. at_add through cuLaunchKernel with its arguments in an `extra` parameter buffer
  *      (CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE / _END);
  *   4. at_big with <<<>>> and a 24,804-byte struct by value (CUDA 12.1 large parameters), whose
@@ -17,7 +18,7 @@
  * Every kernel folds its scalar arguments into the buffer (a non-commutative map), so each
  * launch's arguments show in the checksum. In iteration DIVERGE the last launch has a cluster
  * dimension too: it is another launch than the learned sequence's, so a library holding the
- * first four must perform them one by one, each with its own attributes. From iteration CHANGE on, the first launch's cluster
+ * first five must perform them one by one, each with its own attributes. From iteration CHANGE on, the first launch's cluster
  * dimension and priority change: the kernel folds the cluster dimension it runs with into the
  * buffer (on a GPU from %cluster_nctaid… registers, sm_90 and later; on the simulator its twin
  * asks simctl_launch_attr, which also gives the priority and the sync domain, folded likewise). A
@@ -216,6 +217,14 @@ int main(void) {
       void *args[] = {&x, &m, &n};
       CHECK_CU(p_cuLaunchKernelEx(&c, (CUfunction)f_mul, args, NULL));
       PROG_DRV();
+    }
+
+    /* 2b. The same through cudaLaunchCooperativeKernel (a cooperative entry point). */
+    {
+      unsigned m = 5u + 4u * (unsigned)it;
+      void *args[] = {&x, &m, &n};
+      CHECK_CUDA(cudaLaunchCooperativeKernel((const void *)at_mul, dim3(GRID), dim3(BLOCK), args, 0, s));
+      PROG_RT();
     }
 
     /* 3. cuLaunchKernel with an `extra` buffer, packed as the kernel's parameters are laid out. */
