@@ -112,7 +112,7 @@ static size_t params_end(const ag_kinfo_t *k) {
 int ag__lattr_reason(const ag_launch_t *l, const ag_kinfo_t *k) {
   const CUlaunchAttribute *a = l->attrs;
   CUlaunchAttribute n;
-  int kept = l->coop;
+  int kept = l->coop, coop = l->coop;
   if (l->extra) {
     /* args is the `extra` array (NULL when kernelParams came too: the driver refuses that). */
     const void *buf;
@@ -128,10 +128,12 @@ int ag__lattr_reason(const ag_launch_t *l, const ag_kinfo_t *k) {
     int r = norm(&a[i], &n);
     if (r < 0) return AG_FB_ATTRIBUTES + 1;
     kept |= r;
+    coop |= r && n.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
   }
-  /* Held attributes are performed through these two; without them the launch runs as it came. */
+  /* Held attributes are performed through these two; without them the launch runs as it came
+   * (counted as cooperative when it is one: the reason a driver without them could not hold). */
   if (kept && (!ag__real.cuLaunchKernelEx || !ag__real.cuGraphKernelNodeSetAttribute))
-    return AG_FB_ATTRIBUTES + 1;
+    return coop ? AG_FB_COOPERATIVE + 1 : AG_FB_ATTRIBUTES + 1;
   if (l->extra && k->nparams > 256) return AG_FB_ATTRIBUTES + 1; /* the layout cap (kinfo.c) */
   return 0;
 }
