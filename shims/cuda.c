@@ -139,8 +139,9 @@ launch_kernel(int i, void *real, int coop, CUfunction f, unsigned gx, unsigned g
   if (AG_UNLIKELY(extra != NULL)) {
     cu_kl_t c = {(PFN_cuLaunchKernel_v4000)real, f, {gx, gy, gz}, {bx, by, bz},
                  shmem, s, params, extra};
+    /* The engine reads the arguments from the `extra` array (both forms: the driver refuses). */
     ag_launch_t l = {&cu_calls[i], AG_PATH_DRIVER, f, {gx, gy, gz}, {bx, by, bz}, shmem, s,
-                     params, NULL, coop ? submit_coop : submit_kernel, &c,
+                     params ? NULL : extra, NULL, coop ? submit_coop : submit_kernel, &c,
                      AG_FN_FUNCTION, (unsigned char)coop, (unsigned char)cu_entries[i].per_thread,
                      1, 0, NULL};
     if (!ag__active()) return (CUresult)l.submit(&l);
@@ -197,6 +198,7 @@ static CUresult launch_cuLaunchKernelEx(int i, void *real, const CUlaunchConfig 
   l.fkind = AG_FN_FUNCTION;
   l.per_thread = (unsigned char)cu_entries[i].per_thread;
   l.extra = extra != NULL;
+  if (extra) l.args = params ? NULL : extra; /* see ag_launch_t.args */
   l.nattrs = config->numAttrs;
   l.attrs = config->attrs;
   if (!ag__active()) return (CUresult)l.submit(&l);

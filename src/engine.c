@@ -46,6 +46,7 @@
 #include "fuse-dnn.h"
 #include "graph.h"
 #include "kinfo.h"
+#include "launch-attrs.h"
 #include "log.h"
 #include "real.h"
 #include "registry.h"
@@ -609,7 +610,7 @@ static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l) {
    * unsigneds run past. */
   if (AG_LIKELY(k->shape_known &&
                 !memcmp(k->shape, (const char *)l + offsetof(ag_launch_t, grid), sizeof k->shape)))
-    return k->shape_hash;
+    return AG_UNLIKELY(ag__lattr_any(l)) ? ag__lattr_hash(k->shape_hash, l) : k->shape_hash;
   h = ag__mix64(k->id ^ ((uint64_t)l->shmem << 32));
   h = ag__mix64(h ^ l->grid[0] ^ ((uint64_t)l->grid[1] << 32));
   h = ag__mix64(h ^ l->grid[2] ^ ((uint64_t)l->block[0] << 32));
@@ -621,24 +622,16 @@ static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l) {
   if (AG_UNLIKELY(ag__dump_armed))
     ag__dump_shape(h, k, l, ag__tls.lib ? AG_PATH_CUDNN : l->path,
                     ag__tls.lib ? ag__tls.lib_call : NULL);
-  return h;
+  /* Launch attributes (src/launch-attrs.h): a launch with others is another entry. */
+  return AG_UNLIKELY(ag__lattr_any(l)) ? ag__lattr_hash(h, l) : h;
 }
 
 /* Why this launch cannot be held (enum ag_fallback + 1), or 0. A kernel without parameters
- * may be launched without an argument array. */
+ * may be launched without an argument array. Attributes, cooperative entry points and `extra`
+ * buffers are src/launch-attrs.h's. */
 static inline int attr_reason(const ag_launch_t *l, const ag_kinfo_t *k) {
-  if (AG_UNLIKELY(l->coop)) return AG_FB_COOPERATIVE + 1;
-  if (AG_UNLIKELY(l->extra || (!l->args && k->nparams))) return AG_FB_ATTRIBUTES + 1;
-  if (AG_LIKELY(!l->nattrs)) return 0;
-  for (unsigned i = 0; i < l->nattrs; i++) {
-    const CUlaunchAttribute *a = (const CUlaunchAttribute *)l->attrs + i;
-    if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
-      if (a->value.cooperative) return AG_FB_COOPERATIVE + 1;
-      continue;
-    }
-    if (a->id == CU_LAUNCH_ATTRIBUTE_IGNORE) continue;
-    return AG_FB_ATTRIBUTES + 1;
-  }
+  if (AG_UNLIKELY(ag__lattr_any(l))) return ag__lattr_reason(l, k);
+  if (AG_UNLIKELY(!l->args && k->nparams)) return AG_FB_ATTRIBUTES + 1;
   return 0;
 }
 
@@ -646,7 +639,8 @@ static inline int attr_reason(const ag_launch_t *l, const ag_kinfo_t *k) {
  * into S's held list at position i. Returns 0 or -AG_ENOMEM. */
 static int hold(strm_t *S, int i, ag_kinfo_t *k, const ag_launch_t *l, const void *bytes) {
   ag_held_t *h = &S->held[i];
-  size_t need = S->arena_used + k->param_bytes;
+  size_t at = 0, need = S->arena_used + k->param_bytes;
+  if (AG_UNLIKELY(l && ag__lattr_any(l))) at = AG_LATTR_ALIGN(need), need = at + ag__lattr_bytes(l);
   if (need > S->arena_cap) {
     size_t cap = S->arena_cap * 2 > need ? S->arena_cap * 2 : need;
     uint8_t *a = realloc(S->arena, cap);
@@ -656,6 +650,7 @@ static int hold(strm_t *S, int i, ag_kinfo_t *k, const ag_launch_t *l, const voi
   h->k = k;
   h->owner = pthread_self();
   h->off = (uint32_t)S->arena_used;
+  h->nattrs = 0;
   if (AG_UNLIKELY(!l)) {
     memset(h->grid, 0, sizeof h->grid), memset(h->block, 0, sizeof h->block), h->shmem = 0;
     memcpy(S->arena + S->arena_used, bytes, k->param_bytes);
@@ -664,8 +659,16 @@ static int hold(strm_t *S, int i, ag_kinfo_t *k, const ag_launch_t *l, const voi
     memcpy(h->grid, l->grid, sizeof h->grid);
     memcpy(h->block, l->block, sizeof h->block);
     h->shmem = l->shmem;
-    for (uint32_t j = 0; j < k->nparams; j++)
-      memcpy(S->arena + S->arena_used + k->params[j].offset, l->args[j], k->params[j].size);
+    if (AG_UNLIKELY(ag__lattr_any(l))) {
+      /* Attributes, and the arguments of an `extra` buffer (src/launch-attrs.h). */
+      if (!l->extra)
+        for (uint32_t j = 0; j < k->nparams; j++)
+          memcpy(S->arena + S->arena_used + k->params[j].offset, l->args[j], k->params[j].size);
+      ag__lattr_hold(h, l, k, S->arena + S->arena_used, S->arena, at);
+    } else {
+      for (uint32_t j = 0; j < k->nparams; j++)
+        memcpy(S->arena + S->arena_used + k->params[j].offset, l->args[j], k->params[j].size);
+    }
   }
   S->arena_used = need;
   __atomic_store_n(&S->hold_gen, __atomic_load_n(&S->hold_gen, __ATOMIC_RELAXED) + 1,

@@ -75,7 +75,8 @@ struct ag_launch {
   unsigned grid[3], block[3];
   unsigned shmem;
   void *stream;
-  void **args;           /* one pointer per parameter, or NULL (driver `extra` form) */
+  void **args;           /* one pointer per parameter; with `extra` set, the driver's `extra`
+                          * array (NULL when kernelParams came too) */
   const void *config;    /* launch config with attributes (Ex forms), else NULL */
   int (*submit)(const ag_launch_t *l);
   void *ctx;             /* the entry point's own data for submit */

@@ -35,6 +35,7 @@
 
 #include "config.h"
 #include "dump.h"
+#include "launch-attrs.h"
 #include "log.h"
 #include "pattern.h"
 #include "real.h"
@@ -151,6 +152,19 @@ void ag__graph_varied(const ag_graph_t *g, int i, uint64_t *changed, uint64_t *v
   *changed = g->varied[2 * i], *value = g->varied[2 * i + 1];
 }
 
+/* Brings the graph's copy `mine` of one launch's arguments up to `now`: the parameters that
+ * differ only (a large by-value struct whose scalar neighbour changed is not copied again), or
+ * every byte when the copy was invalidated (a failed update) and no parameter matches. */
+static void copy_changed(uint8_t *mine, const uint8_t *now, const ag_kinfo_t *k) {
+  for (uint32_t j = 0; j < k->nparams; j++) {
+    const ag_kparam_t *p = &k->params[j];
+    if (memcmp(mine + p->offset, now + p->offset, p->size))
+      memcpy(mine + p->offset, now + p->offset, p->size);
+  }
+  /* Bytes outside every parameter (padding) are never compared again once equal. */
+  if (memcmp(mine, now, k->param_bytes)) memcpy(mine, now, k->param_bytes);
+}
+
 static void fill_ptrs(void **ptrs, const ag_kinfo_t *k, const uint8_t *base) {
   for (uint32_t j = 0; j < k->nparams; j++) ptrs[j] = (void *)(base + k->params[j].offset);
 }
@@ -240,19 +254,21 @@ int ag__held_submit(const ag_held_t *h, int n, const uint8_t *arena, void *strea
   }
   for (int i = 0; i < n; i++) {
     const ag_kinfo_t *k = h[i].k;
+    CUresult r;
     if (AG_UNLIKELY(is_op(&h[i]))) {
-      CUresult r = op_submit(&h[i], arena + h[i].off, stream);
-      if (r) {
+      if ((r = op_submit(&h[i], arena + h[i].off, stream))) {
         if (!err) err = r, *first = i;
         ++*nfailed;
       }
       continue;
     }
     fill_ptrs(ptrs, k, arena + h[i].off);
-    CUresult r = ag__real.cuLaunchKernel((CUfunction)k->fn, h[i].grid[0], h[i].grid[1],
-                                         h[i].grid[2], h[i].block[0], h[i].block[1],
-                                         h[i].block[2], h[i].shmem, (CUstream)stream,
-                                         k->nparams ? ptrs : NULL, NULL);
+    if (AG_UNLIKELY(h[i].nattrs))
+      r = ag__lattr_launch(&h[i], arena, stream, k->nparams ? ptrs : NULL);
+    else
+      r = ag__real.cuLaunchKernel((CUfunction)k->fn, h[i].grid[0], h[i].grid[1], h[i].grid[2],
+                                  h[i].block[0], h[i].block[1], h[i].block[2], h[i].shmem,
+                                  (CUstream)stream, k->nparams ? ptrs : NULL, NULL);
     if (r) {
       if (!err) err = r, *first = i;
       ++*nfailed;
@@ -380,9 +396,10 @@ static int build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *are
     if (fuse) {
       ag_pat_launch_t l[AG_PAT_MAX_OPS];
       int avail = n - i < AG_PAT_MAX_OPS ? n - i : AG_PAT_MAX_OPS;
-      /* Patterns match runs of kernel launches only. */
+      /* Patterns match runs of kernel launches only, and a launch with attributes is never
+       * replaced: the fused node could not carry them. */
       for (int a = 0; a < avail; a++)
-        if (is_op(&h[i + a])) avail = a;
+        if (is_op(&h[i + a]) || h[i + a].nattrs) avail = a;
       pat_view(l, h + i, avail, arena);
       p = avail ? ag__pattern_match(l, avail) : NULL;
       if (p && !fm && !(fm = fused_module())) fuse = 0, p = NULL;
@@ -406,6 +423,10 @@ static int build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *are
     /* A chain: each node depends on the one before, as the launches did in their stream. */
     if ((r = ag__real.cuGraphAddKernelNode(&g->nodes[j], g->g, j ? &g->nodes[j - 1] : NULL,
                                            j ? 1 : 0, &p)))
+      goto fail;
+    /* Its launch attributes (only an original launch has any), before instantiation. */
+    if (!g->map[j].pat && h[g->map[j].first].nattrs &&
+        (r = ag__lattr_apply_node(g->nodes[j], &h[g->map[j].first], arena)))
       goto fail;
   }
   if ((r = ag__real.cuGraphInstantiateWithFlags(&g->exec, g->g, 0))) goto fail;
@@ -474,7 +495,7 @@ again:
       uint8_t *mine = g->args + g->off[i];
       if (!k->param_bytes || !memcmp(mine, arena + h[i].off, k->param_bytes)) continue;
       note_varied(g, i, k, mine, arena + h[i].off);
-      memcpy(mine, arena + h[i].off, k->param_bytes);
+      copy_changed(mine, arena + h[i].off, k);
     }
     if (is_op(&h[m->first]))
       r = op_update(g->exec, g->nodes[j], &h[m->first], g->args + g->off[m->first]);

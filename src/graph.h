@@ -21,6 +21,9 @@ typedef struct ag_held {
   ag_kinfo_t *k;
   unsigned grid[3], block[3], shmem;
   uint32_t off; /* argument bytes at arena + off, k->param_bytes long */
+  /* Launch attributes kept for it (src/launch-attrs.h): nattrs CUlaunchAttribute records at
+   * arena + aoff; nattrs is 0 for a launch without any. */
+  uint32_t aoff, nattrs;
   pthread_t owner; /* the thread that made the launch (a failure is reported to it) */
 } ag_held_t;
 
@@ -41,7 +44,8 @@ typedef struct ag_op_event {
 
 typedef struct ag_graph ag_graph_t;
 
-/* Submits held launches as ordinary launches on `stream`; returns the first failure (all are
+/* Submits held launches as ordinary launches on `stream` (those with attributes through
+ * cuLaunchKernelEx, with the same attributes); returns the first failure (all are
  * attempted: each is independent work the program asked for), with its index in *first and
  * the number of launches that failed in *nfailed. */
 int ag__held_submit(const ag_held_t *h, int n, const uint8_t *arena, void *stream, int *first,

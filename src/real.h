@@ -18,6 +18,7 @@
 
 #define AG_REAL_DRV_MAP(XX)                                               \
   XX(cuLaunchKernel, 4000)                                                \
+  XX(cuLaunchKernelEx, 11060)                                             \
   XX(cuCtxGetCurrent, 4000)                                               \
   XX(cuCtxPushCurrent, 4000)                                              \
   XX(cuCtxPopCurrent, 4000)                                               \
@@ -42,6 +43,7 @@
   XX(cuGraphCreate, 10000)                                                \
   XX(cuGraphDestroy, 10000)                                               \
   XX(cuGraphAddKernelNode, 12000)                                         \
+  XX(cuGraphKernelNodeSetAttribute, 11000)                                \
   XX(cuGraphInstantiateWithFlags, 11040)                                  \
   XX(cuGraphExecDestroy, 10000)                                           \
   XX(cuGraphExecKernelNodeSetParams, 12000)                               \

@@ -924,7 +924,8 @@ static const char *const assumptions[] = {
     "stream inside replayed sequences; a graph removes the host-side part of each gap, not the "
     "device's own launch latency.",
     "Launch attributes (cudaLaunchKernelExC) are not in a trace: those launches are assumed to "
-    "have none. Cooperative launches are never replayed, as in the library.",
+    "have none. Cooperative launches are not replayed here: the library holds them through "
+    "cuLaunchKernelEx, which the prediction does not model.",
 };
 
 /* One assumption as a list item, wrapped at 96 columns. */

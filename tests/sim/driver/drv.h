@@ -199,6 +199,35 @@ int drv_is_ptx(const void *image);
 int drv_ptx_kernels(const void *image, ag_kernel_cb cb, void *ctx);
 drv_twin_fn drv_func_twin(drv_func_t *f);
 
+/* The largest parameter block a kernel may take (CUDA 12.1 and later, Volta and later). */
+#define DRV_MAX_PARAM_BYTES 32764
+
+/* Launch attributes in force for one launch or kernel node (attrs.c). `set` has bit `id` for
+ * every attribute given explicitly; the others have their default value (zero: no cluster, not
+ * cooperative, priority 0, default domain and map, no window, default policy). The value of each
+ * is kept normalised (only the bytes its id means), so that two sets compare with memcmp. */
+#define DRV_KATTR_IDS 17
+typedef struct drv_kattrs {
+  unsigned set;
+  CUlaunchAttributeValue v[DRV_KATTR_IDS];
+} drv_kattrs_t;
+/* Where an attribute is given: an ordinary launch (cuLaunchKernelEx) or a kernel node. */
+enum { DRV_KATTR_LAUNCH, DRV_KATTR_NODE };
+/* Validates one attribute for `where` against the grid, and stores it in *ka (which may already
+ * hold others: a cluster dimension and a preferred one are checked against each other). Returns
+ * CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE (an id not valid there, a value out of range),
+ * CUDA_ERROR_INVALID_CLUSTER_SIZE, CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE or
+ * CUDA_ERROR_NOT_SUPPORTED (a graph feature the simulator lacks: device-updatable nodes). */
+CUresult drv_kattr_set(drv_kattrs_t *ka, int where, CUlaunchAttributeID id,
+                       const CUlaunchAttributeValue *v, dim3 grid);
+/* Rechecks every attribute of *ka against a new grid (a node's parameters changed). */
+CUresult drv_kattr_recheck(const drv_kattrs_t *ka, dim3 grid);
+/* The value in force of attribute `id` (its default when not set). */
+CUresult drv_kattr_get(const drv_kattrs_t *ka, CUlaunchAttributeID id, CUlaunchAttributeValue *v);
+/* Gives the twin of the kernel running on this device thread its launch attributes (see
+ * simctl_launch_attr in attrs.c). */
+void drv_kattr_running(const drv_kattrs_t *ka);
+
 /* A kernel launch with its argument values copied (used by launches and kernel nodes). */
 typedef struct drv_launch {
   drv_func_t *f;
@@ -206,6 +235,7 @@ typedef struct drv_launch {
   unsigned shmem;
   char *blob;              /* param_bytes argument bytes */
   void **argv;             /* nparams pointers into blob */
+  drv_kattrs_t attrs;      /* launch attributes (a node keeps its own across parameter sets) */
 } drv_launch_t;
 CUresult drv_launch_prepare(drv_launch_t *l, CUfunction f, unsigned gx, unsigned gy,
                             unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem,

@@ -190,6 +190,8 @@
   X("cuGraphKernelNodeGetParams", 12000, cuGraphKernelNodeGetParams_v2)                 \
   X("cuGraphKernelNodeSetParams", 10000, cuGraphKernelNodeSetParams)                    \
   X("cuGraphKernelNodeSetParams", 12000, cuGraphKernelNodeSetParams_v2)                 \
+  X("cuGraphKernelNodeGetAttribute", 11000, cuGraphKernelNodeGetAttribute)              \
+  X("cuGraphKernelNodeSetAttribute", 11000, cuGraphKernelNodeSetAttribute)              \
   X("cuGraphAddMemcpyNode", 10000, cuGraphAddMemcpyNode)                                \
   X("cuGraphAddMemsetNode", 10000, cuGraphAddMemsetNode)                                \
   X("cuGraphAddEmptyNode", 10000, cuGraphAddEmptyNode)                                  \

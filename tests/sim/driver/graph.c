@@ -192,13 +192,38 @@ CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode n, CUDA_KERNEL_NODE_PARA
   return r;
 }
 
+/* New parameters for a kernel node (or exec node): its attributes stay, and must still suit the
+ * new grid (a cluster dimension must divide it). */
 static CUresult set_kernel(drv_launch_t *dst, const CUDA_KERNEL_NODE_PARAMS *p) {
   drv_launch_t l;
   CUresult r = kernel_params(&l, p);
   if (r) return r;
+  if ((r = drv_kattr_recheck(&dst->attrs, l.grid))) {
+    drv_launch_fini(&l);
+    return r;
+  }
+  l.attrs = dst->attrs;
   drv_launch_fini(dst);
   *dst = l;
   return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphKernelNodeSetAttribute(CUgraphNode n, CUkernelNodeAttrID id,
+                                               const CUkernelNodeAttrValue *v) {
+  DRV_FAIL("cuGraphKernelNodeSetAttribute", CUDA_ERROR_INVALID_VALUE);
+  CUresult r = node_check(n);
+  if (r) return r;
+  if (n->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
+  return drv_kattr_set(&n->u.k.attrs, DRV_KATTR_NODE, id, v, n->u.k.grid);
+}
+
+CUresult CUDAAPI cuGraphKernelNodeGetAttribute(CUgraphNode n, CUkernelNodeAttrID id,
+                                               CUkernelNodeAttrValue *v) {
+  DRV_FAIL("cuGraphKernelNodeGetAttribute", CUDA_ERROR_INVALID_VALUE);
+  CUresult r = node_check(n);
+  if (r) return r;
+  if (n->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
+  return drv_kattr_get(&n->u.k.attrs, id, v);
 }
 
 CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p) {

@@ -569,6 +569,10 @@ CUresult drv_launch_prepare(drv_launch_t *l, CUfunction f, unsigned gx, unsigned
     if (fn->params[i].offset + fn->params[i].size > need)
       need = fn->params[i].offset + fn->params[i].size;
   if (extra && fn->nparams && bufsize < need) return CUDA_ERROR_INVALID_VALUE;
+  /* CUDA 12.1 raised the limit from 4,096 to 32,764 bytes; a larger block cannot be passed. */
+  if (need > DRV_MAX_PARAM_BYTES || fn->param_bytes > DRV_MAX_PARAM_BYTES ||
+      (extra && bufsize > DRV_MAX_PARAM_BYTES))
+    return CUDA_ERROR_INVALID_VALUE;
   size_t blob_size = need > fn->param_bytes ? need : fn->param_bytes;
   l->blob = calloc(1, blob_size ? blob_size : 1);
   l->argv = calloc(fn->nparams ? fn->nparams : 1, sizeof *l->argv);
@@ -618,8 +622,10 @@ CUresult drv_launch_copy(drv_launch_t *dst, const drv_launch_t *src) {
 
 void drv_launch_run(const drv_launch_t *l) {
   drv_twin_fn t = drv_func_twin(l->f);
+  drv_kattr_running(&l->attrs);
   if (t == run_generic) generic_twin(l->f->name, l->grid, l->block, l->argv);
   else if (t) t(l->grid, l->block, l->argv);
+  drv_kattr_running(NULL);
 }
 
 static void launch_op_run(drv_op_t *op) { drv_launch_run(op->arg); }
@@ -635,7 +641,7 @@ static CUresult fill_kernel(struct CUgraphNode_st *n, void *arg) {
 /* The common path of every launch API. The modelled host cost is spent on the caller. */
 static CUresult launch(int ptds, const char *api, CUfunction f, unsigned gx, unsigned gy,
                        unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem,
-                       CUstream h, void **params, void **extra) {
+                       CUstream h, void **params, void **extra, const drv_kattrs_t *ka) {
   (void)api;
   simc_spin_ns(simc_cost(SIMC_LAUNCH_NS));
   drv_stream_t *s;
@@ -646,6 +652,7 @@ static CUresult launch(int ptds, const char *api, CUfunction f, unsigned gx, uns
   if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
   r = drv_launch_prepare(l, f, gx, gy, gz, bx, by, bz, shmem, params, extra);
   if (!r && !drv_func_twin(l->f)) r = CUDA_ERROR_NO_BINARY_FOR_GPU;
+  if (!r && ka) l->attrs = *ka;
   if (r) {
     drv_launch_fini(l);
     free(l);
@@ -675,7 +682,8 @@ static CUresult launch_kernel(int ptds, CUfunction f, unsigned gx, unsigned gy, 
                               unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream h,
                               void **params, void **extra) {
   DRV_FAIL("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
-  return launch(ptds, "cuLaunchKernel", f, gx, gy, gz, bx, by, bz, shmem, h, params, extra);
+  return launch(ptds, "cuLaunchKernel", f, gx, gy, gz, bx, by, bz, shmem, h, params, extra,
+                NULL);
 }
 DRV_BOTH(launch_kernel, cuLaunchKernel, cuLaunchKernel_ptsz,
          (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -688,45 +696,29 @@ static CUresult launch_cooperative(int ptds, CUfunction f, unsigned gx, unsigned
   DRV_FAIL("cuLaunchCooperativeKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   /* All blocks must be co-resident: at most 32 blocks per SM on 132 SMs. */
   if ((uint64_t)gx * gy * gz > 132u * 32u) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  drv_kattrs_t ka;
+  memset(&ka, 0, sizeof ka);
+  ka.set = 1u << CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  ka.v[CU_LAUNCH_ATTRIBUTE_COOPERATIVE].cooperative = 1;
   return launch(ptds, "cuLaunchCooperativeKernel", f, gx, gy, gz, bx, by, bz, shmem, h, params,
-                NULL);
+                NULL, &ka);
 }
 DRV_BOTH(launch_cooperative, cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz,
          (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
           unsigned bz, unsigned shmem, CUstream h, void **params),
          (f, gx, gy, gz, bx, by, bz, shmem, h, params))
 
-/* Attributes the simulated device honours or may ignore; anything else is rejected. */
-static CUresult check_launch_attrs(const CUlaunchConfig *c) {
+/* The attributes of a cuLaunchKernelEx, validated (attrs.c) into *ka. */
+static CUresult launch_attrs(const CUlaunchConfig *c, drv_kattrs_t *ka) {
+  dim3 grid = {c->gridDimX, c->gridDimY, c->gridDimZ};
+  memset(ka, 0, sizeof *ka);
   if (c->numAttrs && !c->attrs) return CUDA_ERROR_INVALID_VALUE;
   for (unsigned i = 0; i < c->numAttrs; i++) {
     const CUlaunchAttribute *a = &c->attrs[i];
-    switch (a->id) {
-    case CU_LAUNCH_ATTRIBUTE_IGNORE:
-    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
-    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
-    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
-    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
-    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
-      break;
-    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
-      if (a->value.cooperative &&
-          (uint64_t)c->gridDimX * c->gridDimY * c->gridDimZ > 132u * 32u)
-        return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
-      break;
-    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
-    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
-      break;
-    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: {
-      unsigned x = a->value.clusterDim.x, y = a->value.clusterDim.y, z = a->value.clusterDim.z;
-      if (!x || !y || !z || c->gridDimX % x || c->gridDimY % y || c->gridDimZ % z ||
-          x * y * z > 8)
-        return CUDA_ERROR_INVALID_CLUSTER_SIZE;
-      break;
-    }
-    default:
-      return CUDA_ERROR_INVALID_VALUE;
-    }
+    CUresult r;
+    if ((int)a->id == CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE)
+      return CUDA_ERROR_INVALID_VALUE; /* graphs only: an ordinary launch refuses it */
+    if ((r = drv_kattr_set(ka, DRV_KATTR_LAUNCH, a->id, &a->value, grid))) return r;
   }
   return CUDA_SUCCESS;
 }
@@ -735,10 +727,11 @@ static CUresult launch_kernel_ex(int ptds, const CUlaunchConfig *c, CUfunction f
                                  void **extra) {
   DRV_FAIL("cuLaunchKernelEx", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   if (!c) return CUDA_ERROR_INVALID_VALUE;
-  CUresult r = check_launch_attrs(c);
+  drv_kattrs_t ka;
+  CUresult r = launch_attrs(c, &ka);
   if (r) return r;
   return launch(ptds, "cuLaunchKernelEx", f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
-                c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream, params, extra);
+                c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream, params, extra, &ka);
 }
 DRV_BOTH(launch_kernel_ex, cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
          (const CUlaunchConfig *c, CUfunction f, void **params, void **extra),
