@@ -80,7 +80,7 @@ has empty '^Coverage: - of launches replayed \(0 of 0\)$' '^  \(none\)$' '^Verdi
 run trunc "$fx/truncated.json"
 has trunc '^note: written at signal, before the program ended' \
   '^note: the dump is truncated \(sequences listed: 1, omitted: 40\)' \
-  '^ +cooperative +995 .*not graphable' '^ +graph_error +3 .*log' '^ +new_reason +2 +no advice known' \
+  '^ +cooperative +995 .*cuLaunchKernelEx' '^ +graph_error +3 .*log' '^ +new_reason +2 +no advice known' \
   '^ +17 +4 +1001 +1000 +graphed +- +8\.00 ms$'
 ! grep -q attributes "$d/trunc.out" || ag_fail "a reason with no launches was listed"
 echo "ok: empty, partial and truncated dumps"
