@@ -29,6 +29,8 @@
 
 #define NVLINK_CENTRIC 16 /* CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING */
 
+const drv_kattrs_t drv_kattrs_none;
+
 static __thread const drv_kattrs_t *running;
 
 void drv_kattr_running(const drv_kattrs_t *ka) { running = ka; }

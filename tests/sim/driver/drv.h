@@ -220,6 +220,8 @@ enum { DRV_KATTR_LAUNCH, DRV_KATTR_NODE };
  * CUDA_ERROR_NOT_SUPPORTED (a graph feature the simulator lacks: device-updatable nodes). */
 CUresult drv_kattr_set(drv_kattrs_t *ka, int where, CUlaunchAttributeID id,
                        const CUlaunchAttributeValue *v, dim3 grid);
+/* No attribute given: every one at its default. */
+extern const drv_kattrs_t drv_kattrs_none;
 /* Rechecks every attribute of *ka against a new grid (a node's parameters changed). */
 CUresult drv_kattr_recheck(const drv_kattrs_t *ka, dim3 grid);
 /* The value in force of attribute `id` (its default when not set). */
@@ -235,7 +237,9 @@ typedef struct drv_launch {
   unsigned shmem;
   char *blob;              /* param_bytes argument bytes */
   void **argv;             /* nparams pointers into blob */
-  drv_kattrs_t attrs;      /* launch attributes (a node keeps its own across parameter sets) */
+  drv_kattrs_t *attrs;     /* launch attributes, NULL when none were given (a node keeps its
+                            * own across parameter sets); owned, separate so that the common
+                            * launch record stays small */
 } drv_launch_t;
 CUresult drv_launch_prepare(drv_launch_t *l, CUfunction f, unsigned gx, unsigned gy,
                             unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem,

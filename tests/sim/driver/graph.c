@@ -198,11 +198,12 @@ static CUresult set_kernel(drv_launch_t *dst, const CUDA_KERNEL_NODE_PARAMS *p) 
   drv_launch_t l;
   CUresult r = kernel_params(&l, p);
   if (r) return r;
-  if ((r = drv_kattr_recheck(&dst->attrs, l.grid))) {
+  if (dst->attrs && (r = drv_kattr_recheck(dst->attrs, l.grid))) {
     drv_launch_fini(&l);
     return r;
   }
   l.attrs = dst->attrs;
+  dst->attrs = NULL;
   drv_launch_fini(dst);
   *dst = l;
   return CUDA_SUCCESS;
@@ -214,7 +215,9 @@ CUresult CUDAAPI cuGraphKernelNodeSetAttribute(CUgraphNode n, CUkernelNodeAttrID
   CUresult r = node_check(n);
   if (r) return r;
   if (n->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
-  return drv_kattr_set(&n->u.k.attrs, DRV_KATTR_NODE, id, v, n->u.k.grid);
+  if (!n->u.k.attrs && !(n->u.k.attrs = calloc(1, sizeof *n->u.k.attrs)))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  return drv_kattr_set(n->u.k.attrs, DRV_KATTR_NODE, id, v, n->u.k.grid);
 }
 
 CUresult CUDAAPI cuGraphKernelNodeGetAttribute(CUgraphNode n, CUkernelNodeAttrID id,
@@ -223,7 +226,7 @@ CUresult CUDAAPI cuGraphKernelNodeGetAttribute(CUgraphNode n, CUkernelNodeAttrID
   CUresult r = node_check(n);
   if (r) return r;
   if (n->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
-  return drv_kattr_get(&n->u.k.attrs, id, v);
+  return drv_kattr_get(n->u.k.attrs ? n->u.k.attrs : &drv_kattrs_none, id, v);
 }
 
 CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p) {

@@ -596,12 +596,20 @@ CUresult drv_launch_prepare(drv_launch_t *l, CUfunction f, unsigned gx, unsigned
 void drv_launch_fini(drv_launch_t *l) {
   free(l->blob);
   free(l->argv);
+  free(l->attrs);
   l->blob = NULL;
   l->argv = NULL;
+  l->attrs = NULL;
 }
 
 CUresult drv_launch_copy(drv_launch_t *dst, const drv_launch_t *src) {
   *dst = *src;
+  dst->attrs = NULL;
+  if (src->attrs) {
+    dst->blob = NULL, dst->argv = NULL;
+    if (!(dst->attrs = malloc(sizeof *dst->attrs))) return CUDA_ERROR_OUT_OF_MEMORY;
+    *dst->attrs = *src->attrs;
+  }
   uint32_t n = src->f->nparams;
   size_t bytes = 0;
   for (uint32_t i = 0; i < n; i++) {
@@ -622,7 +630,7 @@ CUresult drv_launch_copy(drv_launch_t *dst, const drv_launch_t *src) {
 
 void drv_launch_run(const drv_launch_t *l) {
   drv_twin_fn t = drv_func_twin(l->f);
-  drv_kattr_running(&l->attrs);
+  drv_kattr_running(l->attrs ? l->attrs : &drv_kattrs_none);
   if (t == run_generic) generic_twin(l->f->name, l->grid, l->block, l->argv);
   else if (t) t(l->grid, l->block, l->argv);
   drv_kattr_running(NULL);
@@ -652,7 +660,10 @@ static CUresult launch(int ptds, const char *api, CUfunction f, unsigned gx, uns
   if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
   r = drv_launch_prepare(l, f, gx, gy, gz, bx, by, bz, shmem, params, extra);
   if (!r && !drv_func_twin(l->f)) r = CUDA_ERROR_NO_BINARY_FOR_GPU;
-  if (!r && ka) l->attrs = *ka;
+  if (!r && ka && ka->set) {
+    if ((l->attrs = malloc(sizeof *l->attrs)) != NULL) *l->attrs = *ka;
+    else r = CUDA_ERROR_OUT_OF_MEMORY;
+  }
   if (r) {
     drv_launch_fini(l);
     free(l);
