@@ -736,7 +736,11 @@ static int feed(void) {
       ag_call_t *call = c->order >= 0 ? &ordcalls[c->order] : &drv_order;
       void *stream = NULL;
       F.ordering++;
-      if (c->order >= 0 && strcmp(ordcalls[c->order].stream_arg, "NULL")) {
+      if (c->order >= 0 && ordcls[c->order] == CLS_ORDER && call->family == AG_FAM_EVENT &&
+          strcmp(call->stream_arg, "NULL")) {
+        /* Which event a query names is not in a trace: one that no record of the trace is. */
+        stream = EV_UNSEEN;
+      } else if (c->order >= 0 && strcmp(ordcalls[c->order].stream_arg, "NULL")) {
         /* A call on a stream: the stream of its copy or memset on the GPU, else the stream
          * the calling thread last launched on (PyTorch's current stream is per thread). With
          * neither, the call is taken to observe every stream. */
@@ -749,9 +753,6 @@ static int feed(void) {
       if (c->order >= 0 && ordcls[c->order] == CLS_OP && call != &drv_order &&
           feed_op(call, stream))
         continue;
-      /* Which event a query names is not in a trace: one that no record of the trace is. */
-      if (c->order >= 0 && call->family == AG_FAM_EVENT && strcmp(call->stream_arg, "NULL"))
-        stream = EV_UNSEEN;
       ag__order_enter(call, stream);
       ag__order_leave();
       continue;
