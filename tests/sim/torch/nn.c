@@ -78,14 +78,15 @@ static void softmax_rows(float *dst, const float *src, long rows, long stride, l
   }
 }
 
-/* The backward: log-softmax g - exp(out) * sum(g); softmax g * out - out * sum(g * out). */
+/* The backward: log-softmax g - exp(out) * sum(g); softmax g - out * sum(g), where PyTorch
+ * passes g = grad * out (an elementwise product it launches before). */
 static void softmax_bw_rows(float *gin, const float *g, const float *out, long rows, long stride,
                             long n, int is_log) {
   for (long r = 0; r < rows; r++) {
     const float *gr = g + r * stride, *o = out + r * stride;
     float *gi = gin + r * stride, sum = 0.0f;
-    for (long i = 0; i < n; i++) sum += is_log ? gr[i] : gr[i] * o[i];
-    for (long i = 0; i < n; i++) gi[i] = is_log ? gr[i] - expf(o[i]) * sum : gr[i] * o[i] - o[i] * sum;
+    for (long i = 0; i < n; i++) sum += gr[i];
+    for (long i = 0; i < n; i++) gi[i] = is_log ? gr[i] - expf(o[i]) * sum : gr[i] - o[i] * sum;
   }
 }
 
@@ -101,7 +102,8 @@ static void run_softmax_warp_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void
 }
 
 /* cunn_SoftMaxForward<ILP, float, float, float, Epilogue>(out *output, const in *input,
- * int classes): one block per row (grid.x rows). */
+ * int classes), and its shared-memory variant cunn_SoftMaxForwardSmem: one block per row (grid.x
+ * rows). */
 static void run_cunn_softmax(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   (void)block;
   int n = ARG(int, 2);
@@ -109,7 +111,8 @@ static void run_cunn_softmax(const simtw_nn_t *k, dim3 grid, dim3 block, void **
 }
 
 /* cunn_SoftMaxBackward<ILP, float, float, float, Epilogue>(gradInput, output, gradOutput,
- * int64 classes): one block per row. */
+ * int64 classes), and cunn_SoftMaxBackwardSmem: one block per row; the epilogues are those of
+ * the warp kernels (gradOutput is grad * output for softmax). */
 static void run_cunn_softmax_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   (void)block;
   long n = ARG(long, 3);
@@ -499,10 +502,12 @@ int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
   } else if ((p = strstr(dm, "softmax_warp_backward<float, float, float, ")) && targ(strchr(p, '<'), 4, &k->p[0]) &&
              targ(strchr(p, '<'), 5, &v) && v == 0 && strncmp(dm, "void (anonymous namespace)::softmax_warp_backward<", 50) == 0) {
     k->run = run_softmax_warp_bw;
-  } else if ((p = strstr(dm, "::cunn_SoftMaxForward<")) && strstr(p, ", float, float, float, at::native::(anonymous namespace)::")) {
+  } else if (((p = strstr(dm, "::cunn_SoftMaxForward<")) || (p = strstr(dm, "::cunn_SoftMaxForwardSmem<"))) &&
+             strstr(p, ", float, float, float, at::native::(anonymous namespace)::")) {
     k->p[0] = strstr(p, "LogSoftMaxForwardEpilogue>") != NULL;
     if (k->p[0] || strstr(p, "::SoftMaxForwardEpilogue>")) k->run = run_cunn_softmax;
-  } else if ((p = strstr(dm, "::cunn_SoftMaxBackward<")) && strstr(p, ", float, float, float, at::native::(anonymous namespace)::")) {
+  } else if (((p = strstr(dm, "::cunn_SoftMaxBackward<")) || (p = strstr(dm, "::cunn_SoftMaxBackwardSmem<"))) &&
+             strstr(p, ", float, float, float, at::native::(anonymous namespace)::")) {
     k->p[0] = strstr(p, "LogSoftMaxBackwardEpilogue>") != NULL;
     if (k->p[0] || strstr(p, "::SoftMaxBackwardEpilogue>")) k->run = run_cunn_softmax_bw;
   } else if (strstr(dm, "::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(")) {

@@ -145,6 +145,11 @@ static float op_mse(const char *f, const float *in) {
 static float op_mse_bw(const char *f, const float *in) { return rd(f, 0) * (in[0] - in[1]) * in[2]; }
 /* AbsFunctor: |x|. */
 static float op_abs(const char *f, const float *in) { (void)f; return fabsf(in[0]); }
+/* sign_kernel_cuda's lambda: (0 < x) - (x < 0). */
+static float op_sign(const char *f, const float *in) {
+  (void)f;
+  return isnan(in[0]) ? in[0] : (float)((0.0f < in[0]) - (in[0] < 0.0f));
+}
 /* pow_tensor_scalar_kernel_impl's lambdas: #1 x*x, #2 x*x*x, #3 1.0/(x*x) in double, #4 pow(x, exp)
  * capturing exp; exponents 0.5, -0.5 and -1 go to the sqrt, rsqrt and reciprocal kernels. */
 static float op_pow2(const char *f, const float *in) { (void)f; return in[0] * in[0]; }
@@ -216,6 +221,7 @@ static const op_desc_t OPS[] = {
     {{"mse_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_mse, OK_FLOAT, NULL},
     {{"mse_backward_cuda_kernel", "{lambda(float, float, float)#1}"}, 3, 0, op_mse_bw, OK_FLOAT, NULL},
     {{"AbsFunctor<float>"}, 1, 0, op_abs, OK_FLOAT, NULL},
+    {{"sign_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sign, OK_FLOAT, NULL},
     {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#1}"}, 1, 0, op_pow2, OK_FLOAT, NULL},
     {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#2}"}, 1, 0, op_pow3, OK_FLOAT, NULL},
     {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#3}"}, 1, 0, op_powm2, OK_FLOAT, NULL},
