@@ -16,6 +16,7 @@ and `ops: N ok` at the end; exits non-zero on the first mismatch.
 import sys
 
 import ctypes
+import hashlib
 import os
 
 import torch
@@ -231,7 +232,35 @@ for p_drop in (0.2, 0.5):
         print(f"FAIL dropout p={p_drop}: kept share {share:.4f}")
         sys.exit(1)
     n_ok += 1
-    print(f"ok dropout p={p_drop} (the same mask for the same seed)")
+    digest = hashlib.sha256(o.numpy().tobytes()).hexdigest()[:16]
+    print(f"ok dropout p={p_drop} (the same mask for the same seed; digest {digest})")
+
+# torch.rand / randn / uniform_ / normal_ on the device: the device's own Philox numbers, so
+# their distribution is checked (100000 samples: bounds far outside sampling noise), the same
+# seed must give the same numbers, and their digest is printed (the torch-sim-ops case requires
+# the same lines with the library).
+torch.manual_seed(3)
+u = torch.rand(100000, device="cuda").cpu()
+nrm = torch.randn(100000, device="cuda").cpu()
+v = torch.empty(10000, device="cuda").uniform_(-2, 3).cpu()
+m = torch.empty(10000, device="cuda").normal_(5, 0.5).cpu()
+torch.manual_seed(3)
+u_again = torch.rand(100000, device="cuda").cpu()
+lag = torch.corrcoef(torch.stack([u[:-1], u[1:]]))[0, 1].item()
+stats = [("rand in [0, 1)", u.min() >= 0 and u.max() < 1),
+         ("rand mean", abs(u.mean() - 0.5) < 0.005), ("rand std", abs(u.std() - 12 ** -0.5) < 0.003),
+         ("rand lag-1 correlation", abs(lag) < 0.02), ("rand same seed", torch.equal(u, u_again)),
+         ("randn mean", abs(nrm.mean()) < 0.015), ("randn std", abs(nrm.std() - 1) < 0.015),
+         ("randn within 1 sigma", abs((nrm.abs() < 1).float().mean() - 0.6827) < 0.01),
+         ("uniform_ bounds", v.min() >= -2 and v.max() < 3 and abs(v.mean() - 0.5) < 0.05),
+         ("normal_ moments", abs(m.mean() - 5) < 0.02 and abs(m.std() - 0.5) < 0.02)]
+for what, good in stats:
+    if not good:
+        print(f"FAIL {what}")
+        sys.exit(1)
+n_ok += 1
+digest = hashlib.sha256(u.numpy().tobytes() + nrm.numpy().tobytes()).hexdigest()[:16]
+print(f"ok rand, randn, uniform_, normal_ (digest {digest})")
 
 # Philox4x32-10 against the known-answer vectors of its authors (Random123's kat_vectors).
 # The twins' library is already loaded (tools/torch-sim preloads it): found by its path there.

@@ -288,6 +288,69 @@ static void run_dropout(const simtw_nn_t *k, dim3 grid, dim3 block, void **args)
   }
 }
 
+/* distribution_elementwise_grid_stride_kernel<float, 4, dist, transform>(int64 numel,
+ * PhiloxCudaState, dist_func, transform_func) (DistributionTemplates.h), the variant for a
+ * contiguous output: thread idx (of gridDim.x * blockDim.x) seeds Philox with (seed, idx,
+ * offset); per grid stride of 4 elements it draws one float4 of dist_func (curand_uniform4 for
+ * uniform_, curand_normal4 for normal_), element li + k * stride gets number k. The transform is
+ * the lambda {char *out_data; int stride0 (bytes); {…}} writing out_data[stride0 * li]: for uniform_ its
+ * inner lambda is {range, from, to} and the value rand * range + from (to becomes from), for
+ * normal_ {mean, std} and rand * std + mean. curand_normal4 is Box-Muller over two words each:
+ * u = x 2^-32 + 2^-33, v = y 2^-32 2π + 2^-33 2π, sqrt(-2 log u) (sin v, cos v); the device's
+ * fast sine and cosine round differently from the CPU's, so the normal numbers equal the GPU's
+ * only to within a few ulps. */
+static void normal4(philox_t *s, float r[4]) {
+  uint32_t w[4], tmp[4];
+  memcpy(tmp, s->output, sizeof tmp);
+  ctr_add(s->ctr, 1);
+  simtw_philox(s->ctr, s->key, s->output);
+  for (int i = 0; i < 4; i++) w[i] = i + s->state < 4 ? tmp[i + s->state] : s->output[i + s->state - 4];
+  const float two_pi_inv32 = 1.4629180792671596e-09f;
+  for (int i = 0; i < 4; i += 2) {
+    float u = (float)w[i] * 0x1p-32f + 0x1p-33f, v = (float)w[i + 1] * two_pi_inv32 + two_pi_inv32 / 2;
+    float sq = sqrtf(-2.0f * logf(u));
+    r[i] = sinf(v) * sq;
+    r[i + 1] = cosf(v) * sq;
+  }
+}
+
+static void run_distribution(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  int64_t numel = ARG(int64_t, 0);
+  uint64_t seed, offset;
+  philox_unpack(args[1], &seed, &offset);
+  const char *tf = args[3];
+  char *out;
+  int stride0;
+  float a, b, c;
+  memcpy(&out, tf, 8);
+  memcpy(&stride0, tf + 8, 4);
+  memcpy(&a, tf + 12, 4);
+  memcpy(&b, tf + 16, 4);
+  memcpy(&c, tf + 20, 4);
+  uint64_t threads = (uint64_t)grid.x * block.x;
+  for (uint64_t idx = 0; idx < threads; idx++) {
+    philox_t s;
+    philox_init(&s, seed, idx, offset);
+    for (uint64_t li = idx; li < (uint64_t)numel; li += threads * 4) {
+      float r[4];
+      if (k->p[0]) normal4(&s, r);
+      else philox_uniform4(&s, r);
+      for (int j = 0; j < 4; j++) {
+        uint64_t e = li + (uint64_t)j * threads;
+        if (e >= (uint64_t)numel) break;
+        float v;
+        if (k->p[0]) {
+          v = fmaf(r[j], b, a); /* {mean, std} */
+        } else {
+          v = fmaf(r[j], a, b); /* {range, from, to} */
+          if (v == c) v = b;
+        }
+        memcpy(out + (int64_t)stride0 * (int64_t)e, &v, 4); /* stride0 in bytes */
+      }
+    }
+  }
+}
+
 /* ---- index_select (Indexing.cu) ---- */
 
 /* indexSelectSmallIndex<T, long, unsigned, DstDim, SrcDim, IdxDim>(TensorInfo dst, src, indices,
@@ -492,6 +555,10 @@ static int targ(const char *open, int n, int *v) {
   return 0;
 }
 
+#define DIST_PREFIX \
+  "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4, at::native::templates::cuda::"
+#define DIST_TRIVIAL "{lambda(int, float)#1})"
+
 int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
   const char *p;
   int v;
@@ -521,6 +588,16 @@ int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
              targ(strchr(p, '<'), 4, &k->p[3])) {
     k->p[0] = 0;
     k->run = run_dropout;
+  } else if (strncmp(dm, DIST_PREFIX, strlen(DIST_PREFIX)) == 0 && strlen(dm) > strlen(DIST_TRIVIAL) &&
+             strcmp(dm + strlen(dm) - strlen(DIST_TRIVIAL), DIST_TRIVIAL) == 0) {
+    /* the contiguous-output variant (lambda #1) of uniform_ and normal_ on float */
+    const char *t = dm + strlen(DIST_PREFIX);
+    if (strncmp(t, "uniform_and_transform<float, float, ", 36) == 0 && strstr(t, "templates::cuda::uniform_kernel<")) {
+      k->run = run_distribution;
+    } else if (strncmp(t, "normal_and_transform<float, float, ", 35) == 0 && strstr(t, "templates::cuda::normal_kernel<")) {
+      k->p[0] = 1;
+      k->run = run_distribution;
+    }
   } else if ((p = strstr(dm, "::indexSelectSmallIndex<")) || (p = strstr(dm, "::indexSelectLargeIndex<"))) {
     const char *o = strchr(p, '<');
     const char *e;
