@@ -206,8 +206,18 @@ for name, f in [("softmax", lambda a: a.softmax(-1)), ("log_softmax", lambda a: 
                 ("cross_entropy", lambda a: F.cross_entropy(a, labels.to(a.device))),
                 ("cross_entropy_sum", lambda a: F.cross_entropy(a, labels.to(a.device), reduction="sum")),
                 ("cat", lambda a: torch.cat([a, a * 2], 1)),
-                ("pow", lambda a: a ** 2 + a.abs() ** 2.5)]:
+                ("pow", lambda a: a ** 2 + a.abs() ** 2.5),
+                ("layer_norm", lambda a: F.layer_norm(a, (5,))),
+                ("embedding", lambda a: F.embedding(labels.to(a.device), a)),
+                ("embedding_padding", lambda a: F.embedding(labels.to(a.device), a, padding_idx=2))]:
     check(f"{name}_backward", lambda: grad_of("cuda", f, x), lambda: grad_of("cpu", f, x))
+ln_in = torch.randn(64, 128, generator=gen)
+ln_w, ln_b = torch.randn(128, generator=gen), torch.randn(128, generator=gen)
+for name, f in [("layer_norm_affine", lambda a, w_, b_: F.layer_norm(a, (5,), w_[:5], b_[:5])),
+                ("layer_norm_affine_wide", lambda a, w_, b_: F.layer_norm(a, (128,), w_, b_))]:
+    args = (x, y[0].repeat(26)[:128], w.reshape(-1).repeat(9)[:128]) if name.endswith("affine") else (ln_in, ln_w, ln_b)
+    # sums over 64 rows of 128 in another order: a looser tolerance
+    check(f"{name}_backward", lambda: grad_of("cuda", f, *args), lambda: grad_of("cpu", f, *args), rtol=1e-4, atol=1e-5)
 
 # Dropout: the device draws its own random numbers (cuRAND's Philox, not the CPU's generator), so
 # the check is of the contract: every output is 0 or x / (1 - p), the mask says which, the kept

@@ -492,6 +492,72 @@ static void run_ln_forward(const simtw_nn_t *k, dim3 grid, dim3 block, void **ar
     }
 }
 
+/* layer_norm_grad_input_kernel<float, float, false>(dY, X, mean, rstd, gamma, dX, int N) and its
+ * _vectorized twin: one block per row (grid.x rows); with g = dY * gamma (gamma NULL: 1),
+ * xhat = (X - mean) * rstd, dX = (N g - sum(g) - xhat sum(g xhat)) * rstd / N. */
+static void run_ln_grad_input(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)k, (void)block;
+  const float *dy = ARG(const float *, 0), *x = ARG(const float *, 1), *mean = ARG(const float *, 2);
+  const float *rstd = ARG(const float *, 3), *gamma = ARG(const float *, 4);
+  float *dx = ARG(float *, 5);
+  int n = ARG(int, 6);
+  for (unsigned r = 0; r < grid.x; r++) {
+    const float *dyr = dy + (size_t)r * n, *xr = x + (size_t)r * n;
+    float s1 = 0.0f, s2 = 0.0f, m = mean[r], rs = rstd[r];
+    for (int i = 0; i < n; i++) {
+      float g = dyr[i] * (gamma ? gamma[i] : 1.0f);
+      s1 += g;
+      s2 += g * (xr[i] - m) * rs;
+    }
+    float fh = (float)n, term = (1.0f / fh) * rs;
+    for (int i = 0; i < n; i++) {
+      float g = dyr[i] * (gamma ? gamma[i] : 1.0f);
+      dx[(size_t)r * n + i] = (fh * g - s1 - (xr[i] - m) * rs * s2) * term;
+    }
+  }
+}
+
+/* GammaBetaBackwardCUDAKernelTemplate<float, float, bx, by, rows, check_x, check_y,
+ * partial_reduction false>(int64 M, int64 N, dY, X, mean, rstd, dgamma, dbeta): the column sums
+ * dgamma[j] = sum_i dY[i][j] (X[i][j] - mean[i]) rstd[i] and dbeta[j] = sum_i dY[i][j], either
+ * pointer NULL when not wanted. (The partial-reduction instantiations, which leave per-block sums
+ * for another kernel, have no twin.) */
+static void run_ln_gamma_beta(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)k, (void)grid, (void)block;
+  int64_t m = ARG(int64_t, 0), n = ARG(int64_t, 1);
+  const float *dy = ARG(const float *, 2), *x = ARG(const float *, 3), *mean = ARG(const float *, 4);
+  const float *rstd = ARG(const float *, 5);
+  float *dg = ARG(float *, 6), *db = ARG(float *, 7);
+  for (int64_t j = 0; j < n; j++) {
+    float sg = 0.0f, sb = 0.0f;
+    for (int64_t i = 0; i < m; i++) {
+      sg += dy[i * n + j] * (x[i * n + j] - mean[i]) * rstd[i];
+      sb += dy[i * n + j];
+    }
+    if (dg) dg[j] = sg;
+    if (db) db[j] = sb;
+  }
+}
+
+/* ---- embedding backward (Embedding.cu) ---- */
+
+/* embedding_backward_feature_kernel<float, float, long>(const long *indices, const float *grad,
+ * float *grad_weight, int n, int64 stride, int padding_idx): for every position j whose index is
+ * not padding_idx, grad_weight[indices[j]] += grad[j] (rows of stride values), in position
+ * order. */
+static void run_embedding_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)k, (void)grid, (void)block;
+  const int64_t *idx = ARG(const int64_t *, 0);
+  const float *grad = ARG(const float *, 1);
+  float *gw = ARG(float *, 2);
+  int n = ARG(int, 3), pad = ARG(int, 5);
+  int64_t stride = ARG(int64_t, 4);
+  for (int j = 0; j < n; j++) {
+    if (idx[j] == pad) continue;
+    for (int64_t f = 0; f < stride; f++) gw[idx[j] * stride + f] += grad[(int64_t)j * stride + f];
+  }
+}
+
 /* ---- triu / tril ---- */
 
 /* triu_tril_kernel<T, int, upper, elements_per_thread, inplace>(TensorInfo result, self,
@@ -619,6 +685,13 @@ int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
     k->run = run_ln_moments;
   } else if ((p = strstr(dm, "::LayerNormForwardCUDAKernel<float, float, ")) && targ(strchr(p, '<'), 2, &v) && v == 0) {
     k->run = run_ln_forward;
+  } else if (strstr(dm, "::layer_norm_grad_input_kernel<float, float, false>(") ||
+             strstr(dm, "::layer_norm_grad_input_kernel_vectorized<float, float, false>(")) {
+    k->run = run_ln_grad_input;
+  } else if ((p = strstr(dm, "::GammaBetaBackwardCUDAKernelTemplate<float, float, ")) && targ(strchr(p, '<'), 7, &v) && v == 0) {
+    k->run = run_ln_gamma_beta;
+  } else if (strstr(dm, "::embedding_backward_feature_kernel<float, float, long>(")) {
+    k->run = run_embedding_bw;
   } else if ((p = strstr(dm, "at::native::triu_tril_kernel<")) && strstr(p, ", int, ")) {
     const char *o = strchr(p, '<'), *e;
     simtw_dt_t dt = simtw_dt_parse(o + 1, &e);
