@@ -32,7 +32,7 @@ simtw_dt_t simtw_dt_parse(const char *s, const char **end) {
   };
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     size_t n = strlen(names[i].name);
-    if (strncmp(s, names[i].name, n) == 0 && s[n] && strchr(",)> ", s[n])) {
+    if (strncmp(s, names[i].name, n) == 0 && (!s[n] || strchr(",)> ", s[n]))) {
       if (end) *end = s + n;
       return names[i].dt;
     }

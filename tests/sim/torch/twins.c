@@ -15,6 +15,10 @@
  *     data[0] is the output, data[1..n-1] the inputs, all contiguous; element i of each.
  *   unrolled_elementwise_kernel<F, array, …, TrivialOffsetCalculator…, LoadWithoutCast,
  *     StoreWithoutCast>(int N, F f, array data, …): the same walk.
+ *   unrolled_elementwise_kernel<F, array, …, LoadWithCast<n-1>, StoreWithCast<1>>(int N, F f,
+ *     array data, ic, oc, LoadWithCast l, StoreWithCast s): the same walk, where l is
+ *     {ScalarType dtypes[n-1]; u32 element_sizes[n-1]} and s {ScalarType dtype; u32 size}: each
+ *     input is read as its dtype and cast to the functor's argument type, the result cast to s's.
  *   elementwise_kernel<nt, vt, gpu_kernel_impl_nocast<F>::lambda>(int N, lambda): the lambda
  *     captures, from its first byte, an OffsetCalculator<n> (int dims; IntDivider<u32> sizes_[25] of {divisor, m1,
  *     shift}; u32 strides_[25][n] in bytes), then the data array, then f.
@@ -30,7 +34,9 @@
  * The twin runs the whole grid in one call, element by element in index order. Element values
  * use the documented arithmetic of each operation in float (fmaf where nvcc contracts a*b+c);
  * reductions add in index order, which differs from a GPU's tree order by float rounding only.
- * Only float32 instantiations have twins.
+ * Arithmetic has twins for float32 only; copies, casts, fills, comparisons, where and
+ * masked_fill for every element type of dtype.c. The kernels outside these frameworks are in
+ * nn.c.
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -145,6 +151,10 @@ static float op_mse(const char *f, const float *in) {
 static float op_mse_bw(const char *f, const float *in) { return rd(f, 0) * (in[0] - in[1]) * in[2]; }
 /* AbsFunctor: |x|. */
 static float op_abs(const char *f, const float *in) { (void)f; return fabsf(in[0]); }
+/* logical_and/or/xor_kernel_cuda's lambda(bool, bool) (in a BinaryFunctor): a bool. */
+static float op_and(const char *f, const float *in) { (void)f; return in[0] != 0.0f && in[1] != 0.0f; }
+static float op_or(const char *f, const float *in) { (void)f; return in[0] != 0.0f || in[1] != 0.0f; }
+static float op_xor(const char *f, const float *in) { (void)f; return (in[0] != 0.0f) != (in[1] != 0.0f); }
 /* sign_kernel_cuda's lambda: (0 < x) - (x < 0). */
 static float op_sign(const char *f, const float *in) {
   (void)f;
@@ -222,6 +232,9 @@ static const op_desc_t OPS[] = {
     {{"mse_backward_cuda_kernel", "{lambda(float, float, float)#1}"}, 3, 0, op_mse_bw, OK_FLOAT, NULL},
     {{"AbsFunctor<float>"}, 1, 0, op_abs, OK_FLOAT, NULL},
     {{"sign_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sign, OK_FLOAT, NULL},
+    {{"BinaryFunctor<bool, bool, bool, ", "logical_and_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_and, OK_FLOAT, NULL},
+    {{"BinaryFunctor<bool, bool, bool, ", "logical_or_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_or, OK_FLOAT, NULL},
+    {{"BinaryFunctor<bool, bool, bool, ", "logical_xor_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_xor, OK_FLOAT, NULL},
     {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#1}"}, 1, 0, op_pow2, OK_FLOAT, NULL},
     {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#2}"}, 1, 0, op_pow3, OK_FLOAT, NULL},
     {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#3}"}, 1, 0, op_powm2, OK_FLOAT, NULL},

@@ -40,7 +40,7 @@ typedef struct {
 size_t simtw_dt_size(simtw_dt_t dt);
 int simtw_dt_is_float(simtw_dt_t dt);
 /* The C++ type name at s (as the demangler spells it: "float", "long", "c10::Half", ...)
- * followed by one of ",)> "; sets *end after it. DT_NONE when none. */
+ * followed by one of ",)> " or the end; sets *end after it. DT_NONE when none. */
 simtw_dt_t simtw_dt_parse(const char *s, const char **end);
 simtw_val_t simtw_load(simtw_dt_t dt, const void *p);
 /* static_cast<dt>(v) as C++ and c10 define it: rounding to nearest even for floating targets,
