@@ -261,7 +261,7 @@ static void run_dropout(const simtw_nn_t *k, dim3 grid, dim3 block, void **args)
           r[1] = r[3];
           loop_state ^= 1;
         }
-        for (int j = 0; j < vec; j++) {
+        for (int j = 0; j < vec && li + j < total; j++) { /* PyTorch vectorises divisible sizes only */
           float keep = r[j] < p;
           float x;
           memcpy(&x, a.data + 4 * (li + j), 4);

@@ -347,6 +347,15 @@ static void run_contig(const twin_t *t, void **args) {
     const char *ld = args[5], *st = args[6];
     for (int k = 0; k < nin; k++) mem_in[k] = (simtw_dt_t)(signed char)ld[k];
     mem_out = (simtw_dt_t)(signed char)st[0];
+    /* The dtypes are launch arguments: one the twins do not know (complex, float8, ...) cannot be
+     * refused before the launch, so the run stops here rather than compute something else. */
+    for (int k = 0; k <= nin; k++) {
+      simtw_dt_t dt = k < nin ? mem_in[k] : mem_out;
+      if (!simtw_dt_size(dt) || dt == DT_U32) {
+        fprintf(stderr, "sim: %s: a cast from or to ScalarType %d, which has no twin; not run\n", t->name, (int)dt);
+        abort();
+      }
+    }
   }
   simtw_val_t in[3];
   for (int i = 0; i < n; i++) {
