@@ -1,16 +1,26 @@
 """ops.py — real PyTorch's CUDA operations on the simulator against the same operations on the CPU.
 
-Run under tools/torch-sim. Every operation the simulator covers (creation, copies, elementwise
-arithmetic and activations, reductions, matmul, nn.Linear forward and backward, SGD with momentum
-and Adam with PyTorch's foreach kernels) is computed on the device and on the CPU from the same
-inputs; the results must agree within float32 tolerance (the GPU kernels' order of summation and
-fused multiply-adds differ from the CPU's). Then an operation whose kernel has no CPU twin must
-fail with CUDA's no-kernel-image error (the simulator names the kernel on stderr). Prints one
-line per operation and `ops: N ok` at the end; exits non-zero on the first mismatch.
+Run under tools/torch-sim. Every operation the simulator covers (creation, copies and casts between
+float32, float16, bfloat16, int64, int32 and bool, elementwise arithmetic and activations, pow,
+comparisons, reductions with max/min/argmax, softmax, log_softmax, cross-entropy and nll_loss,
+torch.cat, index_select and embeddings, layer norm, masked_fill, triu/tril, matmul, nn.Linear,
+SGD with momentum and Adam with PyTorch's foreach kernels), forward and, where it has one,
+backward, is computed on the device and on the CPU from the same inputs; the results must agree
+within float32 tolerance (the GPU kernels' order of summation and fused multiply-adds differ from
+the CPU's). Dropout draws the device's own random numbers, so its contract is checked instead
+(outputs, mask, kept share, backward, same seed same mask), and the Philox generator against its
+authors' known answers. Then an operation whose kernel has no CPU twin must fail with CUDA's
+no-kernel-image error (the simulator names the kernel on stderr). Prints one line per operation
+and `ops: N ok` at the end; exits non-zero on the first mismatch.
 """
 import sys
 
+import ctypes
+import hashlib
+import os
+
 import torch
+import torch.nn.functional as F
 
 assert torch.cuda.is_available(), "torch.cuda.is_available() is False"
 print(f"torch {torch.__version__} (CUDA {torch.version.cuda}) on {torch.cuda.get_device_name(0)}")
@@ -19,7 +29,15 @@ gen = torch.Generator().manual_seed(0)
 x = torch.randn(6, 5, generator=gen)
 y = torch.rand(6, 5, generator=gen) + 0.5
 w = torch.randn(5, 3, generator=gen)
+labels = torch.tensor([4, 0, 2, 2, 1, 3])
 n_ok = 0
+
+
+def setitem_long(dev):
+    ctx = torch.zeros(3, 8, dtype=torch.long, device=dev)
+    ctx[:, :2] = labels.to(dev).reshape(3, 2)
+    ctx[:, 5] = labels[:3].to(dev)
+    return ctx
 
 
 def check(name, dev_fn, cpu_fn, rtol=1e-5, atol=1e-6):
@@ -76,6 +94,60 @@ ops = {
     "matmul": lambda a, b, c: a @ c,
     "matmul_t": lambda a, b, c: a.t() @ b,
     "bmm": lambda a, b, c: torch.bmm(a.reshape(2, 3, 5), b.reshape(2, 5, 3)),
+    "softmax": lambda a, b, c: a.softmax(-1),
+    "log_softmax": lambda a, b, c: a.log_softmax(-1),
+    "softmax_wide": lambda a, b, c: torch.cat([a] * 300, 1).softmax(-1),
+    "log_softmax_wide": lambda a, b, c: torch.cat([a] * 300, 1).log_softmax(-1),
+    "cross_entropy": lambda a, b, c: F.cross_entropy(a, labels.to(a.device)),
+    "cross_entropy_sum": lambda a, b, c: F.cross_entropy(a, labels.to(a.device), reduction="sum"),
+    "nll_loss_weight": lambda a, b, c: F.nll_loss(a.log_softmax(1), labels.to(a.device), weight=b[0]),
+    "cat0": lambda a, b, c: torch.cat([a, b, a]),
+    "cat1": lambda a, b, c: torch.cat([a, b.t().contiguous().t()], 1),
+    "cat_3d": lambda a, b, c: torch.cat([a.reshape(2, 3, 5), b.reshape(2, 3, 5)], 2),
+    "pow2": lambda a, b, c: a ** 2,
+    "pow3": lambda a, b, c: a ** 3,
+    "pow_m2": lambda a, b, c: b ** -2,
+    "pow_2_5": lambda a, b, c: b ** 2.5,
+    "pow_tensor": lambda a, b, c: b ** a,
+    "abs": lambda a, b, c: a.abs(),
+    "reciprocal": lambda a, b, c: b.reciprocal(),
+    "log": lambda a, b, c: b.log(),
+    "half": lambda a, b, c: (a * 100).half(),
+    "half_float": lambda a, b, c: (a * 100).half().float(),
+    "bfloat16_float": lambda a, b, c: (a * 100).bfloat16().float(),
+    "long": lambda a, b, c: (a * 10).long(),
+    "long_float": lambda a, b, c: (a * 10).long().float(),
+    "int_long": lambda a, b, c: (a * 10).int().long(),
+    "bool": lambda a, b, c: (a > 0).long().bool(),
+    "long_strided": lambda a, b, c: (a * 10).long().t().contiguous(),
+    "argmax": lambda a, b, c: a.argmax(-1),
+    "argmax0": lambda a, b, c: a.argmax(0),
+    "argmin": lambda a, b, c: a.argmin(1),
+    "max_dim": lambda a, b, c: torch.stack(list(a.max(-1))[:1] + [a.max(-1)[1].float()]),
+    "min_dim": lambda a, b, c: torch.stack([a.min(0)[0], a.min(0)[1].float()]),
+    "max_all": lambda a, b, c: a.max(),
+    "min_all": lambda a, b, c: a.min(),
+    "eq": lambda a, b, c: a.argmax(-1) == labels.to(a.device),
+    "ne_float": lambda a, b, c: a != a.clamp(-0.5, 0.5),
+    "lt_tensor": lambda a, b, c: a < b - 1,
+    "logical_and": lambda a, b, c: torch.logical_and(a > 0, b > 1),
+    "logical_or": lambda a, b, c: torch.logical_or(a > 0, b > 1),
+    "logical_xor": lambda a, b, c: torch.logical_xor(a > 0, b > 1),
+    "accuracy": lambda a, b, c: (a.argmax(-1) == labels.to(a.device)).float().mean(),
+    "correct_count": lambda a, b, c: (a.argmax(-1) == labels.to(a.device)).sum(),
+    "index_select": lambda a, b, c: a.index_select(0, labels.to(a.device)),
+    "index_select1": lambda a, b, c: a.index_select(1, labels.to(a.device)),
+    "embedding": lambda a, b, c: F.embedding(labels.to(a.device).reshape(2, 3), a),
+    "layer_norm": lambda a, b, c: F.layer_norm(a, (5,)),
+    "layer_norm_affine": lambda a, b, c: F.layer_norm(a, (5,), b[0], b[1]),
+    "layer_norm_vec": lambda a, b, c: F.layer_norm(a.reshape(3, 10)[:, :8].contiguous(), (8,), b.reshape(-1)[:8], b.reshape(-1)[8:16]),
+    "masked_fill": lambda a, b, c: a.masked_fill(b > 1.0, float("-inf")),
+    "masked_fill_bcast": lambda a, b, c: a.reshape(2, 3, 5).masked_fill(b[:3] > 1.0, -1.0),
+    "triu": lambda a, b, c: a.triu(1),
+    "tril": lambda a, b, c: a.tril(),
+    "arange_long": lambda a, b, c: torch.arange(3, 40, 3, device=a.device),
+    "fill_long": lambda a, b, c: torch.full((4,), 7, dtype=torch.long, device=a.device),
+    "setitem_long": lambda a, b, c: setitem_long(a.device),
 }
 for name, f in ops.items():
     check(name, *both(f))
@@ -119,13 +191,116 @@ check("linear_bwd_bias", lambda: lin_dev.bias.grad, lambda: lin_cpu.bias.grad)
 check("sgd_momentum", lambda: train("cuda", "sgd"), lambda: train("cpu", "sgd"), rtol=1e-4, atol=1e-5)
 check("adam", lambda: train("cuda", "adam"), lambda: train("cpu", "adam"), rtol=1e-4, atol=1e-5)
 
+
+def grad_of(dev, f, *inputs):
+    """The gradients of f(inputs).backward(weights) on dev, concatenated."""
+    ts = [t.detach().to(dev).clone().requires_grad_() for t in inputs]
+    out = f(*ts)
+    out.backward(torch.linspace(-1, 2, out.numel()).reshape(out.shape).to(dev))
+    return torch.cat([t.grad.reshape(-1) for t in ts])
+
+
+wide = torch.randn(4, 1500, generator=gen)  # over 1024 classes: the block-per-row kernels
+for name, f, arg in [("softmax_wide", lambda a: a.softmax(-1), wide),
+                     ("log_softmax_wide", lambda a: a.log_softmax(-1), wide)]:
+    # sums over 1500 values in another order: a looser tolerance
+    check(f"{name}_backward", lambda: grad_of("cuda", f, arg), lambda: grad_of("cpu", f, arg), rtol=1e-4, atol=1e-5)
+for name, f in [("softmax", lambda a: a.softmax(-1)), ("log_softmax", lambda a: a.log_softmax(1)),
+                ("cross_entropy", lambda a: F.cross_entropy(a, labels.to(a.device))),
+                ("cross_entropy_sum", lambda a: F.cross_entropy(a, labels.to(a.device), reduction="sum")),
+                ("cat", lambda a: torch.cat([a, a * 2], 1)),
+                ("pow", lambda a: a ** 2 + a.abs() ** 2.5),
+                ("clamp", lambda a: a.clamp(-0.5, 0.5)),
+                ("half_strided", lambda a: a.t().half().float()),
+                ("masked_fill", lambda a: a.masked_fill(a > 0.5, 0.0)),
+                ("triu", lambda a: a.triu(1)),
+                ("layer_norm", lambda a: F.layer_norm(a, (5,))),
+                ("embedding", lambda a: F.embedding(labels.to(a.device), a)),
+                ("embedding_padding", lambda a: F.embedding(labels.to(a.device), a, padding_idx=2))]:
+    check(f"{name}_backward", lambda: grad_of("cuda", f, x), lambda: grad_of("cpu", f, x))
+ln_in = torch.randn(64, 128, generator=gen)
+ln_w, ln_b = torch.randn(128, generator=gen), torch.randn(128, generator=gen)
+for name, f in [("layer_norm_affine", lambda a, w_, b_: F.layer_norm(a, (5,), w_[:5], b_[:5])),
+                ("layer_norm_affine_wide", lambda a, w_, b_: F.layer_norm(a, (128,), w_, b_))]:
+    args = (x, y[0].repeat(26)[:128], w.reshape(-1).repeat(9)[:128]) if name.endswith("affine") else (ln_in, ln_w, ln_b)
+    # sums over 64 rows of 128 in another order: a looser tolerance
+    check(f"{name}_backward", lambda: grad_of("cuda", f, *args), lambda: grad_of("cpu", f, *args), rtol=1e-4, atol=1e-5)
+
+# Dropout: the device draws its own random numbers (cuRAND's Philox, not the CPU's generator), so
+# the check is of the contract: every output is 0 or x / (1 - p), the mask says which, the kept
+# share is near 1 - p, the backward scales the incoming gradient by the same mask, the same seed
+# gives the same mask and the next call another one.
+big = torch.randn(64, 1000, generator=gen)
+for p_drop in (0.2, 0.5):
+    torch.manual_seed(7)
+    a = big.cuda().requires_grad_()
+    out = F.dropout(a, p_drop)
+    out.backward(torch.full_like(out, 3.0))
+    o, g = out.detach().cpu(), a.grad.cpu()
+    kept = o != 0
+    share = kept.float().mean().item()
+    ok = torch.allclose(o[kept], big[kept] / (1 - p_drop), rtol=1e-6) and \
+        torch.equal(g, kept.float() * 3.0 / (1 - p_drop)) and abs(share - (1 - p_drop)) < 0.01
+    torch.manual_seed(7)
+    again = F.dropout(big.cuda(), p_drop).cpu()
+    other = F.dropout(big.cuda(), p_drop).cpu()
+    ok = ok and torch.equal(again, o) and not torch.equal(other != 0, kept)
+    if not ok:
+        print(f"FAIL dropout p={p_drop}: kept share {share:.4f}")
+        sys.exit(1)
+    n_ok += 1
+    digest = hashlib.sha256(o.numpy().tobytes()).hexdigest()[:16]
+    print(f"ok dropout p={p_drop} (the same mask for the same seed; digest {digest})")
+
+# torch.rand / randn / uniform_ / normal_ on the device: the device's own Philox numbers, so
+# their distribution is checked (100000 samples: bounds far outside sampling noise), the same
+# seed must give the same numbers, and their digest is printed (the torch-sim-ops case requires
+# the same lines with the library).
+torch.manual_seed(3)
+u = torch.rand(100000, device="cuda").cpu()
+nrm = torch.randn(100000, device="cuda").cpu()
+v = torch.empty(10000, device="cuda").uniform_(-2, 3).cpu()
+m = torch.empty(10000, device="cuda").normal_(5, 0.5).cpu()
+torch.manual_seed(3)
+u_again = torch.rand(100000, device="cuda").cpu()
+lag = torch.corrcoef(torch.stack([u[:-1], u[1:]]))[0, 1].item()
+stats = [("rand in [0, 1)", u.min() >= 0 and u.max() < 1),
+         ("rand mean", abs(u.mean() - 0.5) < 0.005), ("rand std", abs(u.std() - 12 ** -0.5) < 0.003),
+         ("rand lag-1 correlation", abs(lag) < 0.02), ("rand same seed", torch.equal(u, u_again)),
+         ("randn mean", abs(nrm.mean()) < 0.015), ("randn std", abs(nrm.std() - 1) < 0.015),
+         ("randn within 1 sigma", abs((nrm.abs() < 1).float().mean() - 0.6827) < 0.01),
+         ("uniform_ bounds", v.min() >= -2 and v.max() < 3 and abs(v.mean() - 0.5) < 0.05),
+         ("normal_ moments", abs(m.mean() - 5) < 0.02 and abs(m.std() - 0.5) < 0.02)]
+for what, good in stats:
+    if not good:
+        print(f"FAIL {what}")
+        sys.exit(1)
+n_ok += 1
+digest = hashlib.sha256(u.numpy().tobytes() + nrm.numpy().tobytes()).hexdigest()[:16]
+print(f"ok rand, randn, uniform_, normal_ (digest {digest})")
+
+# Philox4x32-10 against the known-answer vectors of its authors (Random123's kat_vectors).
+# The twins' library is already loaded (tools/torch-sim preloads it): found by its path there.
+twins = ctypes.CDLL(next(p for p in os.environ.get("LD_PRELOAD", "").split(":") if p.endswith("/libtorchtwins.so")))
+for ctr, key, want in [((0, 0, 0, 0), (0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
+                       ((0xffffffff,) * 4, (0xffffffff,) * 2, (0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd)),
+                       ((0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344), (0xa4093822, 0x299f31d0),
+                        (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1))]:
+    out4 = (ctypes.c_uint32 * 4)()
+    twins.simtw_philox((ctypes.c_uint32 * 4)(*ctr), (ctypes.c_uint32 * 2)(*key), out4)
+    if tuple(out4) != want:
+        print(f"FAIL philox {ctr} {key}: {[hex(v) for v in out4]}")
+        sys.exit(1)
+n_ok += 1
+print("ok philox known answers")
+
 # A kernel without a CPU twin: the launch fails, never silently.
 try:
-    (x.cuda() ** 2.5).cpu()
+    torch.cumsum(x.cuda(), 0).cpu()
 except Exception as e:  # torch.AcceleratorError
     assert "no kernel image" in str(e), str(e)
-    print("ok no_twin: pow fails with the no-kernel-image error")
+    print("ok no_twin: cumsum fails with the no-kernel-image error")
 else:
-    print("FAIL no_twin: pow ran without a twin")
+    print("FAIL no_twin: cumsum ran without a twin")
     sys.exit(1)
 print(f"ops: {n_ok} ok")

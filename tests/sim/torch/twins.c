@@ -15,6 +15,10 @@
  *     data[0] is the output, data[1..n-1] the inputs, all contiguous; element i of each.
  *   unrolled_elementwise_kernel<F, array, …, TrivialOffsetCalculator…, LoadWithoutCast,
  *     StoreWithoutCast>(int N, F f, array data, …): the same walk.
+ *   unrolled_elementwise_kernel<F, array, …, LoadWithCast<n-1>, StoreWithCast<1>>(int N, F f,
+ *     array data, ic, oc, LoadWithCast l, StoreWithCast s): the same walk, where l is
+ *     {ScalarType dtypes[n-1]; u32 element_sizes[n-1]} and s {ScalarType dtype; u32 size}: each
+ *     input is read as its dtype and cast to the functor's argument type, the result cast to s's.
  *   elementwise_kernel<nt, vt, gpu_kernel_impl_nocast<F>::lambda>(int N, lambda): the lambda
  *     captures, from its first byte, an OffsetCalculator<n> (int dims; IntDivider<u32> sizes_[25] of {divisor, m1,
  *     shift}; u32 strides_[25][n] in bytes), then the data array, then f.
@@ -30,7 +34,9 @@
  * The twin runs the whole grid in one call, element by element in index order. Element values
  * use the documented arithmetic of each operation in float (fmaf where nvcc contracts a*b+c);
  * reductions add in index order, which differs from a GPU's tree order by float rounding only.
- * Only float32 instantiations have twins.
+ * Arithmetic has twins for float32 only; copies, casts, fills, comparisons, where and
+ * masked_fill for every element type of dtype.c. The kernels outside these frameworks are in
+ * nn.c.
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -39,6 +45,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "twins.h"
 
 /* The C++ runtime's demangler (libstdc++, present in every process that runs PyTorch). */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -141,49 +149,104 @@ static float op_mse(const char *f, const float *in) {
 }
 /* mse_backward_cuda_kernel's lambda {alpha}(a, b, c): alpha * (a - b) * c. */
 static float op_mse_bw(const char *f, const float *in) { return rd(f, 0) * (in[0] - in[1]) * in[2]; }
-static float op_copy(const char *f, const float *in) { (void)f; return in[0]; }
-/* where_kernel_impl's lambda (cond, self, other), dispatched on 4-byte values of any type: only
- * selects, so the values are carried as their bits (run_contig handles the bool input). */
-static float op_where(const char *f, const float *in) { (void)f; return in[0] != 0.0f ? in[1] : in[2]; }
+/* AbsFunctor: |x|. */
+static float op_abs(const char *f, const float *in) { (void)f; return fabsf(in[0]); }
+/* logical_and/or/xor_kernel_cuda's lambda(bool, bool) (in a BinaryFunctor): a bool. */
+static float op_and(const char *f, const float *in) { (void)f; return in[0] != 0.0f && in[1] != 0.0f; }
+static float op_or(const char *f, const float *in) { (void)f; return in[0] != 0.0f || in[1] != 0.0f; }
+static float op_xor(const char *f, const float *in) { (void)f; return (in[0] != 0.0f) != (in[1] != 0.0f); }
+/* sign_kernel_cuda's lambda: (0 < x) - (x < 0). */
+static float op_sign(const char *f, const float *in) {
+  (void)f;
+  return isnan(in[0]) ? in[0] : (float)((0.0f < in[0]) - (in[0] < 0.0f));
+}
+/* pow_tensor_scalar_kernel_impl's lambdas: #1 x*x, #2 x*x*x, #3 1.0/(x*x) in double, #4 pow(x, exp)
+ * capturing exp; exponents 0.5, -0.5 and -1 go to the sqrt, rsqrt and reciprocal kernels. */
+static float op_pow2(const char *f, const float *in) { (void)f; return in[0] * in[0]; }
+static float op_pow3(const char *f, const float *in) { (void)f; return in[0] * in[0] * in[0]; }
+static float op_powm2(const char *f, const float *in) { (void)f; return (float)(1.0 / (double)(in[0] * in[0])); }
+static float op_pow(const char *f, const float *in) { return powf(in[0], rd(f, 0)); }
+/* reciprocal_kernel_cuda's lambda: 1 / x (in float: opmath of float is float). */
+static float op_reciprocal(const char *f, const float *in) { (void)f; return 1.0f / in[0]; }
+static float op_pow_tt(const char *f, const float *in) { (void)f; return powf(in[0], in[1]); }
+static float op_log(const char *f, const float *in) { (void)f; return logf(in[0]); }
+/* masked_scale_kernel's lambda {scale}(x, mask): mask * x * scale (dropout's backward). */
+static float op_masked_scale(const char *f, const float *in) { return in[1] * in[0] * rd(f, 0); }
+
+/* Operations on values of any element type (kinds other than OK_FLOAT); the twin's ct is the
+ * functor's own element type, parsed from its name. */
+enum {
+  OK_FLOAT,       /* fn over float inputs, float (or bool) result */
+  OK_FILL,        /* FillFunctor<T> {T value} */
+  OK_COPY,        /* direct_copy_kernel_cuda's lambda(T): identity (the casts are the framework's) */
+  OK_CONVERT,     /* converting_copy_kernel_cuda<S, D>'s lambda(S): static_cast<D> */
+  OK_WHERE,       /* where_kernel_impl's lambda(bool, T, T) */
+  OK_MASKED_FILL, /* masked_fill_kernel's lambda(T, bool) {T value} */
+  OK_CMP_EQ,      /* compare_eq_ne_kernel's CompareEqFunctor<T> {op: EQ 0, NE 1} */
+  OK_CMP,         /* compare_kernel_impl's CompareFunctor<T> {op: GE 0, GT 1, LE 2, LT 3} */
+  OK_ARANGE_TYPED,
+};
 
 /* A functor is recognised by every one of its `all` strings occurring in the functor part of the
- * demangled name (NULL-terminated); the first match wins, so specific entries come first. */
+ * demangled name (NULL-terminated); the first match wins, so specific entries come first. For
+ * typed kinds, `tprefix` is the text followed by the element type T in the name. */
 typedef struct op_desc {
   const char *all[3];
   int ninputs;
-  int out_bool;  /* 1: the output is bool; 2: where(bool, x, y) on raw 4-byte values */
+  int out_bool; /* 1: the output is bool */
   op_fn fn;
+  int kind;
+  const char *tprefix;
 } op_desc_t;
 
 static const op_desc_t OPS[] = {
-    {{"FillFunctor<float>"}, 0, 0, op_fill},
-    {{"CUDAFunctorOnSelf_add<float>"}, 1, 0, op_add_self},
-    {{"CUDAFunctor_add<float>"}, 2, 0, op_add},
-    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_a},
-    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_b},
-    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_a},
-    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_b},
-    {{"BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 2, 0, op_mul},
-    {{"BinaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 2, 0, op_div},
-    {{"BinaryFunctor<float, float, float, ", "threshold_kernel_impl<float>"}, 2, 0, op_threshold},
-    {{"neg_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_neg},
-    {{"exp_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_exp},
-    {{"rsqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_rsqrt},
-    {{"sqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sqrt},
-    {{"sigmoid_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_sigmoid_bw},
-    {{"tanh_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_tanh_bw},
-    {{"sigmoid_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sigmoid},
-    {{"tanh_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_tanh},
+    {{"FillFunctor<float>"}, 0, 0, op_fill, OK_FLOAT, NULL},
+    {{"FillFunctor<"}, 0, 0, NULL, OK_FILL, "FillFunctor<"},
+    {{"CUDAFunctorOnSelf_add<float>"}, 1, 0, op_add_self, OK_FLOAT, NULL},
+    {{"CUDAFunctor_add<float>"}, 2, 0, op_add, OK_FLOAT, NULL},
+    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_a, OK_FLOAT, NULL},
+    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_b, OK_FLOAT, NULL},
+    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_a, OK_FLOAT, NULL},
+    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_b, OK_FLOAT, NULL},
+    {{"BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 2, 0, op_mul, OK_FLOAT, NULL},
+    {{"BinaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 2, 0, op_div, OK_FLOAT, NULL},
+    {{"BinaryFunctor<float, float, float, ", "threshold_kernel_impl<float>"}, 2, 0, op_threshold, OK_FLOAT, NULL},
+    {{"neg_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_neg, OK_FLOAT, NULL},
+    {{"exp_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_exp, OK_FLOAT, NULL},
+    {{"rsqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_rsqrt, OK_FLOAT, NULL},
+    {{"sqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sqrt, OK_FLOAT, NULL},
+    {{"reciprocal_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_reciprocal, OK_FLOAT, NULL},
+    {{"pow_tensor_tensor_kernel", "{lambda(float, float)#1}"}, 2, 0, op_pow_tt, OK_FLOAT, NULL},
+    {{"log_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_log, OK_FLOAT, NULL},
+    {{"sigmoid_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_sigmoid_bw, OK_FLOAT, NULL},
+    {{"tanh_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_tanh_bw, OK_FLOAT, NULL},
+    {{"sigmoid_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sigmoid, OK_FLOAT, NULL},
+    {{"tanh_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_tanh, OK_FLOAT, NULL},
     /* GeluCUDAKernelImpl dispatches twice: first for GeluType::Tanh, then for None (erf). */
-    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw},
-    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf},
-    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh},
-    {{"launch_clamp_scalar", "{lambda(float)#1}"}, 1, 0, op_clamp},
-    {{"compare_scalar_kernel<float>", "{lambda(float)#1}"}, 1, 1, op_cmp_scalar},
-    {{"mse_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_mse},
-    {{"mse_backward_cuda_kernel", "{lambda(float, float, float)#1}"}, 3, 0, op_mse_bw},
-    {{"direct_copy_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_copy},
-    {{"where_kernel_impl", "{lambda(bool, unsigned int, unsigned int)#1}"}, 3, 2, op_where},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL},
+    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL},
+    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL},
+    {{"launch_clamp_scalar", "{lambda(float)#1}"}, 1, 0, op_clamp, OK_FLOAT, NULL},
+    {{"compare_scalar_kernel<float>", "{lambda(float)#1}"}, 1, 1, op_cmp_scalar, OK_FLOAT, NULL},
+    {{"mse_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_mse, OK_FLOAT, NULL},
+    {{"mse_backward_cuda_kernel", "{lambda(float, float, float)#1}"}, 3, 0, op_mse_bw, OK_FLOAT, NULL},
+    {{"AbsFunctor<float>"}, 1, 0, op_abs, OK_FLOAT, NULL},
+    {{"sign_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sign, OK_FLOAT, NULL},
+    {{"BinaryFunctor<bool, bool, bool, ", "logical_and_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_and, OK_FLOAT, NULL},
+    {{"BinaryFunctor<bool, bool, bool, ", "logical_or_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_or, OK_FLOAT, NULL},
+    {{"BinaryFunctor<bool, bool, bool, ", "logical_xor_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_xor, OK_FLOAT, NULL},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#1}"}, 1, 0, op_pow2, OK_FLOAT, NULL},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#2}"}, 1, 0, op_pow3, OK_FLOAT, NULL},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#3}"}, 1, 0, op_powm2, OK_FLOAT, NULL},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#4}"}, 1, 0, op_pow, OK_FLOAT, NULL},
+    {{"masked_scale_kernel<bool, float, float>", "{lambda(float, bool)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL},
+    {{"masked_scale_kernel<unsigned char, float, float>", "{lambda(float, unsigned char)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL},
+    {{"direct_copy_kernel_cuda", "{lambda("}, 1, 0, NULL, OK_COPY, "{lambda("},
+    {{"converting_copy_kernel_cuda<"}, 1, 0, NULL, OK_CONVERT, "converting_copy_kernel_cuda<"},
+    {{"where_kernel_impl", "{lambda(bool, "}, 3, 0, NULL, OK_WHERE, "{lambda(bool, "},
+    {{"masked_fill_kernel", "{lambda("}, 2, 0, NULL, OK_MASKED_FILL, "{lambda("},
+    {{"CompareEqFunctor<"}, 2, 1, NULL, OK_CMP_EQ, "CompareEqFunctor<"},
+    {{"CompareFunctor<"}, 2, 1, NULL, OK_CMP, "CompareFunctor<"},
 };
 
 static const op_desc_t *find_op(const char *functor, size_t len) {
@@ -224,35 +287,82 @@ static uint64_t oc_get(const char *oc, int n, int arg, uint32_t idx) {
 
 /* ---- frameworks ---- */
 
-enum { FW_CONTIG, FW_LEGACY, FW_REDUCE, FW_MTA, FW_ARANGE };
-enum { RED_SUM, RED_MEAN };
+enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN };
+enum { RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN };
 
 typedef struct twin {
   char *name;
   int fw;
   const op_desc_t *op;
-  int red;
+  simtw_dt_t in_dt[3], out_dt, ct; /* the functor's argument and result types */
+  int red, red_shift;               /* the reduction; ReduceOp's bytes beyond arg_t float */
+  simtw_dt_t red_dt, red_out_dt;
   int mta_depth, mta_scalar_list, mta_fn, mta_nargs, mta_op, mta_r, mta_res;
+  simtw_nn_t nn;
   struct twin *next;
 } twin_t;
 
+/* One element: the functor applied to the inputs (already of in_dt), a value of out_dt. */
+static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) {
+  const op_desc_t *op = t->op;
+  switch (op->kind) {
+    case OK_FILL: return simtw_load(t->ct, f);
+    case OK_COPY: return in[0];
+    case OK_CONVERT: return simtw_cast(in[0], t->out_dt);
+    case OK_WHERE: return in[0].i ? in[1] : in[2];
+    case OK_MASKED_FILL: return in[1].i ? simtw_load(t->ct, f) : in[0];
+    case OK_CMP_EQ:
+    case OK_CMP: {
+      int c = rdi(f, 0), r;
+      if (in[0].is_f) {
+        double a = in[0].f, b = in[1].f;
+        r = op->kind == OK_CMP_EQ ? (c == 0 ? a == b : a != b)
+            : c == 0 ? a >= b : c == 1 ? a > b : c == 2 ? a <= b : a < b;
+      } else {
+        int64_t a = in[0].i, b = in[1].i;
+        r = op->kind == OK_CMP_EQ ? (c == 0 ? a == b : a != b)
+            : c == 0 ? a >= b : c == 1 ? a > b : c == 2 ? a <= b : a < b;
+      }
+      return simtw_ival(r);
+    }
+    default: {
+      float a[3] = {0};
+      for (int k = 0; k < op->ninputs; k++) a[k] = in[k].is_f ? (float)in[k].f : (float)in[k].i;
+      float v = op->fn(f, a);
+      return op->out_bool ? simtw_ival(v != 0.0f) : simtw_fval(v);
+    }
+  }
+}
+
+/* Contiguous frameworks. With casts (FW_CAST: LoadWithCast<n>, StoreWithCast<1> after the two
+ * TrivialOffsetCalculators), element i of each tensor has the dtype those name, converted to and
+ * from the functor's types as static_cast does. */
 static void run_contig(const twin_t *t, void **args) {
   int n = *(const int *)args[0];
   const char *f = args[1];
   char *const *data = args[2];
-  float in[3] = {0};
+  int nin = t->op->ninputs;
+  simtw_dt_t mem_in[3] = {t->in_dt[0], t->in_dt[1], t->in_dt[2]}, mem_out = t->out_dt;
+  if (t->fw == FW_CAST) {
+    const char *ld = args[5], *st = args[6];
+    for (int k = 0; k < nin; k++) mem_in[k] = (simtw_dt_t)(signed char)ld[k];
+    mem_out = (simtw_dt_t)(signed char)st[0];
+    /* The dtypes are launch arguments: one the twins do not know (complex, float8, ...) cannot be
+     * refused before the launch, so the run stops here rather than compute something else. */
+    for (int k = 0; k <= nin; k++) {
+      simtw_dt_t dt = k < nin ? mem_in[k] : mem_out;
+      if (!simtw_dt_size(dt) || dt == DT_U32) {
+        fprintf(stderr, "sim: %s: a cast from or to ScalarType %d, which has no twin; not run\n", t->name, (int)dt);
+        abort();
+      }
+    }
+  }
+  simtw_val_t in[3];
   for (int i = 0; i < n; i++) {
-    for (int k = 0; k < t->op->ninputs; k++) {
-      if (t->op->out_bool == 2 && k == 0) in[k] = ((const uint8_t *)data[1])[i];
-      else memcpy(&in[k], data[1 + k] + 4 * (size_t)i, 4); /* bits kept: where selects */
-    }
-    if (t->op->out_bool == 2) {
-      memcpy(data[0] + 4 * (size_t)i, in[0] != 0.0f ? &in[1] : &in[2], 4);
-      continue;
-    }
-    float v = t->op->fn(f, in);
-    if (t->op->out_bool) ((uint8_t *)data[0])[i] = v != 0.0f;
-    else memcpy(data[0] + 4 * (size_t)i, &v, 4);
+    for (int k = 0; k < nin; k++)
+      in[k] = simtw_cast(simtw_load(mem_in[k], data[1 + k] + simtw_dt_size(mem_in[k]) * (size_t)i), t->in_dt[k]);
+    simtw_val_t v = simtw_cast(apply(t, f, in), t->out_dt);
+    simtw_store(mem_out, data[0] + simtw_dt_size(mem_out) * (size_t)i, v);
   }
 }
 
@@ -265,18 +375,18 @@ static void run_legacy(const twin_t *t, void **args) {
   char *data[4];
   memcpy(data, lam + data_off, 8 * (size_t)nt); /* device pointers: 8 bytes */
   const char *f = lam + data_off + 8 * (size_t)nt;
-  float in[3] = {0};
+  simtw_val_t in[3];
   for (int i = 0; i < n; i++) {
     for (int k = 0; k < t->op->ninputs; k++)
-      memcpy(&in[k], data[1 + k] + oc_get(oc, nt, 1 + k, (uint32_t)i), 4);
-    float v = t->op->fn(f, in);
-    char *out = data[0] + oc_get(oc, nt, 0, (uint32_t)i);
-    if (t->op->out_bool) *(uint8_t *)out = v != 0.0f;
-    else memcpy(out, &v, 4);
+      in[k] = simtw_load(t->in_dt[k], data[1 + k] + oc_get(oc, nt, 1 + k, (uint32_t)i));
+    simtw_store(t->out_dt, data[0] + oc_get(oc, nt, 0, (uint32_t)i), apply(t, f, in));
   }
 }
 
-/* ReduceOp<float, ops, uint32_t, float> with arg_t float: ops and ident fill the first 8 bytes. */
+/* ReduceOp<scalar, ops, uint32_t, out, vt0, in_vec>: {ops; arg_t ident; ReduceConfig (64 bytes);
+ * input_calc; output_calc; ...}. With arg_t float, ops and ident fill the first 8 bytes; a wider
+ * arg_t (int64: ident at 8; pair<float, int64_t>: ident at 8, 16 bytes) moves everything after
+ * it by red_shift bytes. */
 #define RO_IDENT 4
 #define RO_CONFIG 8
 #define RO_IN_CALC (RO_CONFIG + 64)
@@ -286,32 +396,81 @@ static void run_legacy(const twin_t *t, void **args) {
 #define RO_ACC (RO_DST + 16)
 #define RO_FLAGS (RO_ACC + 8 + 8 + 8 + 8) /* after cta_buf, semaphores, base_idx */
 
+/* GreaterOrNan / LessOrNan of Reduce's max/min pairs: whether (a, ia) wins over (b, ib); NaN
+ * wins, and among equals the lower index. */
+static int pair_wins(int max, double a, int64_t ia, double b, int64_t ib) {
+  if (isnan(a)) return isnan(b) ? ia < ib : 1;
+  if (isnan(b)) return 0;
+  if (a == b) return ia < ib;
+  return max ? a > b : a < b;
+}
+
 static void run_reduce(const twin_t *t, void **args) {
-  const char *r = args[0];
-  float ident = rd(r, RO_IDENT);
+  const char *r0 = args[0];
+  const char *r = r0 + t->red_shift; /* r + RO_* for everything after ident */
   int num_inputs = rdi(r, RO_CONFIG + 4), num_outputs = rdi(r, RO_CONFIG + 8);
-  const char *src, *dst, *accb; /* device pointers the kernel writes through */
+  const char *src, *dst, *dst1, *accb; /* device pointers the kernel writes through */
   memcpy(&src, r + RO_SRC, 8);
   memcpy(&dst, r + RO_DST, 8);
+  memcpy(&dst1, r + RO_DST + 8, 8);
   memcpy(&accb, r + RO_ACC, 8);
   int accumulate = (unsigned char)r[RO_FLAGS] != 0, final_output = (unsigned char)r[RO_FLAGS + 1] != 0;
-  float factor = t->red == RED_MEAN ? rd(r, 0) : 1.0f;
+  size_t in_size = simtw_dt_size(t->red_dt);
   for (int o = 0; o < num_outputs; o++) {
     uint64_t out_off = oc_get(r + RO_OUT_CALC, 2, 0, (uint32_t)o);
     const char *in = src + oc_get(r + RO_OUT_CALC, 2, 1, (uint32_t)o);
-    float v = ident;
-    for (int i = 0; i < num_inputs; i++) {
-      float x;
-      memcpy(&x, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i), 4);
-      v += x;
+    (void)in_size;
+    if (t->red == RED_SUM || t->red == RED_MEAN) {
+      simtw_val_t id = simtw_load(t->red_dt, r0 + (t->red_shift ? 8 : RO_IDENT));
+      if (t->red_dt == DT_F32) {
+        float v = (float)id.f;
+        for (int i = 0; i < num_inputs; i++) {
+          float x;
+          memcpy(&x, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i), 4);
+          v += x;
+        }
+        char *out = (char *)dst + out_off;
+        char *keep = accb ? (char *)accb + out_off : out;
+        float prev;
+        memcpy(&prev, keep, 4);
+        if (accumulate) v = prev + v;
+        if (final_output && t->red == RED_MEAN) v *= rd(r0, 0);
+        memcpy(final_output ? out : keep, &v, 4);
+      } else { /* integer sums (int64 accumulators), one pass */
+        int64_t v = id.i;
+        for (int i = 0; i < num_inputs; i++)
+          v += simtw_load(t->red_dt, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i)).i;
+        simtw_store(t->red_out_dt, (char *)dst + out_off, simtw_ival(v));
+      }
+      continue;
     }
-    char *out = (char *)dst + out_off;
-    char *keep = accb ? (char *)accb + out_off : out;
-    float prev;
-    memcpy(&prev, keep, 4);
-    if (accumulate) v = prev + v;
-    if (final_output) v *= factor;
-    memcpy(final_output ? out : keep, &v, 4);
+    if (t->red == RED_MAX || t->red == RED_MIN) { /* MaxNanFunctor / MinNanFunctor */
+      float v = 0.0f;
+      for (int i = 0; i < num_inputs; i++) {
+        float x;
+        memcpy(&x, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i), 4);
+        if (i == 0 || isnan(x) || (!isnan(v) && (t->red == RED_MAX ? x > v : x < v))) v = x;
+      }
+      memcpy((char *)dst + out_off, &v, 4);
+      continue;
+    }
+    /* pairs: MaxOps/MinOps write (value, index) to dst[0] and dst[1] (its offset scaled from
+     * sizeof(float) to sizeof(int64_t), as set_results does); ArgMaxOps/ArgMinOps project the
+     * index into dst[0]. */
+    int max = t->red == RED_MAXOPS || t->red == RED_ARGMAX;
+    double best = 0.0;
+    int64_t bi = 0;
+    for (int i = 0; i < num_inputs; i++) {
+      double x = simtw_load(t->red_dt, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i)).f;
+      if (i == 0 || pair_wins(max, x, i, best, bi)) best = x, bi = i;
+    }
+    if (t->red == RED_ARGMAX || t->red == RED_ARGMIN) {
+      memcpy((char *)dst + out_off, &bi, 8);
+    } else {
+      simtw_store(t->red_dt, (char *)dst + out_off, simtw_fval(best));
+      int noutputs = rdi(r, RO_FLAGS + 4);
+      if (noutputs >= 2) memcpy((char *)dst1 + out_off / simtw_dt_size(t->red_dt) * 8, &bi, 8);
+    }
   }
 }
 
@@ -504,15 +663,28 @@ static int resolve_mta(const char *dm, twin_t *t) {
   return 1;
 }
 
-/* elementwise_kernel_with_index<int, arange_cuda_out's lambda(long)>(int N, F f, float *out):
- * the float instantiation (the seventh type of its dispatch) captures {xstart, xstep} in float;
+/* elementwise_kernel_with_index<int, arange_cuda_out's lambda(long)>(int N, F f, T *out): the
+ * lambda captures {xstart, xstep} in the accumulate type (float for float, int64 for int64);
  * out[i] = xstart + i * xstep. */
-static void run_arange(void **args) {
+static void run_arange(const twin_t *t, void **args) {
   int n = *(const int *)args[0];
   const char *f = args[1];
-  float *out = *(float **)args[2];
+  char *out = *(char **)args[2];
+  if (t->out_dt == DT_I64) {
+    int64_t start, step;
+    memcpy(&start, f, 8);
+    memcpy(&step, f + 8, 8);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t v = start + i * step;
+      memcpy(out + 8 * i, &v, 8);
+    }
+    return;
+  }
   float start = rd(f, 0), step = rd(f, 4);
-  for (int i = 0; i < n; i++) out[i] = fmaf((float)i, step, start);
+  for (int i = 0; i < n; i++) {
+    float v = fmaf((float)i, step, start);
+    memcpy(out + 4 * (size_t)i, &v, 4);
+  }
 }
 
 /* ---- resolution ---- */
@@ -539,6 +711,89 @@ static int functor_span(const char *dm, const char *prefix, const char **f, size
   return 1;
 }
 
+/* Sets t's element types from the functor's text [f, f + len): the arguments of its innermost
+ * lambda where it is one, the type after the op's tprefix for typed kinds. 0 when a type is not
+ * one of ours. */
+static int set_types(twin_t *t, const char *f, size_t len) {
+  const op_desc_t *op = t->op;
+  char *s = strndup(f, len);
+  if (!s) return 0;
+  int ok = 1;
+  const char *e;
+  for (int k = 0; k < 3; k++) t->in_dt[k] = DT_F32;
+  t->ct = DT_F32;
+  const char *lam = NULL, *p = s;
+  while ((p = strstr(p, "{lambda("))) lam = p++;
+  if (lam && lam[8] != ')') {
+    const char *q = lam + 8;
+    for (int k = 0; k < op->ninputs && ok; k++) {
+      t->in_dt[k] = simtw_dt_parse(q, &e);
+      ok = t->in_dt[k] != DT_NONE;
+      if (ok) q = e + (*e == ',' ? 2 : 0);
+    }
+  }
+  if (ok && op->kind != OK_FLOAT) {
+    /* "{lambda(": the innermost lambda's first argument */
+    const char *tp = strcmp(op->tprefix, "{lambda(") == 0 ? lam : strstr(s, op->tprefix);
+    t->ct = tp ? simtw_dt_parse(tp + strlen(op->tprefix), &e) : DT_NONE;
+    ok = t->ct != DT_NONE;
+    if (ok && op->kind == OK_CONVERT) {
+      t->in_dt[0] = t->ct;
+      t->out_dt = simtw_dt_parse(e + 2, NULL);
+      ok = *e == ',' && t->out_dt != DT_NONE;
+    }
+  }
+  switch (op->kind) {
+    case OK_FLOAT: t->out_dt = op->out_bool ? DT_BOOL : DT_F32; break;
+    case OK_FILL: case OK_COPY: t->out_dt = t->in_dt[0] = t->ct; break;
+    case OK_CONVERT: break;
+    case OK_WHERE: t->out_dt = t->ct = t->in_dt[1]; break;
+    case OK_MASKED_FILL: t->out_dt = t->ct; ok = ok && t->in_dt[0] == t->ct && t->in_dt[1] == DT_BOOL; break;
+    default: t->out_dt = DT_BOOL; t->in_dt[0] = t->in_dt[1] = t->ct; break;
+  }
+  free(s);
+  return ok;
+}
+
+static const struct {
+  const char *prefix;
+  int red;
+  simtw_dt_t in, out;
+} REDUCTIONS[] = {
+    {"func_wrapper_t<float, at::native::sum_functor<float, float, float>", RED_SUM, DT_F32, DT_F32},
+    {"func_wrapper_t<long, at::native::sum_functor<long, long, long>", RED_SUM, DT_I64, DT_I64},
+    {"MeanOps<float, float, float, float>", RED_MEAN, DT_F32, DT_F32},
+    {"func_wrapper_t<float, at::native::MaxNanFunctor<float>", RED_MAX, DT_F32, DT_F32},
+    {"func_wrapper_t<float, at::native::MinNanFunctor<float>", RED_MIN, DT_F32, DT_F32},
+    {"MaxOps<float>", RED_MAXOPS, DT_F32, DT_F32},
+    {"MinOps<float>", RED_MINOPS, DT_F32, DT_F32},
+    {"ArgMaxOps<float>", RED_ARGMAX, DT_F32, DT_I64},
+    {"ArgMinOps<float>", RED_ARGMIN, DT_F32, DT_I64},
+};
+
+/* reduce_kernel<…, ReduceOp<scalar, ops, unsigned int, out, …>>: the twins of float sums, means,
+ * max and min (with and without indices) and int64 sums. */
+static int resolve_reduce(const char *dm, twin_t *t) {
+  const char *p = strstr(dm, "at::native::ReduceOp<"), *e;
+  if (!p) return 0;
+  p += strlen("at::native::ReduceOp<");
+  t->red_dt = simtw_dt_parse(p, &e);
+  if ((t->red_dt != DT_F32 && t->red_dt != DT_I64) || strncmp(e, ", at::native::", 14) != 0) return 0;
+  e += 14;
+  int hit = -1;
+  for (size_t i = 0; i < sizeof REDUCTIONS / sizeof REDUCTIONS[0] && hit < 0; i++)
+    if (strncmp(e, REDUCTIONS[i].prefix, strlen(REDUCTIONS[i].prefix)) == 0 && REDUCTIONS[i].in == t->red_dt)
+      hit = (int)i;
+  if (hit < 0 || !(p = strstr(e, ", unsigned int, "))) return 0;
+  t->red_out_dt = simtw_dt_parse(p + 16, &e);
+  if (t->red_out_dt != REDUCTIONS[hit].out || strncmp(e, ", 4", 3) != 0) return 0;
+  t->red = REDUCTIONS[hit].red;
+  t->red_shift = t->red >= RED_MAXOPS ? 16 : t->red_dt == DT_I64 ? 8 : 0;
+  t->fw = FW_REDUCE;
+  t->op = &OPS[0]; /* marks "known"; the reduction is t->red */
+  return 1;
+}
+
 static twin_t *resolve(const char *name) {
   int st = 0;
   char *dm = __cxa_demangle(name, NULL, NULL, &st);
@@ -547,8 +802,8 @@ static twin_t *resolve(const char *name) {
     return NULL;
   }
   twin_t t = {0};
-  const char *f;
-  size_t len;
+  const char *f = NULL;
+  size_t len = 0;
   const char *p;
   if (strncmp(dm, "void at::native::vectorized_elementwise_kernel<", 47) == 0 &&
       (p = strchr(dm + 47, ',')) && functor_span(p, ", ", &f, &len)) {
@@ -559,29 +814,35 @@ static twin_t *resolve(const char *name) {
              strstr(dm, "StoreWithoutCast") && functor_span(dm, "unrolled_elementwise_kernel<", &f, &len)) {
     t.fw = FW_CONTIG;
     t.op = find_op(f, len);
+  } else if (strncmp(dm, "void at::native::unrolled_elementwise_kernel<", 45) == 0 &&
+             strstr(dm, "TrivialOffsetCalculator") && strstr(dm, "LoadWithCast<") &&
+             strstr(dm, "StoreWithCast<1>") && functor_span(dm, "unrolled_elementwise_kernel<", &f, &len)) {
+    t.fw = FW_CAST;
+    t.op = find_op(f, len);
   } else if (strncmp(dm, "void at::native::elementwise_kernel<", 36) == 0 &&
              (p = strstr(dm, "gpu_kernel_impl_nocast<"))) {
     const char *e = strstr(p, ">(at::TensorIteratorBase&");
     t.fw = FW_LEGACY;
-    if (e) t.op = find_op(p, (size_t)(e - p));
-  } else if (strncmp(dm, "void at::native::reduce_kernel<", 31) == 0 &&
-             (p = strstr(dm, "at::native::ReduceOp<float, ")) &&
-             strstr(p, ", unsigned int, float, 4")) {
-    t.fw = FW_REDUCE;
-    if (strncmp(p + 28, "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>", 78) == 0) {
-      t.red = RED_SUM;
-      t.op = &OPS[0]; /* marks "known"; the reduction is t.red */
-    } else if (strncmp(p + 28, "at::native::MeanOps<float, float, float, float>", 47) == 0) {
-      t.red = RED_MEAN;
-      t.op = &OPS[0];
-    }
+    if (e) t.op = find_op(f = p, len = (size_t)(e - p));
+  } else if (strncmp(dm, "void at::native::reduce_kernel<", 31) == 0) {
+    resolve_reduce(dm, &t);
   } else if (strncmp(dm, "void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(", 91) == 0 &&
              strstr(dm, "::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda(long)#1}>(int, ")) {
     t.fw = FW_ARANGE;
+    t.out_dt = DT_F32;
+    t.op = &OPS[0];
+  } else if (strncmp(dm, "void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(", 91) == 0 &&
+             strstr(dm, "::{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(long)#1}>(int, ")) {
+    t.fw = FW_ARANGE; /* the int64 instantiation (the fourth type of the dispatch) */
+    t.out_dt = DT_I64;
+    t.op = &OPS[0];
+  } else if (simtw_nn_resolve(dm, &t.nn)) {
+    t.fw = FW_NN;
     t.op = &OPS[0];
   } else {
     resolve_mta(dm, &t);
   }
+  if (t.op && f && !set_types(&t, f, len)) t.op = NULL;
   free(dm);
   if (!t.op) return NULL;
   twin_t *n = malloc(sizeof *n);
@@ -590,6 +851,7 @@ static twin_t *resolve(const char *name) {
     return NULL;
   }
   *n = t;
+  n->nn.name = n->name;
   return n;
 }
 
@@ -609,11 +871,12 @@ int simtw_twin(const char *name, dim3 grid, dim3 block, void **args) {
   if (!t) return 0;
   if (!args) return 1;
   switch (t->fw) {
-    case FW_CONTIG: run_contig(t, args); break;
+    case FW_CONTIG: case FW_CAST: run_contig(t, args); break;
     case FW_LEGACY: run_legacy(t, args); break;
     case FW_REDUCE: run_reduce(t, args); break;
     case FW_MTA: run_mta(t, grid, args); break;
-    case FW_ARANGE: run_arange(args); break;
+    case FW_ARANGE: run_arange(t, args); break;
+    case FW_NN: t->nn.run(&t->nn, grid, block, args); break;
   }
   return 1;
 }

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# torch-sim-examples.sh — the PyTorch examples with --device cuda on the simulator, real PyTorch
+# (the PyPI CUDA wheel), at small sizes: mlp.py (cross-entropy, Adam), dropout_lr.py (dropout,
+# cosine learning-rate schedule, SGD) and gpt_decode.py (embeddings, layer norm, attention with
+# masked softmax, GELU, argmax, int64 indexing).
+#   - Without the library: mlp's and gpt_decode's results equal CPU PyTorch's within float32
+#     tolerance (their `value` line, relative 1e-4; dropout_lr's random numbers are the device's
+#     own, so it has no CPU counterpart).
+#   - With the library (LD_PRELOAD, another simulator seed): the same output, bit for bit
+#     (checksum included), timing lines aside.
+#   - Through the launcher with fewer steps: the launches of the extra steps were at least 85%
+#     replayed from graphs (the share is printed).
+# The resnet examples need cuDNN's backend convolutions, which the simulator does not run.
+. "$(dirname "$0")/lib.sh"
+. "$AG_ROOT/tests/torch/sim-env.sh"
+d=$AG_TMP
+common=(--device cuda --warmup 2 --threads 1)
+declare -A size=(
+  [mlp]="--batch-size 16 --width 64"
+  [dropout_lr]="--batch-size 16 --width 64"
+  [gpt_decode]="--batch-size 1 --tokens 4 --prompt 4 --context 16 --layers 2 --dim 32 --vocab 64"
+)
+declare -A steps=([mlp]=8 [dropout_lr]=8 [gpt_decode]=3)
+for name in mlp dropout_lr gpt_decode; do
+  script=$AG_ROOT/examples/$name.py
+  # shellcheck disable=SC2206
+  args=("${common[@]}" ${size[$name]})
+  n=${steps[$name]}
+  ag_run "$d/$name.plain" env SIM_SEED=1 "$TORCH_SIM" "$PY" "$script" "${args[@]}" --steps "$n"
+  ag_run "$d/$name.lib" env SIM_SEED=2 LD_PRELOAD="$AG_LIB" AUTOGRAPH_STATS="$d/$name.long.json" \
+    "$TORCH_SIM" "$PY" "$script" "${args[@]}" --steps "$n"
+  ag_run "$d/$name.short" env SIM_SEED=3 "$AG_ROOT/tools/autograph" --lib "$AG_LIB" --stats="$d/$name.short.json" -- \
+    "$TORCH_SIM" "$PY" "$script" "${args[@]}" --steps 1
+  for r in plain lib short; do
+    [ "$(cat "$d/$name.$r.rc")" = 0 ] || { tail -n 30 "$d/$name.$r.err" >&2; ag_fail "$name ($r) exited $(cat "$d/$name.$r.rc")"; }
+    grep -Ev '^(warmup_s|median_step_ms):' "$d/$name.$r.out" >"$d/$name.$r.cmp"
+    grep -Eq '^checksum: [0-9a-f]{16}$' "$d/$name.$r.cmp" || ag_fail "$name ($r): no checksum line"
+  done
+  grep -q '^device: cuda ' "$d/$name.plain.cmp" || ag_fail "$name did not run on the device"
+  if ! cmp -s "$d/$name.plain.cmp" "$d/$name.lib.cmp"; then
+    diff -u "$d/$name.plain.cmp" "$d/$name.lib.cmp" >&2
+    ag_fail "$name: the result differs with the library"
+  fi
+  if [ "$name" != dropout_lr ]; then
+    cpu_args=("${args[@]}")
+    cpu_args[1]=cpu
+    ag_run "$d/$name.cpu" "$TORCH_SIM" "$PY" "$script" "${cpu_args[@]}" --steps "$n"
+    [ "$(cat "$d/$name.cpu.rc")" = 0 ] || { tail -n 30 "$d/$name.cpu.err" >&2; ag_fail "$name on the CPU exited $(cat "$d/$name.cpu.rc")"; }
+    python3 - "$d/$name.plain.out" "$d/$name.cpu.out" <<'PY' || ag_fail "$name: the device's result is not the CPU's"
+import sys
+dev, cpu = (float(next(l.split()[1] for l in open(p) if l.startswith("value:"))) for p in sys.argv[1:])
+print(f"value: device {dev:.9e}, cpu {cpu:.9e}")
+sys.exit(0 if abs(dev - cpu) <= 1e-4 * max(1.0, abs(cpu)) else 1)
+PY
+  fi
+  ag_expect "$d/$name.long.json" "replayed > 0" "graph_launches > 0"
+  python3 - "$name" "$d/$name.short.json" "$d/$name.long.json" <<'PY' || ag_fail "$name: the steady state is not replayed"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[2:])
+launches, replayed = b["launches"] - a["launches"], b["replayed"] - a["replayed"]
+share = replayed / launches if launches else 0
+print(f"{sys.argv[1]}: the extra steps made {launches} launches, {replayed} replayed ({share:.1%})")
+sys.exit(0 if launches > 0 and share >= 0.85 else 1)
+PY
+  echo "$name: $(grep '^checksum' "$d/$name.plain.out") with and without the library"
+done
+echo "torch-sim-examples: the examples run on the device, equal to the CPU's and unchanged by the library"

@@ -1,0 +1,149 @@
+/* dtype.c — the element types of PyTorch's kernels on the CPU: sizes, names, loads, stores and
+ * the conversions of static_cast (c10::Half and c10::BFloat16 round to nearest even, as their
+ * constructors from float do; floating to integer truncates toward zero).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "twins.h"
+
+size_t simtw_dt_size(simtw_dt_t dt) {
+  switch (dt) {
+    case DT_U8: case DT_I8: case DT_BOOL: return 1;
+    case DT_I16: case DT_F16: case DT_BF16: return 2;
+    case DT_I32: case DT_F32: case DT_U32: return 4;
+    case DT_I64: case DT_F64: return 8;
+    default: return 0;
+  }
+}
+
+int simtw_dt_is_float(simtw_dt_t dt) {
+  return dt == DT_F16 || dt == DT_F32 || dt == DT_F64 || dt == DT_BF16;
+}
+
+simtw_dt_t simtw_dt_parse(const char *s, const char **end) {
+  static const struct {
+    const char *name;
+    simtw_dt_t dt;
+  } names[] = {
+      {"float", DT_F32}, {"double", DT_F64}, {"c10::Half", DT_F16}, {"c10::BFloat16", DT_BF16},
+      {"long", DT_I64}, {"int", DT_I32}, {"short", DT_I16}, {"signed char", DT_I8},
+      {"unsigned char", DT_U8}, {"bool", DT_BOOL}, {"unsigned int", DT_U32},
+  };
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    size_t n = strlen(names[i].name);
+    if (strncmp(s, names[i].name, n) == 0 && (!s[n] || strchr(",)> ", s[n]))) {
+      if (end) *end = s + n;
+      return names[i].dt;
+    }
+  }
+  return DT_NONE;
+}
+
+static float half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else if (exp) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  } else if (man) { /* subnormal: man * 2^-24 */
+    float v = ldexpf((float)man, -24);
+    return sign ? -v : v;
+  } else {
+    bits = sign;
+  }
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+static uint16_t float_to_half(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+  float a = fabsf(f);
+  if (isnan(f)) return sign | 0x7e00;
+  if (a >= 65520.0f) return sign | 0x7c00; /* rounds to infinity */
+  if (a < 0x1p-14f) { /* subnormal or zero: multiples of 2^-24, rounded to nearest even */
+    return sign | (uint16_t)lrintf(a * 0x1p24f);
+  }
+  uint32_t ax;
+  memcpy(&ax, &a, 4);
+  uint32_t exp = (ax >> 23) - 112, man = ax & 0x7fffff;
+  uint32_t h = (exp << 10) | (man >> 13), rest = man & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
+  return sign | (uint16_t)h;
+}
+
+static float bf16_to_float(uint16_t b) {
+  uint32_t bits = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+static uint16_t float_to_bf16(float f) {
+  if (isnan(f)) return 0x7fc0;
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+simtw_val_t simtw_fval(double f) { return (simtw_val_t){.f = f, .is_f = 1}; }
+simtw_val_t simtw_ival(int64_t i) { return (simtw_val_t){.i = i, .is_f = 0}; }
+
+simtw_val_t simtw_load(simtw_dt_t dt, const void *p) {
+  switch (dt) {
+    case DT_U8: return simtw_ival(*(const uint8_t *)p);
+    case DT_I8: return simtw_ival(*(const int8_t *)p);
+    case DT_BOOL: return simtw_ival(*(const uint8_t *)p != 0);
+    case DT_I16: { int16_t v; memcpy(&v, p, 2); return simtw_ival(v); }
+    case DT_I32: { int32_t v; memcpy(&v, p, 4); return simtw_ival(v); }
+    case DT_U32: { uint32_t v; memcpy(&v, p, 4); return simtw_ival(v); }
+    case DT_I64: { int64_t v; memcpy(&v, p, 8); return simtw_ival(v); }
+    case DT_F16: { uint16_t v; memcpy(&v, p, 2); return simtw_fval(half_to_float(v)); }
+    case DT_BF16: { uint16_t v; memcpy(&v, p, 2); return simtw_fval(bf16_to_float(v)); }
+    case DT_F32: { float v; memcpy(&v, p, 4); return simtw_fval(v); }
+    case DT_F64: { double v; memcpy(&v, p, 8); return simtw_fval(v); }
+    default: return simtw_ival(0);
+  }
+}
+
+simtw_val_t simtw_cast(simtw_val_t v, simtw_dt_t dt) {
+  if (simtw_dt_is_float(dt)) {
+    /* From an integer: one rounding, to the target (through float for half and bfloat16, as
+     * c10's constructors take a float). */
+    float f32 = v.is_f ? (float)v.f : (float)v.i;
+    switch (dt) {
+      case DT_F64: return simtw_fval(v.is_f ? v.f : (double)v.i);
+      case DT_F32: return simtw_fval(f32);
+      case DT_F16: return simtw_fval(half_to_float(float_to_half(f32)));
+      default: return simtw_fval(bf16_to_float(float_to_bf16(f32)));
+    }
+  }
+  if (dt == DT_BOOL) return simtw_ival(v.is_f ? v.f != 0.0 : v.i != 0);
+  int64_t n = v.is_f ? (isnan(v.f) ? 0 : (int64_t)v.f) : v.i;
+  switch (dt) {
+    case DT_U8: return simtw_ival((uint8_t)n);
+    case DT_I8: return simtw_ival((int8_t)n);
+    case DT_I16: return simtw_ival((int16_t)n);
+    case DT_I32: return simtw_ival((int32_t)n);
+    case DT_U32: return simtw_ival((uint32_t)n);
+    default: return simtw_ival(n);
+  }
+}
+
+void simtw_store(simtw_dt_t dt, void *p, simtw_val_t v) {
+  v = simtw_cast(v, dt);
+  switch (dt) {
+    case DT_U8: case DT_I8: case DT_BOOL: *(uint8_t *)p = (uint8_t)v.i; break;
+    case DT_I16: { int16_t x = (int16_t)v.i; memcpy(p, &x, 2); break; }
+    case DT_I32: case DT_U32: { uint32_t x = (uint32_t)v.i; memcpy(p, &x, 4); break; }
+    case DT_I64: memcpy(p, &v.i, 8); break;
+    case DT_F16: { uint16_t x = float_to_half((float)v.f); memcpy(p, &x, 2); break; }
+    case DT_BF16: { uint16_t x = float_to_bf16((float)v.f); memcpy(p, &x, 2); break; }
+    case DT_F32: { float x = (float)v.f; memcpy(p, &x, 4); break; }
+    case DT_F64: memcpy(p, &v.f, 8); break;
+    default: break;
+  }
+}

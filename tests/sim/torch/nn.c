@@ -1,0 +1,702 @@
+/* nn.c — CPU twins of PyTorch's kernels outside the elementwise, reduction and foreach
+ * frameworks: softmax and log-softmax (forward and backward), the negative log-likelihood loss,
+ * dropout (Philox random numbers), index_select (embeddings), torch.cat, layer norm's forward
+ * and triu/tril. Float32 instantiations only.
+ *
+ * Each twin computes what its kernel's contract says from the kernel's own parameters (their
+ * order and sizes as PyTorch's sources declare them and the wheel's cubins lay them out), over
+ * the whole grid in one call, sums in index order: results equal the GPU's within float rounding,
+ * except dropout, whose random numbers are those of cuRAND's Philox4x32-10 as the kernel draws
+ * them (bit-exact in the mask, given the same seed and offset).
+ *
+ * at::cuda::detail::TensorInfo<T, IndexType> is {T *data; IndexType sizes[25]; IndexType
+ * strides[25]; int dims;} (strides in elements).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "twins.h"
+
+#define TI_MAX_DIMS 25
+
+/* TensorInfo with 32-bit indices (unsigned int or int: the same layout). */
+typedef struct {
+  char *data;
+  uint32_t sizes[TI_MAX_DIMS], strides[TI_MAX_DIMS];
+  int dims;
+} ti_t;
+
+static ti_t ti_read(const void *arg) {
+  ti_t t;
+  const char *p = arg;
+  memcpy(&t.data, p, 8);
+  memcpy(t.sizes, p + 8, 4 * TI_MAX_DIMS);
+  memcpy(t.strides, p + 8 + 4 * TI_MAX_DIMS, 4 * TI_MAX_DIMS);
+  memcpy(&t.dims, p + 8 + 8 * TI_MAX_DIMS, 4);
+  if (t.dims < 0 || t.dims > TI_MAX_DIMS) t.dims = 0;
+  return t;
+}
+
+/* IndexToOffset: the element offset of linear index i (last dimension fastest); Dims == -2 means
+ * contiguous (the offset is i). */
+static uint64_t ti_offset(const ti_t *t, int dims_arg, uint64_t i) {
+  if (dims_arg == -2) return i;
+  uint64_t off = 0;
+  for (int d = t->dims - 1; d > 0; d--) {
+    off += (i % t->sizes[d]) * t->strides[d];
+    i /= t->sizes[d];
+  }
+  return off + i * (t->dims ? t->strides[0] : 1);
+}
+
+static uint64_t ti_numel(const ti_t *t) {
+  uint64_t n = 1;
+  for (int d = 0; d < t->dims; d++) n *= t->sizes[d];
+  return n;
+}
+
+#define ARG(type, i) (*(type *)args[i])
+
+/* ---- softmax ---- */
+
+/* softmax_warp_forward<in, out, acc, log2_elements, is_log_softmax, is_masked, …>(out *dst,
+ * const in *src, int batch_size, int stride, int element_count, const bool *mask,
+ * int head_chunk_size, bool is_transformer_mask) (PersistentSoftmax.cuh): batch_size rows of
+ * element_count values, row r at r * stride. max, then sum of exp(x - max); softmax is
+ * exp(x - max) / sum, log-softmax x - max - log(sum). */
+static void softmax_rows(float *dst, const float *src, long rows, long stride, long n, int is_log) {
+  for (long r = 0; r < rows; r++) {
+    const float *x = src + r * stride;
+    float *y = dst + r * stride;
+    float max = -INFINITY, sum = 0.0f;
+    for (long i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
+    for (long i = 0; i < n; i++) sum += expf(x[i] - max);
+    float lse = logf(sum);
+    for (long i = 0; i < n; i++) y[i] = is_log ? x[i] - max - lse : expf(x[i] - max) / sum;
+  }
+}
+
+/* The backward: log-softmax g - exp(out) * sum(g); softmax g - out * sum(g), where PyTorch
+ * passes g = grad * out (an elementwise product it launches before). */
+static void softmax_bw_rows(float *gin, const float *g, const float *out, long rows, long stride,
+                            long n, int is_log) {
+  for (long r = 0; r < rows; r++) {
+    const float *gr = g + r * stride, *o = out + r * stride;
+    float *gi = gin + r * stride, sum = 0.0f;
+    for (long i = 0; i < n; i++) sum += gr[i];
+    for (long i = 0; i < n; i++) gi[i] = is_log ? gr[i] - expf(o[i]) * sum : gr[i] - o[i] * sum;
+  }
+}
+
+static void run_softmax_warp(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)grid, (void)block;
+  softmax_rows(ARG(float *, 0), ARG(const float *, 1), ARG(int, 2), ARG(int, 3), ARG(int, 4), k->p[0]);
+}
+
+static void run_softmax_warp_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)grid, (void)block;
+  softmax_bw_rows(ARG(float *, 0), ARG(const float *, 1), ARG(const float *, 2), ARG(int, 3),
+                  ARG(int, 4), ARG(int, 5), k->p[0]);
+}
+
+/* cunn_SoftMaxForward<ILP, float, float, float, Epilogue>(out *output, const in *input,
+ * int classes), and its shared-memory variant cunn_SoftMaxForwardSmem: one block per row (grid.x
+ * rows). */
+static void run_cunn_softmax(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)block;
+  int n = ARG(int, 2);
+  softmax_rows(ARG(float *, 0), ARG(const float *, 1), (long)grid.x, n, n, k->p[0]);
+}
+
+/* cunn_SoftMaxBackward<ILP, float, float, float, Epilogue>(gradInput, output, gradOutput,
+ * int64 classes), and cunn_SoftMaxBackwardSmem: one block per row; the epilogues are those of
+ * the warp kernels (gradOutput is grad * output for softmax). */
+static void run_cunn_softmax_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)block;
+  long n = ARG(long, 3);
+  softmax_bw_rows(ARG(float *, 0), ARG(const float *, 2), ARG(const float *, 1), (long)grid.x, n, n, k->p[0]);
+}
+
+/* ---- the negative log-likelihood loss (Loss.cu) ---- */
+
+/* nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(output, total_weight, input, target,
+ * weights, bool size_average, int64 nframe, ndim, n_classes, ignore_index): output =
+ * -sum(w[t] x[i][t]) over the frames whose target is not ignore_index, divided by the sum of
+ * those w[t] for the mean; total_weight that sum. */
+static void run_nll_fw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)k, (void)grid, (void)block;
+  float *out = ARG(float *, 0), *tw = ARG(float *, 1);
+  const float *in = ARG(const float *, 2), *w = ARG(const float *, 4);
+  const int64_t *target = ARG(const int64_t *, 3);
+  int size_average = ARG(unsigned char, 5) != 0;
+  int64_t nframe = ARG(int64_t, 6), ndim = ARG(int64_t, 7), ignore = ARG(int64_t, 9);
+  float acc = 0.0f, wsum = 0.0f;
+  for (int64_t i = 0; i < nframe; i++) {
+    int64_t t = target[i];
+    if (t == ignore) continue;
+    float cw = w ? w[t] : 1.0f;
+    acc -= in[i * ndim + t] * cw;
+    wsum += cw;
+  }
+  *tw = wsum;
+  *out = size_average ? acc / wsum : acc;
+}
+
+/* nll_loss_backward_reduce_cuda_kernel_2d<float, long>(grad_input, grad_output, target, weights,
+ * total_weight, bool size_average, int nframe, int ndim, int64 n_classes, ignore_index):
+ * grad_input[i][t] = w[t] * -(grad_output (/ total_weight for the mean)); the rest stays. */
+static void run_nll_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)k, (void)grid, (void)block;
+  float *gin = ARG(float *, 0);
+  const float *gout = ARG(const float *, 1), *w = ARG(const float *, 3), *tw = ARG(const float *, 4);
+  const int64_t *target = ARG(const int64_t *, 2);
+  int size_average = ARG(unsigned char, 5) != 0, nframe = ARG(int, 6), ndim = ARG(int, 7);
+  int64_t ignore = ARG(int64_t, 9);
+  float g = -(size_average ? *gout / *tw : *gout);
+  for (int i = 0; i < nframe; i++) {
+    int64_t t = target[i];
+    if (t != ignore) gin[(int64_t)i * ndim + t] = w ? w[t] * g : g;
+  }
+}
+
+/* ---- Philox and dropout ---- */
+
+void simtw_philox(const uint32_t ctr_in[4], const uint32_t key_in[2], uint32_t out[4]) {
+  uint32_t c[4] = {ctr_in[0], ctr_in[1], ctr_in[2], ctr_in[3]}, k0 = key_in[0], k1 = key_in[1];
+  for (int round = 0; round < 10; round++) {
+    uint64_t p0 = (uint64_t)0xD2511F53u * c[0], p1 = (uint64_t)0xCD9E8D57u * c[2];
+    uint32_t n[4] = {(uint32_t)(p1 >> 32) ^ c[1] ^ k0, (uint32_t)p1, (uint32_t)(p0 >> 32) ^ c[3] ^ k1, (uint32_t)p0};
+    memcpy(c, n, sizeof c);
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  memcpy(out, c, sizeof c);
+}
+
+/* curandStatePhilox4_32_10_t as curand_init(seed, subsequence, offset) leaves it: the counter's
+ * high 64 bits are the subsequence, its low 64 bits offset / 4, and offset % 4 words of the first
+ * block are skipped. */
+typedef struct {
+  uint32_t ctr[4], key[2], output[4];
+  int state;
+} philox_t;
+
+static void ctr_add(uint32_t ctr[4], uint64_t n) {
+  uint64_t lo = ((uint64_t)ctr[1] << 32 | ctr[0]) + n;
+  if (lo < n && ++ctr[2] == 0) ctr[3]++;
+  ctr[0] = (uint32_t)lo;
+  ctr[1] = (uint32_t)(lo >> 32);
+}
+
+static void philox_init(philox_t *s, uint64_t seed, uint64_t subsequence, uint64_t offset) {
+  memset(s, 0, sizeof *s);
+  s->key[0] = (uint32_t)seed;
+  s->key[1] = (uint32_t)(seed >> 32);
+  uint64_t hi = ((uint64_t)s->ctr[3] << 32 | s->ctr[2]) + subsequence;
+  s->ctr[2] = (uint32_t)hi;
+  s->ctr[3] = (uint32_t)(hi >> 32);
+  s->state = (int)(offset & 3);
+  ctr_add(s->ctr, offset / 4);
+  simtw_philox(s->ctr, s->key, s->output);
+}
+
+/* curand_uniform4: the next four words (x * 2^-32 + 2^-33 each, in float). */
+static void philox_uniform4(philox_t *s, float r[4]) {
+  uint32_t tmp[4], w[4];
+  memcpy(tmp, s->output, sizeof tmp);
+  ctr_add(s->ctr, 1);
+  simtw_philox(s->ctr, s->key, s->output);
+  for (int i = 0; i < 4; i++) w[i] = i + s->state < 4 ? tmp[i + s->state] : s->output[i + s->state - 4];
+  for (int i = 0; i < 4; i++) r[i] = (float)w[i] * 0x1p-32f + 0x1p-33f;
+}
+
+/* PhiloxCudaState (32 bytes in this wheel): {seed_ (value or pointer); offset_ (value or
+ * pointer); uint64 offset_intragraph_; bool captured_}; unpack() reads through the pointers when
+ * captured_. */
+static void philox_unpack(const char *st, uint64_t *seed, uint64_t *offset) {
+  uint64_t s, o, intra;
+  memcpy(&s, st, 8);
+  memcpy(&o, st + 8, 8);
+  memcpy(&intra, st + 16, 8);
+  if (st[24]) {
+    const int64_t *sp = (const int64_t *)(uintptr_t)s, *op = (const int64_t *)(uintptr_t)o;
+    s = (uint64_t)*sp;
+    o = (uint64_t)*op + intra;
+  }
+  *seed = s;
+  *offset = o;
+}
+
+/* fused_dropout_kernel_vec<float, float, unsigned, ADims, VEC, mask_t>(TensorInfo a, b, c,
+ * unsigned totalElements, float p, PhiloxCudaState) (Dropout.cu), p the keep probability: thread
+ * idx (of gridDim.x * blockDim.x) seeds Philox with (seed, idx, offset) and handles VEC elements
+ * at idx * VEC, then every grid stride further; per step it draws curand_uniform4 (for VEC 2, every
+ * other step reuses the last two numbers); keep = u < p; b = a * keep * (1 / p), c = keep.
+ * fused_dropout_kernel<…, ADims, BDims, mask_t> (not contiguous, or VEC 1): per grid stride of
+ * 4 elements one curand_uniform4, element li + k * stride uses number k, offsets by
+ * IndexToOffset. */
+static void run_dropout(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  ti_t a = ti_read(args[0]), b = ti_read(args[1]), c = ti_read(args[2]);
+  uint32_t total = ARG(uint32_t, 3);
+  float p = ARG(float, 4);
+  uint64_t seed, offset;
+  philox_unpack(args[5], &seed, &offset);
+  float scale = (float)(1.0 / p);
+  int vec = k->p[0], mask_u8 = k->p[1];
+  uint64_t threads = (uint64_t)grid.x * block.x;
+  (void)mask_u8; /* bool and uint8 masks are both one byte of 0 or 1 */
+  for (uint64_t idx = 0; idx < threads; idx++) {
+    philox_t s;
+    philox_init(&s, seed, idx, offset);
+    float r[4];
+    if (vec) {
+      int loop_state = 0;
+      for (uint64_t li = idx * vec; li < total; li += threads * vec) {
+        if (vec == 4 || loop_state == 0) {
+          philox_uniform4(&s, r);
+        } else {
+          r[0] = r[2];
+          r[1] = r[3];
+          loop_state ^= 1;
+        }
+        for (int j = 0; j < vec && li + j < total; j++) { /* PyTorch vectorises divisible sizes only */
+          float keep = r[j] < p;
+          float x;
+          memcpy(&x, a.data + 4 * (li + j), 4);
+          float y = x * keep * scale;
+          memcpy(b.data + 4 * (li + j), &y, 4);
+          c.data[li + j] = (char)(keep != 0.0f);
+        }
+      }
+    } else {
+      for (uint64_t li = idx; li < total; li += threads * 4) {
+        philox_uniform4(&s, r);
+        for (int j = 0; j < 4; j++) {
+          uint64_t e = li + (uint64_t)j * threads;
+          if (e >= total) break;
+          float keep = r[j] < p, x;
+          memcpy(&x, a.data + 4 * ti_offset(&a, k->p[2], e), 4);
+          float y = x * keep * scale;
+          uint64_t bo = ti_offset(&b, k->p[3], e); /* the mask shares b's offsets */
+          memcpy(b.data + 4 * bo, &y, 4);
+          c.data[bo] = (char)(keep != 0.0f);
+        }
+      }
+    }
+  }
+}
+
+/* distribution_elementwise_grid_stride_kernel<float, 4, dist, transform>(int64 numel,
+ * PhiloxCudaState, dist_func, transform_func) (DistributionTemplates.h), the variant for a
+ * contiguous output: thread idx (of gridDim.x * blockDim.x) seeds Philox with (seed, idx,
+ * offset); per grid stride of 4 elements it draws one float4 of dist_func (curand_uniform4 for
+ * uniform_, curand_normal4 for normal_), element li + k * stride gets number k. The transform is
+ * the lambda {char *out_data; int stride0 (bytes); {…}} writing out_data[stride0 * li]: for uniform_ its
+ * inner lambda is {range, from, to} and the value rand * range + from (to becomes from), for
+ * normal_ {mean, std} and rand * std + mean. curand_normal4 is Box-Muller over two words each:
+ * u = x 2^-32 + 2^-33, v = y 2^-32 2π + 2^-33 2π, sqrt(-2 log u) (sin v, cos v); the device's
+ * fast sine and cosine round differently from the CPU's, so the normal numbers equal the GPU's
+ * only to within a few ulps. */
+static void normal4(philox_t *s, float r[4]) {
+  uint32_t w[4], tmp[4];
+  memcpy(tmp, s->output, sizeof tmp);
+  ctr_add(s->ctr, 1);
+  simtw_philox(s->ctr, s->key, s->output);
+  for (int i = 0; i < 4; i++) w[i] = i + s->state < 4 ? tmp[i + s->state] : s->output[i + s->state - 4];
+  const float two_pi_inv32 = 1.4629180792671596e-09f;
+  for (int i = 0; i < 4; i += 2) {
+    float u = (float)w[i] * 0x1p-32f + 0x1p-33f, v = (float)w[i + 1] * two_pi_inv32 + two_pi_inv32 / 2;
+    float sq = sqrtf(-2.0f * logf(u));
+    r[i] = sinf(v) * sq;
+    r[i + 1] = cosf(v) * sq;
+  }
+}
+
+static void run_distribution(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  int64_t numel = ARG(int64_t, 0);
+  uint64_t seed, offset;
+  philox_unpack(args[1], &seed, &offset);
+  const char *tf = args[3];
+  char *out;
+  int stride0;
+  float a, b, c;
+  memcpy(&out, tf, 8);
+  memcpy(&stride0, tf + 8, 4);
+  memcpy(&a, tf + 12, 4);
+  memcpy(&b, tf + 16, 4);
+  memcpy(&c, tf + 20, 4);
+  uint64_t threads = (uint64_t)grid.x * block.x;
+  for (uint64_t idx = 0; idx < threads; idx++) {
+    philox_t s;
+    philox_init(&s, seed, idx, offset);
+    for (uint64_t li = idx; li < (uint64_t)numel; li += threads * 4) {
+      float r[4];
+      if (k->p[0]) normal4(&s, r);
+      else philox_uniform4(&s, r);
+      for (int j = 0; j < 4; j++) {
+        uint64_t e = li + (uint64_t)j * threads;
+        if (e >= (uint64_t)numel) break;
+        float v;
+        if (k->p[0]) {
+          v = fmaf(r[j], b, a); /* {mean, std} */
+        } else {
+          v = fmaf(r[j], a, b); /* {range, from, to} */
+          if (v == c) v = b;
+        }
+        memcpy(out + (int64_t)stride0 * (int64_t)e, &v, 4); /* stride0 in bytes */
+      }
+    }
+  }
+}
+
+/* ---- index_select (Indexing.cu) ---- */
+
+/* indexSelectSmallIndex<T, long, unsigned, DstDim, SrcDim, IdxDim>(TensorInfo dst, src, indices,
+ * int dstSelectDim, int srcSelectDim, unsigned innerSize, int64 srcSelectDimSize) and
+ * indexSelectLargeIndex<…, IndexIsMajor>(dst, src, indices, dstSelectDim, srcSelectDim,
+ * unsigned totalSize, unsigned innerSize, int64 srcSelectDimSize): for every index position j
+ * and element e of the slice (dst and src have their select dimension collapsed to size 1),
+ * dst[e + j * dst.stride[dstSelectDim]] = src[e + indices[j] * src.stride[srcSelectDim]]. */
+static void run_index_select(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)grid, (void)block;
+  ti_t dst = ti_read(args[0]), src = ti_read(args[1]), idx = ti_read(args[2]);
+  int dsd = ARG(int, 3), ssd = ARG(int, 4);
+  uint32_t inner = ARG(uint32_t, k->p[0] ? 6 : 5);
+  size_t es = (size_t)k->p[1];
+  uint64_t nidx = ti_numel(&idx);
+  for (uint64_t j = 0; j < nidx; j++) {
+    int64_t si;
+    memcpy(&si, idx.data + 8 * ti_offset(&idx, k->p[4], j), 8);
+    for (uint64_t e = 0; e < inner; e++) {
+      uint64_t d = ti_offset(&dst, k->p[2], e) + j * dst.strides[dsd];
+      uint64_t s = ti_offset(&src, k->p[3], e) + (uint64_t)si * src.strides[ssd];
+      memcpy(dst.data + es * d, src.data + es * s, es);
+    }
+  }
+}
+
+/* ---- torch.cat (Shape.cu) ---- */
+
+/* CatArrayBatchedCopy*<OpaqueType<es>, unsigned, Dims, batch, stride_size[, alignment]>(T *output,
+ * CatArrInputTensorMetadata inputs {const T *input[batch]; unsigned offset[batch],
+ * dimSize[batch], nElements[batch]; bool isContiguous[batch]; TensorSizeStride<unsigned, 4>
+ * tensorStride[stride_size]}, TensorSizeStride<unsigned, 4> os {sizes[4], strides[4]},
+ * int concatDim, unsigned dimStride): blockIdx.y picks the input; its element i goes to
+ * output[offset * dimStride + CatArrIndexToOffset(os, dimSize, i)], read at i when contiguous. */
+static uint64_t cat_offset(const uint32_t *sizes, const uint32_t *strides, uint32_t dim_size,
+                           int concat_dim, int dims, uint64_t i) {
+  uint64_t off = 0;
+  for (int d = dims - 1; d >= 1; d--) {
+    uint32_t n = d == concat_dim ? dim_size : sizes[d];
+    off += (i % n) * strides[d];
+    i /= n;
+  }
+  return off + i * strides[0];
+}
+
+static void run_cat(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)block;
+  int es = k->p[0], dims = k->p[1], batch = k->p[2], nstride = k->p[3];
+  char *out = ARG(char *, 0);
+  const char *m = args[1];
+  const char *os = args[2];
+  int concat_dim = ARG(int, 3);
+  uint32_t dim_stride = ARG(uint32_t, 4), osz[4], ost[4];
+  memcpy(osz, os, 16);
+  memcpy(ost, os + 16, 16);
+  const char *offs = m + 8 * batch, *dsz = offs + 4 * batch, *nel = dsz + 4 * batch, *contig = nel + 4 * batch;
+  const char *tss = m + ((21 * (size_t)batch + 3) & ~(size_t)3);
+  for (unsigned y = 0; y < grid.y && (int)y < batch; y++) {
+    const char *in;
+    uint32_t off, dim_size, n;
+    memcpy(&in, m + 8 * y, 8);
+    memcpy(&off, offs + 4 * y, 4);
+    memcpy(&dim_size, dsz + 4 * y, 4);
+    memcpy(&n, nel + 4 * y, 4);
+    uint32_t isz[4], ist[4];
+    const char *ts = tss + 32 * (nstride > 1 ? y : 0);
+    memcpy(isz, ts, 16);
+    memcpy(ist, ts + 16, 16);
+    for (uint64_t i = 0; i < n; i++) {
+      uint64_t o = (uint64_t)off * dim_stride + cat_offset(osz, ost, dim_size, concat_dim, dims, i);
+      uint64_t s = contig[y] ? i : cat_offset(isz, ist, dim_size, concat_dim, dims, i);
+      memcpy(out + (size_t)es * o, in + (size_t)es * s, (size_t)es);
+    }
+  }
+}
+
+/* ---- layer norm (layer_norm_kernel.cu) ---- */
+
+/* Mean and 1 / sqrt(biased variance + eps) of each of M rows of N (rms_norm: mean 0, the
+ * variance is the mean square). */
+static void row_moments(const float *x, long n, float eps, int rms, float *mean, float *rstd) {
+  double s = 0.0, s2 = 0.0;
+  for (long i = 0; i < n; i++) s += x[i];
+  float m = rms ? 0.0f : (float)(s / (double)n);
+  for (long i = 0; i < n; i++) s2 += ((double)x[i] - m) * ((double)x[i] - m);
+  float var = (float)(s2 / (double)n);
+  *mean = m;
+  *rstd = 1.0f / sqrtf((var > 0.0f ? var : 0.0f) + eps);
+}
+
+/* vectorized_layer_norm_kernel<float, float, rms_norm>(int N, float eps, X, gamma, beta, mean,
+ * rstd, Y): one block per row (grid.x rows); Y = (X - mean) * rstd * gamma + beta, gamma and beta
+ * optional (NULL). */
+static void run_ln_vec(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)block;
+  int n = ARG(int, 0);
+  float eps = ARG(float, 1);
+  const float *x = ARG(const float *, 2), *g = ARG(const float *, 3), *b = ARG(const float *, 4);
+  float *mean = ARG(float *, 5), *rstd = ARG(float *, 6), *y = ARG(float *, 7);
+  for (unsigned r = 0; r < grid.x; r++) {
+    float m, rs;
+    row_moments(x + (size_t)r * n, n, eps, k->p[0], &m, &rs);
+    if (mean) mean[r] = m;
+    if (rstd) rstd[r] = rs;
+    for (int i = 0; i < n; i++) {
+      float v = (x[(size_t)r * n + i] - m) * rs;
+      if (g) v *= g[i];
+      if (b) v += b[i];
+      y[(size_t)r * n + i] = v;
+    }
+  }
+}
+
+/* RowwiseMomentsCUDAKernel<float, float, rms_norm>(int64 M, int64 N, float eps, X, mean, rstd):
+ * M rows of N (this wheel's kernels take the row count and stride over rows). */
+static void run_ln_moments(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)grid, (void)block;
+  int64_t m = ARG(int64_t, 0), n = ARG(int64_t, 1);
+  float eps = ARG(float, 2);
+  const float *x = ARG(const float *, 3);
+  float *mean = ARG(float *, 4), *rstd = ARG(float *, 5);
+  for (int64_t r = 0; r < m; r++) row_moments(x + r * n, n, eps, k->p[0], &mean[r], &rstd[r]);
+}
+
+/* LayerNormForwardCUDAKernel<float, float, rms_norm>(int64 M, int64 N, X, mean, rstd, gamma,
+ * beta, Y). */
+static void run_ln_forward(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)k, (void)grid, (void)block;
+  int64_t m = ARG(int64_t, 0), n = ARG(int64_t, 1);
+  const float *x = ARG(const float *, 2), *mean = ARG(const float *, 3), *rstd = ARG(const float *, 4);
+  const float *g = ARG(const float *, 5), *b = ARG(const float *, 6);
+  float *y = ARG(float *, 7);
+  for (int64_t r = 0; r < m; r++)
+    for (int64_t i = 0; i < n; i++) {
+      float v = (x[r * n + i] - mean[r]) * rstd[r];
+      if (g) v *= g[i];
+      if (b) v += b[i];
+      y[r * n + i] = v;
+    }
+}
+
+/* layer_norm_grad_input_kernel<float, float, false>(dY, X, mean, rstd, gamma, dX, int N) and its
+ * _vectorized twin: one block per row (grid.x rows); with g = dY * gamma (gamma NULL: 1),
+ * xhat = (X - mean) * rstd, dX = (N g - sum(g) - xhat sum(g xhat)) * rstd / N. */
+static void run_ln_grad_input(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)k, (void)block;
+  const float *dy = ARG(const float *, 0), *x = ARG(const float *, 1), *mean = ARG(const float *, 2);
+  const float *rstd = ARG(const float *, 3), *gamma = ARG(const float *, 4);
+  float *dx = ARG(float *, 5);
+  int n = ARG(int, 6);
+  for (unsigned r = 0; r < grid.x; r++) {
+    const float *dyr = dy + (size_t)r * n, *xr = x + (size_t)r * n;
+    float s1 = 0.0f, s2 = 0.0f, m = mean[r], rs = rstd[r];
+    for (int i = 0; i < n; i++) {
+      float g = dyr[i] * (gamma ? gamma[i] : 1.0f);
+      s1 += g;
+      s2 += g * (xr[i] - m) * rs;
+    }
+    float fh = (float)n, term = (1.0f / fh) * rs;
+    for (int i = 0; i < n; i++) {
+      float g = dyr[i] * (gamma ? gamma[i] : 1.0f);
+      dx[(size_t)r * n + i] = (fh * g - s1 - (xr[i] - m) * rs * s2) * term;
+    }
+  }
+}
+
+/* GammaBetaBackwardCUDAKernelTemplate<float, float, bx, by, rows, check_x, check_y,
+ * partial_reduction false>(int64 M, int64 N, dY, X, mean, rstd, dgamma, dbeta): the column sums
+ * dgamma[j] = sum_i dY[i][j] (X[i][j] - mean[i]) rstd[i] and dbeta[j] = sum_i dY[i][j], either
+ * pointer NULL when not wanted. (The partial-reduction instantiations, which leave per-block sums
+ * for another kernel, have no twin.) */
+static void run_ln_gamma_beta(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)k, (void)grid, (void)block;
+  int64_t m = ARG(int64_t, 0), n = ARG(int64_t, 1);
+  const float *dy = ARG(const float *, 2), *x = ARG(const float *, 3), *mean = ARG(const float *, 4);
+  const float *rstd = ARG(const float *, 5);
+  float *dg = ARG(float *, 6), *db = ARG(float *, 7);
+  for (int64_t j = 0; j < n; j++) {
+    float sg = 0.0f, sb = 0.0f;
+    for (int64_t i = 0; i < m; i++) {
+      sg += dy[i * n + j] * (x[i * n + j] - mean[i]) * rstd[i];
+      sb += dy[i * n + j];
+    }
+    if (dg) dg[j] = sg;
+    if (db) db[j] = sb;
+  }
+}
+
+/* ---- embedding backward (Embedding.cu) ---- */
+
+/* embedding_backward_feature_kernel<float, float, long>(const long *indices, const float *grad,
+ * float *grad_weight, int n, int64 stride, int padding_idx): for every position j whose index is
+ * not padding_idx, grad_weight[indices[j]] += grad[j] (rows of stride values), in position
+ * order. */
+static void run_embedding_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)k, (void)grid, (void)block;
+  const int64_t *idx = ARG(const int64_t *, 0);
+  const float *grad = ARG(const float *, 1);
+  float *gw = ARG(float *, 2);
+  int n = ARG(int, 3), pad = ARG(int, 5);
+  int64_t stride = ARG(int64_t, 4);
+  for (int j = 0; j < n; j++) {
+    if (idx[j] == pad) continue;
+    for (int64_t f = 0; f < stride; f++) gw[idx[j] * stride + f] += grad[(int64_t)j * stride + f];
+  }
+}
+
+/* ---- triu / tril ---- */
+
+/* triu_tril_kernel<T, int, upper, elements_per_thread, inplace>(TensorInfo result, self,
+ * int64 k, int64 N_padded, int last_dim_padded): over the last two dimensions (row, col),
+ * result = self where col - row >= k (upper) or <= k (lower), else 0; in place only the zeros
+ * are written. */
+static void run_triu(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)grid, (void)block;
+  ti_t res = ti_read(args[0]), self = ti_read(args[1]);
+  int64_t kk = ARG(int64_t, 2);
+  int upper = k->p[0], inplace = k->p[1];
+  size_t es = (size_t)k->p[2];
+  if (res.dims < 2) return;
+  uint64_t n = ti_numel(&res);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t ro = 0, so = 0, rest = i;
+    int64_t col = 0, row = 0;
+    for (int d = res.dims - 1; d >= 0; d--) {
+      uint64_t c = rest % res.sizes[d];
+      rest /= res.sizes[d];
+      if (d == res.dims - 1) col = (int64_t)c;
+      if (d == res.dims - 2) row = (int64_t)c;
+      ro += c * res.strides[d];
+      so += c * self.strides[d];
+    }
+    int keep = upper ? col - row >= kk : col - row <= kk;
+    if (keep && !inplace) memcpy(res.data + es * ro, self.data + es * so, es);
+    if (!keep) memset(res.data + es * ro, 0, es);
+  }
+}
+
+/* ---- resolution ---- */
+
+static int after_int(const char *s, const char *prefix, int *v) {
+  const char *p = strstr(s, prefix);
+  if (!p) return 0;
+  *v = atoi(p + strlen(prefix));
+  return 1;
+}
+
+/* The n-th (from 0) comma-separated template argument after `open` (a '<'), as an int. */
+static int targ(const char *open, int n, int *v) {
+  const char *p = open;
+  int depth = 0;
+  for (p = open + 1; *p; p++) {
+    if (depth == 0 && n == 0) {
+      while (*p == ' ') p++;
+      if (strncmp(p, "true", 4) == 0) *v = 1;
+      else if (strncmp(p, "false", 5) == 0) *v = 0;
+      else *v = atoi(p);
+      return 1;
+    }
+    if (*p == '<') depth++;
+    else if (*p == '>') {
+      if (depth == 0) return 0;
+      depth--;
+    } else if (*p == ',' && depth == 0) {
+      n--;
+    }
+  }
+  return 0;
+}
+
+#define DIST_PREFIX \
+  "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4, at::native::templates::cuda::"
+#define DIST_TRIVIAL "{lambda(int, float)#1})"
+
+int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
+  const char *p;
+  int v;
+  memset(k, 0, sizeof *k);
+  if ((p = strstr(dm, "softmax_warp_forward<float, float, float, ")) && targ(strchr(p, '<'), 4, &k->p[0]) &&
+      targ(strchr(p, '<'), 5, &v) && v == 0 && strncmp(dm, "void (anonymous namespace)::softmax_warp_forward<", 49) == 0) {
+    k->run = run_softmax_warp;
+  } else if ((p = strstr(dm, "softmax_warp_backward<float, float, float, ")) && targ(strchr(p, '<'), 4, &k->p[0]) &&
+             targ(strchr(p, '<'), 5, &v) && v == 0 && strncmp(dm, "void (anonymous namespace)::softmax_warp_backward<", 50) == 0) {
+    k->run = run_softmax_warp_bw;
+  } else if (((p = strstr(dm, "::cunn_SoftMaxForward<")) || (p = strstr(dm, "::cunn_SoftMaxForwardSmem<"))) &&
+             strstr(p, ", float, float, float, at::native::(anonymous namespace)::")) {
+    k->p[0] = strstr(p, "LogSoftMaxForwardEpilogue>") != NULL;
+    if (k->p[0] || strstr(p, "::SoftMaxForwardEpilogue>")) k->run = run_cunn_softmax;
+  } else if (((p = strstr(dm, "::cunn_SoftMaxBackward<")) || (p = strstr(dm, "::cunn_SoftMaxBackwardSmem<"))) &&
+             strstr(p, ", float, float, float, at::native::(anonymous namespace)::")) {
+    k->p[0] = strstr(p, "LogSoftMaxBackwardEpilogue>") != NULL;
+    if (k->p[0] || strstr(p, "::SoftMaxBackwardEpilogue>")) k->run = run_cunn_softmax_bw;
+  } else if (strstr(dm, "::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(")) {
+    k->run = run_nll_fw;
+  } else if (strstr(dm, "::nll_loss_backward_reduce_cuda_kernel_2d<float, long>(")) {
+    k->run = run_nll_bw;
+  } else if ((p = strstr(dm, "::fused_dropout_kernel_vec<float, float, unsigned int, ")) && targ(strchr(p, '<'), 4, &k->p[0])) {
+    k->p[1] = strstr(p, ", unsigned char>(") != NULL;
+    if (k->p[0] == 2 || k->p[0] == 4) k->run = run_dropout;
+  } else if ((p = strstr(dm, "::fused_dropout_kernel<float, float, unsigned int, ")) && targ(strchr(p, '<'), 3, &k->p[2]) &&
+             targ(strchr(p, '<'), 4, &k->p[3])) {
+    k->p[0] = 0;
+    k->run = run_dropout;
+  } else if (strncmp(dm, DIST_PREFIX, strlen(DIST_PREFIX)) == 0 && strlen(dm) > strlen(DIST_TRIVIAL) &&
+             strcmp(dm + strlen(dm) - strlen(DIST_TRIVIAL), DIST_TRIVIAL) == 0) {
+    /* the contiguous-output variant (lambda #1) of uniform_ and normal_ on float */
+    const char *t = dm + strlen(DIST_PREFIX);
+    if (strncmp(t, "uniform_and_transform<float, float, ", 36) == 0 && strstr(t, "templates::cuda::uniform_kernel<")) {
+      k->run = run_distribution;
+    } else if (strncmp(t, "normal_and_transform<float, float, ", 35) == 0 && strstr(t, "templates::cuda::normal_kernel<")) {
+      k->p[0] = 1;
+      k->run = run_distribution;
+    }
+  } else if ((p = strstr(dm, "::indexSelectSmallIndex<")) || (p = strstr(dm, "::indexSelectLargeIndex<"))) {
+    const char *o = strchr(p, '<');
+    const char *e;
+    simtw_dt_t dt = simtw_dt_parse(o + 1, &e);
+    k->p[0] = strstr(p, "LargeIndex") != NULL;
+    k->p[1] = (int)simtw_dt_size(dt);
+    if (dt != DT_NONE && strncmp(e, ", long, unsigned int, ", 22) == 0 && targ(o, 3, &k->p[2]) &&
+        targ(o, 4, &k->p[3]) && targ(o, 5, &k->p[4]))
+      k->run = run_index_select;
+  } else if ((p = strstr(dm, "::CatArrayBatchedCopy")) && after_int(p, "OpaqueType<", &k->p[0]) &&
+             strstr(p, ">, unsigned int, ")) {
+    /* <OpaqueType<es>, unsigned int, Dims, batch, stride_size, …> */
+    const char *o = strchr(p, '<');
+    if (targ(o, 2, &k->p[1]) && targ(o, 3, &k->p[2]) && targ(o, 4, &k->p[3]) && k->p[1] >= 1 && k->p[1] <= 4)
+      k->run = run_cat;
+  } else if ((p = strstr(dm, "::vectorized_layer_norm_kernel<float, float, ")) && targ(strchr(p, '<'), 2, &k->p[0])) {
+    k->run = run_ln_vec;
+  } else if ((p = strstr(dm, "::RowwiseMomentsCUDAKernel<float, float, ")) && targ(strchr(p, '<'), 2, &k->p[0])) {
+    k->run = run_ln_moments;
+  } else if ((p = strstr(dm, "::LayerNormForwardCUDAKernel<float, float, ")) && targ(strchr(p, '<'), 2, &v) && v == 0) {
+    k->run = run_ln_forward;
+  } else if (strstr(dm, "::layer_norm_grad_input_kernel<float, float, false>(") ||
+             strstr(dm, "::layer_norm_grad_input_kernel_vectorized<float, float, false>(")) {
+    k->run = run_ln_grad_input;
+  } else if ((p = strstr(dm, "::GammaBetaBackwardCUDAKernelTemplate<float, float, ")) && targ(strchr(p, '<'), 7, &v) && v == 0) {
+    k->run = run_ln_gamma_beta;
+  } else if (strstr(dm, "::embedding_backward_feature_kernel<float, float, long>(")) {
+    k->run = run_embedding_bw;
+  } else if ((p = strstr(dm, "at::native::triu_tril_kernel<")) && strstr(p, ", int, ")) {
+    const char *o = strchr(p, '<'), *e;
+    simtw_dt_t dt = simtw_dt_parse(o + 1, &e);
+    k->p[2] = (int)simtw_dt_size(dt);
+    if (dt != DT_NONE && targ(o, 2, &k->p[0]) && targ(o, 4, &k->p[1])) k->run = run_triu;
+  }
+  return k->run != NULL;
+}

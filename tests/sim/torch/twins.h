@@ -1,0 +1,70 @@
+/* twins.h — what the files of the CPU twins of PyTorch's kernels share: element types and their
+ * conversions (dtype.c), the twin record, and the resolvers of the kernels outside the
+ * elementwise, reduction and foreach frameworks of twins.c (nn.c: softmax, losses, dropout,
+ * indexing, concatenation, normalisation).
+ *
+ * Internal to libtorchtwins.so (its version script exports simtw_twin only).
+ */
+#ifndef SIMTW_TWINS_H
+#define SIMTW_TWINS_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Element types, numbered as c10::ScalarType (the dtype codes of LoadWithCast/StoreWithCast);
+ * DT_U32 is the opaque 4-byte type of where's lambda, not a ScalarType. */
+typedef enum {
+  DT_NONE = -1,
+  DT_U8 = 0,
+  DT_I8 = 1,
+  DT_I16 = 2,
+  DT_I32 = 3,
+  DT_I64 = 4,
+  DT_F16 = 5,
+  DT_F32 = 6,
+  DT_F64 = 7,
+  DT_BOOL = 11,
+  DT_BF16 = 15,
+  DT_U32 = 100,
+} simtw_dt_t;
+
+/* One element's value: floating types in f (exactly: every float, half and bfloat16 value is a
+ * double), integer and bool types in i. */
+typedef struct {
+  double f;
+  int64_t i;
+  int is_f;
+} simtw_val_t;
+
+size_t simtw_dt_size(simtw_dt_t dt);
+int simtw_dt_is_float(simtw_dt_t dt);
+/* The C++ type name at s (as the demangler spells it: "float", "long", "c10::Half", ...)
+ * followed by one of ",)> " or the end; sets *end after it. DT_NONE when none. */
+simtw_dt_t simtw_dt_parse(const char *s, const char **end);
+simtw_val_t simtw_load(simtw_dt_t dt, const void *p);
+/* static_cast<dt>(v) as C++ and c10 define it: rounding to nearest even for floating targets,
+ * truncation toward zero for integer ones, != 0 for bool. */
+simtw_val_t simtw_cast(simtw_val_t v, simtw_dt_t dt);
+/* Stores v cast to dt. */
+void simtw_store(simtw_dt_t dt, void *p, simtw_val_t v);
+simtw_val_t simtw_fval(double f);
+simtw_val_t simtw_ival(int64_t i);
+
+/* A resolved twin: nn.c's kernels fill run and the integer parameters they parsed from the
+ * kernel's name. */
+struct simtw_nn;
+typedef void (*simtw_run_fn)(const struct simtw_nn *k, dim3 grid, dim3 block, void **args);
+typedef struct simtw_nn {
+  simtw_run_fn run;
+  int p[6];
+  const char *name;
+} simtw_nn_t;
+
+/* Fills k when the demangled name dm is one of nn.c's kernels; returns 1, else 0. */
+int simtw_nn_resolve(const char *dm, simtw_nn_t *k);
+
+/* Philox4x32-10 (Salmon et al., as cuRAND implements it): the 4 words of block ctr under key. */
+void simtw_philox(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+
+#endif
