@@ -804,12 +804,14 @@ static inline __attribute__((always_inline)) int advance(strm_t *S, ag_kinfo_t *
   if (AG_UNLIKELY(ag__seg_push(&S->seg, h, &done))) {
     S->seg.len = i + 1; /* the segmenter reset itself; finish() needs the length */
     finish(S, 1, done, AG_FB_MISMATCH);
-  } else if (AG_UNLIKELY(!l)) {
-    /* A stream operation ends its sequence, as the last node of its graph. Programs order work
-     * with these calls at the same points of every step (a memset before a reduction, an event
-     * record where another stream takes over), so sequences that end there are short ones
-     * that repeat within a step and are learned within a few steps; measured on the real
-     * traces (docs/benchmarks.md), this replays more than letting sequences run through them. */
+  } else if (AG_UNLIKELY(!l) && k->fkind != AG_OP_EVENT_WAIT) {
+    /* A memset or an event record ends its sequence, as the last node of its graph (a wait
+     * begins one: ag__op). Programs put these calls at the same points of every step (a record
+     * where another stream takes over, a memset of an accumulator), so sequences that end there
+     * are short ones that repeat within a step and are learned within a few steps. Measured on
+     * the real traces (docs/benchmarks.md), this replays more than letting sequences run
+     * through them (ns_resolution 99.8% against 94.0%, nccl_data 88.9% against 57.7%) or than
+     * making memsets begin sequences too. */
     finish(S, 1, S->seg.hash, AG_FB_MISMATCH);
   }
   return held;
@@ -1166,6 +1168,9 @@ int ag__op(ag_op_t *op) {
     evheld[E.nev].ev = op->event, evheld[E.nev].S = S;
     E.nev++, S->nevs++;
   }
+  /* A wait begins a sequence, as the first node of its graph (a stream waits before the work
+   * that needs the other's); a memset or a record ends one (below, in advance). */
+  if (op->kind == AG_OP_EVENT_WAIT && S->seg.len) cut(S);
   r = advance(S, k, h, NULL, &bytes, &op->gen) ? AG_OP_HELD : AG_OP_PASS;
 out:
   engine_unlock();
