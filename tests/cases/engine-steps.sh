@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# engine-steps.sh — learning steps that end early, steps longer than a sequence, and finding the
+# place again after a divergence (issue 12, §3; tests/progs/e-steps.cu, 40 steps per mode).
+# Identical output with the library in every mode, and:
+#   prefix  even steps end after 20 of the odd steps' 25 launches: the 20 must become a sequence
+#           of their own (a held run ending early is counted), so nearly everything is replayed;
+#   long    600 launches a step with AUTOGRAPH_MAX_SEQ=64: several graphs a step, replayed one
+#           after another, no launch passed through once the step is learned (a few steps);
+#   resync  a launch with another grid in every fifth step: each divergence costs only a few
+#           launches (those held before it in its sequence, and itself), not the rest of the step.
+. "$(dirname "$0")/lib.sh"
+ag_need e-steps
+AG_EXPECT_REPLAY=1 ag_compare_prog e-steps prefix 40 -- launch sync copy
+ag_expect "$AG_STATS" "replayed >= 0.9 * launches" "graphs >= 2"
+AUTOGRAPH_MAX_SEQ=64 AG_EXPECT_REPLAY=1 ag_compare_prog e-steps long 40 -- launch sync copy
+ag_expect "$AG_STATS" "replayed >= 0.95 * launches" "graphs >= 600 // 64" \
+  "passthrough <= 3 * 600 + fb.get('hold_timeout', 0)"
+AG_EXPECT_REPLAY=1 ag_compare_prog e-steps resync 40 -- launch sync copy
+# 8 divergent steps; each costs at most 16 launches (a sequence is cut every 16 on average).
+ag_expect "$AG_STATS" "replayed >= 0.95 * launches" "fb.get('mismatch', 0) <= 8 * 16"
+echo "engine-steps: ok"

@@ -1,0 +1,84 @@
+/* e-steps.cu — steps that end early, steps longer than a sequence, steps that diverge once
+ * (issue 12, §3).
+ *
+ * Usage: e-steps MODE [STEPS], MODE one of
+ *   prefix   every step launches the same 20 kernels; on odd steps 5 more follow before the
+ *            stream is synchronised, on even steps the synchronisation comes right after the 20.
+ *            The 20 are a proper prefix of the 25: a held run that ends there must still become
+ *            a sequence of its own (graphed), or every even step passes through;
+ *   long     every step is 600 launches, then a synchronisation: with AUTOGRAPH_MAX_SEQ=64 the
+ *            step is cut into several sequences, replayed one after the other with no launch
+ *            passed through between them;
+ *   resync   every step is 200 launches; every fifth step one launch in the middle has another
+ *            grid. The sequence holding it diverges; the engine must find its place again within
+ *            a few launches, so that the rest of the step is still replayed.
+ * The launches' grids follow a fixed table (distinct shapes, so the structure is not periodic
+ * within a step). Every kernel folds the step number into the buffer, so the printed checksums
+ * depend on every launch. Output: a checksum every few steps and overall, then the launch counts.
+ */
+#include <cuda_runtime.h>
+
+#include <stdlib.h>
+
+#include "prog.h"
+#include "sim_kernel.h"
+
+enum { N = 4096, BLOCK = 128 };
+
+__host__ __device__ static inline void step_body(unsigned long i, unsigned *x, unsigned k,
+                                                 unsigned it, int n) {
+  if (i < (unsigned long)n) x[i] = (x[i] ^ (k * 0x9e3779b9u + it)) * 0x2545f491u + k;
+}
+
+extern "C" __global__ void es_step(unsigned *x, unsigned k, unsigned it, int n) {
+  step_body(PROG_TID(), x, k, it, n);
+}
+
+SIM_KERNEL(es_step) {
+  SIM_FOR_EACH_THREAD(i)
+  step_body(i, SIM_ARG(0, unsigned *), SIM_ARG(1, unsigned), SIM_ARG(2, unsigned), SIM_ARG(3, int));
+}
+
+/* Launch j of a step: its grid (1 to 32 blocks, covering the first grid * BLOCK elements). */
+static unsigned grid_of(int j) { return 1 + (unsigned)((j * 7 + j / 13) % 32); }
+
+static void launch(unsigned *x, int j, int it, unsigned grid, cudaStream_t s) {
+  PROG_LAUNCH(es_step, grid, BLOCK, 0, s, x, (unsigned)j, (unsigned)it, (int)(grid * BLOCK));
+}
+
+int main(int argc, char **argv) {
+  int steps = argc == 3 ? atoi(argv[2]) : 40;
+  int mode = argc >= 2 ? (!strcmp(argv[1], "prefix") ? 0 : !strcmp(argv[1], "long") ? 1
+                          : !strcmp(argv[1], "resync") ? 2 : -1) : -1;
+  if (mode < 0 || argc > 3 || steps <= 0) {
+    fprintf(stderr, "usage: e-steps prefix|long|resync [STEPS]\n");
+    return 2;
+  }
+  unsigned *x;
+  static unsigned h[N];
+  uint64_t total = prog_hash(NULL, 0);
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaMalloc((void **)&x, N * sizeof *x));
+  CHECK_CUDA(cudaMemsetAsync(x, 0, N * sizeof *x, s));
+  for (int it = 0; it < steps; it++) {
+    int n = mode == 0 ? (it % 2 ? 25 : 20) : mode == 1 ? 600 : 200;
+    for (int j = 0; j < n; j++) {
+      unsigned g = grid_of(j);
+      if (mode == 2 && it % 5 == 4 && j == 100) g = g % 32 + 1; /* diverges once */
+      launch(x, j, it, g, s);
+    }
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    if (it % 5 == 4 || it == steps - 1) {
+      CHECK_CUDA(cudaMemcpy(h, x, sizeof h, cudaMemcpyDeviceToHost));
+      uint64_t v = prog_hash(h, sizeof h);
+      total = prog_hash(&v, sizeof v, total);
+      printf("step %d: %016llx\n", it, (unsigned long long)v);
+    }
+  }
+  printf("total: %016llx\n", (unsigned long long)total);
+  CHECK_CUDA(cudaFree(x));
+  CHECK_CUDA(cudaStreamDestroy(s));
+  prog_print_launches();
+  return 0;
+}
