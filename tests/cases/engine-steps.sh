@@ -2,8 +2,9 @@
 # engine-steps.sh — learning steps that end early, steps longer than a sequence, and finding the
 # place again after a divergence (issue 12, §3; tests/progs/e-steps.cu, 40 steps per mode).
 # Identical output with the library in every mode, and:
-#   prefix  even steps end after 20 of the odd steps' 25 launches: the 20 must become a sequence
-#           of their own (a held run ending early is counted), so nearly everything is replayed;
+#   prefix  after ten steps of 25 launches, steps end after the first 20: their end, held as a
+#           prefix of a known sequence, must become a sequence of its own (a held run ending
+#           early is counted), so nearly everything is replayed (77% when it is not);
 #   long    600 launches a step with AUTOGRAPH_MAX_SEQ=64: several graphs a step, replayed one
 #           after another, no launch passed through once the step is learned (a few steps);
 #   resync  a launch with another grid in every fifth step: each divergence costs only a few

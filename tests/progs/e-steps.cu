@@ -2,10 +2,11 @@
  * (issue 12, §3).
  *
  * Usage: e-steps MODE [STEPS], MODE one of
- *   prefix   every step launches the same 20 kernels; on odd steps 5 more follow before the
- *            stream is synchronised, on even steps the synchronisation comes right after the 20.
- *            The 20 are a proper prefix of the 25: a held run that ends there must still become
- *            a sequence of its own (graphed), or every even step passes through;
+ *   prefix   the first ten steps launch 25 kernels, then the stream is synchronised; from the
+ *            tenth step on, the synchronisation comes after the first 20. By then the 25 are
+ *            graphed, so the end of the 20 is always held as a proper prefix of a sequence: a
+ *            held run that ends there must still become a sequence of its own (graphed), or
+ *            the end of every later step passes through;
  *   long     every step is 600 launches, then a synchronisation: with AUTOGRAPH_MAX_SEQ=64 the
  *            step is cut into several sequences, replayed one after the other with no launch
  *            passed through between them;
@@ -62,7 +63,7 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaMalloc((void **)&x, N * sizeof *x));
   CHECK_CUDA(cudaMemsetAsync(x, 0, N * sizeof *x, s));
   for (int it = 0; it < steps; it++) {
-    int n = mode == 0 ? (it % 2 ? 25 : 20) : mode == 1 ? 600 : 200;
+    int n = mode == 0 ? (it < 10 ? 25 : 20) : mode == 1 ? 600 : 200;
     for (int j = 0; j < n; j++) {
       unsigned g = grid_of(j);
       if (mode == 2 && it % 5 == 4 && j == 100) g = g % 32 + 1; /* diverges once */
