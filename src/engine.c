@@ -1170,7 +1170,11 @@ int ag__op(ag_op_t *op) {
   }
   /* A wait begins a sequence, as the first node of its graph (a stream waits before the work
    * that needs the other's); a memset or a record ends one (below, in advance). */
-  if (op->kind == AG_OP_EVENT_WAIT && S->seg.len) cut(S);
+  if (op->kind == AG_OP_EVENT_WAIT && S->seg.len) {
+    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(op->call ? op->call->name : "event wait");
+    cut(S);
+    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+  }
   r = advance(S, k, h, NULL, &bytes, &op->gen) ? AG_OP_HELD : AG_OP_PASS;
 out:
   engine_unlock();
