@@ -204,6 +204,13 @@ static cudaError_t op_cudaMemsetAsync(int i, void *dst, int value, size_t count,
   OP_BODY(i, op, ((__typeof(&cudaMemsetAsync))real)(dst, value, count, stream))
 }
 
+static cudaError_t op_cudaMemcpyAsync(int i, void *dst, const void *src, size_t count,
+                                      enum cudaMemcpyKind kind, cudaStream_t stream) {
+  ag_op_t op = {.kind = AG_OP_MEMCPY, .stream = stream, .dst = dst, .src = src, .bytes = count,
+                .dir = (int)kind};
+  OP_BODY(i, op, ((__typeof(&cudaMemcpyAsync))real)(dst, src, count, kind, stream))
+}
+
 static cudaError_t op_cudaEventRecord(int i, cudaEvent_t event, cudaStream_t stream) {
   ag_op_t op = {.kind = AG_OP_EVENT_RECORD, .stream = stream, .event = event};
   OP_BODY(i, op, ((__typeof(&cudaEventRecord))real)(event, stream))

@@ -1088,7 +1088,8 @@ static inline void count_call(ag_call_t *call, int family);
  * forgetting kernels never forgets them. */
 static ag_kparam_t op_memset_params[] = {{0, 8}, {8, 8}, {16, 4}, {20, 4}};
 static ag_kparam_t op_event_params[] = {{0, 8}, {8, 4}};
-static ag_kinfo_t op_kinfo[3] = {
+static ag_kparam_t op_memcpy_params[] = {{0, 8}, {8, 8}, {16, 8}, {24, 4}, {28, 4}};
+static ag_kinfo_t op_kinfo[4] = {
     {.fkind = AG_OP_MEMSET, .id = 0xfffffff0u, .nparams = 4, .param_bytes = sizeof(ag_op_memset_t),
      .params = op_memset_params, .name = (char *)"cudaMemsetAsync", .dev = -1},
     {.fkind = AG_OP_EVENT_RECORD, .id = 0xfffffff1u, .nparams = 2,
@@ -1097,6 +1098,8 @@ static ag_kinfo_t op_kinfo[3] = {
     {.fkind = AG_OP_EVENT_WAIT, .id = 0xfffffff2u, .nparams = 2,
      .param_bytes = sizeof(ag_op_event_t), .params = op_event_params,
      .name = (char *)"cudaStreamWaitEvent", .dev = -1},
+    {.fkind = AG_OP_MEMCPY, .id = 0xfffffff3u, .nparams = 5, .param_bytes = sizeof(ag_op_memcpy_t),
+     .params = op_memcpy_params, .name = (char *)"cudaMemcpyAsync", .dev = -1},
 };
 
 /* Whether the driver offers what holding operations of this kind needs. */
@@ -1111,6 +1114,40 @@ static int op_supported(int kind) {
   case AG_OP_EVENT_WAIT:
     return ag__real.cuStreamWaitEvent && ag__real.cuGraphAddEventWaitNode &&
            ag__real.cuGraphExecEventWaitNodeSetEvent;
+  case AG_OP_MEMCPY:
+    return ag__real.cuMemcpyAsync && ag__real.cuGraphAddMemcpyNode &&
+           ag__real.cuGraphExecMemcpyNodeSetParams && ag__real.cuPointerGetAttribute;
+  }
+  return 0;
+}
+
+/* The memory type of one side of a copy a memcpy node can reproduce: device memory, or host
+ * memory the driver knows (pinned or registered), never managed memory; 0 for anything else
+ * (pageable host memory: an asynchronous copy from it is staged at the call, a node would read
+ * it later). */
+static unsigned copy_side(const void *p) {
+  unsigned type = 0;
+  int managed = 0;
+  ag__tls.quiet++;
+  CUresult r = ag__real.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                              (CUdeviceptr)(uintptr_t)p);
+  if (r == CUDA_SUCCESS)
+    r = ag__real.cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                       (CUdeviceptr)(uintptr_t)p);
+  ag__tls.quiet--;
+  if (r != CUDA_SUCCESS || managed) return 0;
+  return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_HOST ? type : 0;
+}
+
+/* Whether a copy of direction `dir` (cudaMemcpyKind: 1 host to device, 2 device to host,
+ * 3 device to device, 4 default) between these memory types is one a node reproduces. */
+static int copy_holdable(int dir, unsigned dt, unsigned st) {
+  if (!dt || !st || (dt == CU_MEMORYTYPE_HOST && st == CU_MEMORYTYPE_HOST)) return 0;
+  switch (dir) {
+  case 1: return st == CU_MEMORYTYPE_HOST && dt == CU_MEMORYTYPE_DEVICE;
+  case 2: return st == CU_MEMORYTYPE_DEVICE && dt == CU_MEMORYTYPE_HOST;
+  case 3: return st == CU_MEMORYTYPE_DEVICE && dt == CU_MEMORYTYPE_DEVICE;
+  case 4: return 1;
   }
   return 0;
 }
@@ -1121,16 +1158,23 @@ int ag__op(ag_op_t *op) {
   union {
     ag_op_memset_t m;
     ag_op_event_t e;
+    ag_op_memcpy_t c;
   } bytes;
   if (ag__tls.quiet || ag__tls.lib) return AG_OP_ORDER;
   if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE))) ag__fdnn_flush();
   stream = op->stream;
   if (!stream) stream = op->per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
   /* A memset of nothing, a wait with flags a node cannot express: not held. */
-  if ((op->kind == AG_OP_MEMSET && !op->bytes) || (op->kind == AG_OP_EVENT_WAIT && op->flags))
+  if ((op->kind == AG_OP_MEMSET && !op->bytes) || (op->kind == AG_OP_EVENT_WAIT && op->flags) ||
+      (op->kind == AG_OP_MEMCPY && (!op->bytes || !ag__real_ready() || !op_supported(op->kind))))
     return AG_OP_ORDER;
   memset(&bytes, 0, sizeof bytes);
-  if (op->kind == AG_OP_MEMSET) {
+  if (op->kind == AG_OP_MEMCPY) {
+    unsigned dt = copy_side(op->dst), st = copy_side(op->src);
+    if (!copy_holdable(op->dir, dt, st)) return AG_OP_ORDER;
+    bytes.c.dst = (uint64_t)(uintptr_t)op->dst, bytes.c.src = (uint64_t)(uintptr_t)op->src;
+    bytes.c.bytes = op->bytes, bytes.c.dtype = dt, bytes.c.stype = st;
+  } else if (op->kind == AG_OP_MEMSET) {
     bytes.m.dst = (uint64_t)(uintptr_t)op->dst, bytes.m.bytes = op->bytes;
     bytes.m.value = (uint32_t)(unsigned char)op->value, bytes.m.elem = 1;
   } else {
@@ -1139,6 +1183,8 @@ int ag__op(ag_op_t *op) {
   ag_kinfo_t *k = &op_kinfo[op->kind - AG_OP_MEMSET];
   uint64_t h = ag__mix64(0x6f70000000000000ull ^ (uint64_t)op->kind);
   if (op->kind == AG_OP_MEMSET) h = ag__mix64(h ^ op->bytes);
+  if (op->kind == AG_OP_MEMCPY)
+    h = ag__mix64(h ^ op->bytes ^ ((uint64_t)bytes.c.dtype << 56) ^ ((uint64_t)bytes.c.stype << 48));
   engine_lock();
   if (AG_UNLIKELY(!E.live) || stream == CU_STREAM_PER_THREAD || !op_supported(op->kind) ||
       __atomic_load_n(&unusual, __ATOMIC_ACQUIRE))
@@ -1147,7 +1193,7 @@ int ag__op(ag_op_t *op) {
   if (!ctx) goto out;
   strm_t *S = strm_of(stream, ctx);
   if (!S) goto out;
-  if (op->kind != AG_OP_MEMSET) {
+  if (op->kind == AG_OP_EVENT_RECORD || op->kind == AG_OP_EVENT_WAIT) {
     /* The event's last record must come before this record or wait, wherever it is held. */
     strm_t *P = E.nev ? evheld_stream(op->event) : NULL;
     if (P && P != S) {
@@ -1162,7 +1208,7 @@ int ag__op(ag_op_t *op) {
     cut_partners(stream, S->blocking, S);
     if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
   }
-  if (op->kind != AG_OP_MEMSET) {
+  if (op->kind == AG_OP_EVENT_RECORD || op->kind == AG_OP_EVENT_WAIT) {
     /* Before the entry joins the sequence: if the segmenter ends the sequence at it, the entry
      * goes with it. */
     evheld[E.nev].ev = op->event, evheld[E.nev].S = S;

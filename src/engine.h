@@ -118,7 +118,7 @@ static inline int ag__active(void) {
 int ag__launch(const ag_launch_t *l);
 
 /* A stream operation the engine may hold as a graph node (issue 12, §4): cudaMemsetAsync,
- * cudaEventRecord, cudaStreamWaitEvent (and their per-thread forms). The entry point fills one
+ * cudaEventRecord, cudaStreamWaitEvent, cudaMemcpyAsync (and their per-thread forms). The entry point fills one
  * and calls ag__op, which says what to do:
  *   AG_OP_HELD:  it was held (its stream is holding a known sequence it continues); return
  *                ag__op_status(0, rt), performing nothing;
@@ -128,12 +128,15 @@ int ag__launch(const ag_launch_t *l);
  *                also is (ag__order_enter / leave). */
 typedef struct ag_op {
   ag_call_t *call;
-  int kind;            /* AG_OP_MEMSET, AG_OP_EVENT_RECORD, AG_OP_EVENT_WAIT (src/graph.h) */
+  int kind;            /* AG_OP_MEMSET, AG_OP_EVENT_RECORD, AG_OP_EVENT_WAIT, AG_OP_MEMCPY
+                        * (src/graph.h) */
   void *stream;        /* as passed (NULL: the default stream) */
   unsigned char per_thread;
-  void *dst;           /* memset: destination, bytes, value */
+  void *dst;           /* memset: destination, bytes, value; memcpy: destination, source, */
+  const void *src;     /* bytes and direction (a cudaMemcpyKind) */
   size_t bytes;
   int value;
+  int dir;
   void *event;         /* event record / wait */
   unsigned flags;      /* wait flags */
   uint32_t gen;        /* out (AG_OP_PASS): the sequence it was recorded in */

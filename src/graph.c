@@ -188,8 +188,24 @@ static void memset_params(CUDA_MEMSET_NODE_PARAMS *p, const ag_op_memset_t *m) {
   p->width = (size_t)m->bytes, p->height = 1;
 }
 
+static void memcpy_params(CUDA_MEMCPY3D *p, const ag_op_memcpy_t *m) {
+  memset(p, 0, sizeof *p);
+  p->srcMemoryType = (CUmemorytype)m->stype, p->dstMemoryType = (CUmemorytype)m->dtype;
+  if (m->stype == CU_MEMORYTYPE_HOST) p->srcHost = (const void *)(uintptr_t)m->src;
+  else p->srcDevice = (CUdeviceptr)m->src;
+  if (m->dtype == CU_MEMORYTYPE_HOST) p->dstHost = (void *)(uintptr_t)m->dst;
+  else p->dstDevice = (CUdeviceptr)m->dst;
+  p->WidthInBytes = (size_t)m->bytes, p->Height = 1, p->Depth = 1;
+}
+
 /* Performs a held operation as the call it was. */
 static CUresult op_submit(const ag_held_t *h, const uint8_t *bytes, void *stream) {
+  if (h->k->fkind == AG_OP_MEMCPY) {
+    ag_op_memcpy_t m;
+    memcpy(&m, bytes, sizeof m);
+    return ag__real.cuMemcpyAsync((CUdeviceptr)m.dst, (CUdeviceptr)m.src, (size_t)m.bytes,
+                                  (CUstream)stream);
+  }
   if (h->k->fkind == AG_OP_MEMSET) {
     ag_op_memset_t m;
     memcpy(&m, bytes, sizeof m);
@@ -212,6 +228,13 @@ static CUcontext current(void) {
 /* Adds a held operation's node after `dep` (NULL: a root). */
 static CUresult op_add(CUgraphNode *node, CUgraph g, CUgraphNode *dep, const ag_held_t *h,
                        const uint8_t *bytes) {
+  if (h->k->fkind == AG_OP_MEMCPY) {
+    ag_op_memcpy_t m;
+    CUDA_MEMCPY3D p;
+    memcpy(&m, bytes, sizeof m);
+    memcpy_params(&p, &m);
+    return ag__real.cuGraphAddMemcpyNode(node, g, dep, dep ? 1 : 0, &p, current());
+  }
   if (h->k->fkind == AG_OP_MEMSET) {
     ag_op_memset_t m;
     CUDA_MEMSET_NODE_PARAMS p;
@@ -229,6 +252,13 @@ static CUresult op_add(CUgraphNode *node, CUgraph g, CUgraphNode *dep, const ag_
 /* Gives an executable operation node new bytes. */
 static CUresult op_update(CUgraphExec x, CUgraphNode node, const ag_held_t *h,
                           const uint8_t *bytes) {
+  if (h->k->fkind == AG_OP_MEMCPY) {
+    ag_op_memcpy_t m;
+    CUDA_MEMCPY3D p;
+    memcpy(&m, bytes, sizeof m);
+    memcpy_params(&p, &m);
+    return ag__real.cuGraphExecMemcpyNodeSetParams(x, node, &p, current());
+  }
   if (h->k->fkind == AG_OP_MEMSET) {
     ag_op_memset_t m;
     CUDA_MEMSET_NODE_PARAMS p;

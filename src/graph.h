@@ -31,12 +31,18 @@ typedef struct ag_held {
  * record (the engine's) whose fkind is one of these, whose parameter layout describes the
  * operation's bytes in the arena, and whose fn is NULL: the bytes are compared and updated like
  * kernel arguments, and the node is a memset node (one-dimensional, bytes), an event record
- * node or an event wait node. */
-enum { AG_OP_MEMSET = 16, AG_OP_EVENT_RECORD, AG_OP_EVENT_WAIT };
+ * node, an event wait node, or a memcpy node (one-dimensional, between device memory and device
+ * or pinned host memory). */
+enum { AG_OP_MEMSET = 16, AG_OP_EVENT_RECORD, AG_OP_EVENT_WAIT, AG_OP_MEMCPY };
 typedef struct ag_op_memset {
   uint64_t dst, bytes;
   uint32_t value, elem; /* elem: 1 (cudaMemsetAsync sets bytes) */
 } ag_op_memset_t;
+typedef struct ag_op_memcpy {
+  uint64_t dst, src, bytes;
+  uint32_t dtype, stype; /* CUmemorytype of each side: device, or host memory the driver knows
+                          * (pinned or registered) */
+} ag_op_memcpy_t;
 typedef struct ag_op_event {
   uint64_t ev;
   uint32_t flags, pad;

@@ -40,6 +40,10 @@
   XX(cuGraphExecMemsetNodeSetParams, 10020)                               \
   XX(cuGraphExecEventRecordNodeSetEvent, 11010)                           \
   XX(cuGraphExecEventWaitNodeSetEvent, 11010)                             \
+  XX(cuMemcpyAsync, 4000)                                                 \
+  XX(cuGraphAddMemcpyNode, 10000)                                         \
+  XX(cuGraphExecMemcpyNodeSetParams, 10020)                               \
+  XX(cuPointerGetAttribute, 4000)                                         \
   XX(cuGraphCreate, 10000)                                                \
   XX(cuGraphDestroy, 10000)                                               \
   XX(cuGraphAddKernelNode, 12000)                                         \

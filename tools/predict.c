@@ -115,6 +115,7 @@ static int vec_grow(void **v, size_t *cap, size_t elem) {
 
 typedef struct gop { /* a copy or memset on the GPU: the stream its call ordered */
   int64_t corr, stream;
+  int pageable;      /* a copy from or to pageable host memory (Kineto names the side) */
 } gop_t;
 
 static struct {
@@ -200,7 +201,7 @@ static int on_event(const ag_trace_event_t *e, void *arg) {
     return 0;
   }
   if (is_cat(e->cat, "gpu_memcpy") || is_cat(e->cat, "gpu_memset")) {
-    gop_t g = {e->correlation, e->stream};
+    gop_t g = {e->correlation, e->stream, strstr(e->name, "Pageable") != NULL};
     if ((e->has & (AG_TEV_CORR | AG_TEV_STREAM)) != (AG_TEV_CORR | AG_TEV_STREAM)) return 0;
     if (VEC_PUSH(T.gops, g)) goto oom;
     return 0;
@@ -503,6 +504,31 @@ static CUresult CUDAAPI f_cuGraphExecEventNodeSetEvent(CUgraphExec e, CUgraphNod
   return CUDA_SUCCESS;
 }
 
+static CUresult CUDAAPI f_cuMemcpyAsync(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s) {
+  (void)d, (void)src, (void)n, (void)s;
+  return CUDA_SUCCESS;
+}
+/* Copies fed as operations are of device memory (pageable ones are not fed as operations). */
+static CUresult CUDAAPI f_cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr p) {
+  (void)p;
+  if (a == CU_POINTER_ATTRIBUTE_MEMORY_TYPE) *(unsigned *)data = CU_MEMORYTYPE_DEVICE;
+  else if (a == CU_POINTER_ATTRIBUTE_IS_MANAGED) *(int *)data = 0;
+  else return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_cuGraphAddMemcpyNode(CUgraphNode *n, CUgraph g, const CUgraphNode *d,
+                                               size_t nd, const CUDA_MEMCPY3D *p, CUcontext c) {
+  (void)g, (void)d, (void)nd, (void)p, (void)c;
+  *n = op_node();
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphNode n,
+                                                         const CUDA_MEMCPY3D *p, CUcontext c) {
+  (void)n, (void)p, (void)c;
+  op_update(e);
+  return CUDA_SUCCESS;
+}
+
 static CUresult CUDAAPI f_cuGraphLaunch(CUgraphExec e, CUstream s) {
   fexec_t *x = execs.v[(uintptr_t)e - 1];
   replay_t r = {(uint32_t)rlaunch.n, (uint32_t)x->n, (uint32_t)((uintptr_t)e - 1)};
@@ -590,6 +616,10 @@ static void engine_start(void) {
   ag__real.cuGraphExecMemsetNodeSetParams = f_cuGraphExecMemsetNodeSetParams;
   ag__real.cuGraphExecEventRecordNodeSetEvent = f_cuGraphExecEventNodeSetEvent;
   ag__real.cuGraphExecEventWaitNodeSetEvent = f_cuGraphExecEventNodeSetEvent;
+  ag__real.cuMemcpyAsync = f_cuMemcpyAsync;
+  ag__real.cuPointerGetAttribute = f_cuPointerGetAttribute;
+  ag__real.cuGraphAddMemcpyNode = f_cuGraphAddMemcpyNode;
+  ag__real.cuGraphExecMemcpyNodeSetParams = f_cuGraphExecMemcpyNodeSetParams;
   ag__real.cuGraphCreate = f_cuGraphCreate;
   ag__real.cuGraphDestroy = f_cuGraphDestroy;
   ag__real.cuGraphAddKernelNode = f_cuGraphAddKernelNode;
@@ -695,9 +725,14 @@ static void *ev_of_stream(void *stream) { return (void *)((uintptr_t)stream | 0x
  * library's entry point does (src/engine.h, ag__op). The size of a memset is not read from the
  * trace: every memset is taken as the same size (a fixed argument). Returns 1 when the engine
  * took it, 0 when it is an ordering call after all. */
-static int feed_op(ag_call_t *call, void *stream) {
+static int feed_op(ag_call_t *call, void *stream, const gop_t *g) {
   ag_op_t op = {.call = call, .stream = stream};
-  if (!strcmp(call->name, "cudaMemsetAsync"))
+  if (!strcmp(call->name, "cudaMemcpyAsync")) {
+    /* Without its GPU event the memory is unknown: an ordering call. */
+    if (!g || g->pageable) return 0;
+    op.kind = AG_OP_MEMCPY, op.dst = (void *)(uintptr_t)0x2000, op.src = (void *)(uintptr_t)0x3000;
+    op.bytes = 4, op.dir = 4;
+  } else if (!strcmp(call->name, "cudaMemsetAsync"))
     op.kind = AG_OP_MEMSET, op.dst = (void *)(uintptr_t)0x1000, op.bytes = 4;
   else if (!strcmp(call->name, "cudaEventRecord"))
     op.kind = AG_OP_EVENT_RECORD, op.event = ev_of_stream(stream);
@@ -751,7 +786,7 @@ static int feed(void) {
         else call = &drv_order, F.order_unknown++;
       }
       if (c->order >= 0 && ordcls[c->order] == CLS_OP && call != &drv_order &&
-          feed_op(call, stream))
+          feed_op(call, stream, c->corr >= 0 ? gop_of(c->corr) : NULL))
         continue;
       ag__order_enter(call, stream);
       ag__order_leave();

@@ -23,15 +23,18 @@
  *            recorded long ago and cudaStreamIsCapturing in the middle of the step, more
  *            launches, then the stream is synchronised and the host reads the result. None of
  *            the calls in the middle observes the launches.
- *   ops      each step: launches on stream S, a cudaMemsetAsync of a buffer with a value that
- *            changes every step, a launch folding it, an event record (two events in turn), a
- *            wait on that event by a second stream, which folds the buffer into mapped host
- *            memory; the host synchronises on the event and reads what the first stream folded
- *            into mapped memory before it, then synchronises the second stream. The memset, the
- *            record and the
- *            wait are held as graph nodes (statistics: ops_replayed), updated every step with
- *            the new value and event: a node replayed with an old value or event changes the
- *            values (or lets the second stream read the buffer too early).
+ *   ops      each step: launches on stream S; a cudaMemsetAsync of a buffer with a value that
+ *            changes every step and a launch folding it; a copy to the device from pageable
+ *            memory that the host overwrites right after the call (allowed: such a copy is
+ *            staged at the call, so it must never become a node) and a launch folding it; a
+ *            device-to-device copy, a fold into mapped host memory, a copy into pinned host
+ *            memory and an event record (two events in turn); a wait on that event by a second
+ *            stream, which folds the buffer into mapped memory. The host synchronises on the
+ *            event and reads the mapped and pinned memory the first stream wrote, then
+ *            synchronises the second stream. The memset, the two copies and the wait are held
+ *            as graph nodes (statistics: ops_replayed), updated every step with the new value
+ *            and event: a node replayed with an old value, buffer or event changes the values
+ *            (or lets the second stream read the buffer too early).
  * The values printed depend on every launch of every step; a launch held past a call that
  * observes it changes them. The test (tests/cases/engine-observe.sh) also checks, from the
  * library's statistics, how many graph launches each step took, which is where a call
@@ -254,8 +257,12 @@ static void mode_alloc(unsigned *x) {
 static void mode_ops(unsigned *x) {
   cudaStream_t s, s2;
   cudaEvent_t ev[2];
-  unsigned *y, *h = mapped(), *hy = mapped();
+  unsigned *y, *z, *w, *h = mapped(), *hy = mapped(), *hz;
+  static unsigned pg[N]; /* pageable */
   CHECK_CUDA(cudaMalloc((void **)&y, N * sizeof *y));
+  CHECK_CUDA(cudaMalloc((void **)&z, N * sizeof *z));
+  CHECK_CUDA(cudaMalloc((void **)&w, N * sizeof *w));
+  CHECK_CUDA(cudaMallocHost((void **)&hz, N * sizeof *hz)); /* pinned */
   CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CHECK_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
   for (int i = 0; i < 2; i++) CHECK_CUDA(cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming));
@@ -263,14 +270,23 @@ static void mode_ops(unsigned *x) {
     part(x, it, s);
     CHECK_CUDA(cudaMemsetAsync(y, (it * 37) & 0xff, N * sizeof *y, s));
     PROG_LAUNCH(eo_acc, GRID, BLOCK, 0, s, y, (const unsigned *)x, n);
-    fold(hy, y, s);
+    /* A copy from pageable memory is staged at the call: the buffer may change right after. */
+    for (int i = 0; i < N; i++) pg[i] = (unsigned)(it * 3 + i);
+    CHECK_CUDA(cudaMemcpyAsync(w, pg, N * sizeof *w, cudaMemcpyHostToDevice, s));
+    memset(pg, 0xee, sizeof pg);
+    PROG_LAUNCH(eo_acc, GRID, BLOCK, 0, s, y, (const unsigned *)w, n);
+    CHECK_CUDA(cudaMemcpyAsync(z, y, N * sizeof *z, cudaMemcpyDeviceToDevice, s));
+    fold(hy, z, s);
+    CHECK_CUDA(cudaMemcpyAsync(hz, z, N * sizeof *z, cudaMemcpyDeviceToHost, s));
     CHECK_CUDA(cudaEventRecord(ev[it & 1], s));
     CHECK_CUDA(cudaStreamWaitEvent(s2, ev[it & 1], 0));
     fold(h, y, s2);
     PROG_LAUNCH(eo_mad, GRID, BLOCK, 0, s2, h, 1103515245u, (unsigned)it, n);
-    /* The event covers the fold into hy: once it completes the host may read hy. */
+    /* The event covers the fold into hy and the copy into hz: once it completes the host may
+     * read them. */
     CHECK_CUDA(cudaEventSynchronize(ev[it & 1]));
     report(it, hy);
+    report(it, hz);
     CHECK_CUDA(cudaStreamSynchronize(s2));
     report(it, h);
   }
@@ -279,8 +295,11 @@ static void mode_ops(unsigned *x) {
   CHECK_CUDA(cudaStreamDestroy(s));
   CHECK_CUDA(cudaStreamDestroy(s2));
   CHECK_CUDA(cudaFree(y));
+  CHECK_CUDA(cudaFree(z));
+  CHECK_CUDA(cudaFree(w));
   CHECK_CUDA(cudaFreeHost(h));
   CHECK_CUDA(cudaFreeHost(hy));
+  CHECK_CUDA(cudaFreeHost(hz));
 }
 
 int main(int argc, char **argv) {

@@ -212,6 +212,7 @@
   X("cuGraphExecKernelNodeSetParams", 10010, cuGraphExecKernelNodeSetParams)            \
   X("cuGraphExecKernelNodeSetParams", 12000, cuGraphExecKernelNodeSetParams_v2)         \
   X("cuGraphExecMemsetNodeSetParams", 10020, cuGraphExecMemsetNodeSetParams)            \
+  X("cuGraphExecMemcpyNodeSetParams", 10020, cuGraphExecMemcpyNodeSetParams)            \
   X("cuGraphExecEventRecordNodeSetEvent", 11010, cuGraphExecEventRecordNodeSetEvent)    \
   X("cuGraphExecEventWaitNodeSetEvent", 11010, cuGraphExecEventWaitNodeSetEvent)        \
   X("cuGraphExecUpdate", 12000, cuGraphExecUpdate_v2)                                   \

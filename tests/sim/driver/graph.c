@@ -570,6 +570,29 @@ CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode n,
   return r;
 }
 
+/* An executable memcpy node takes new operands of the same shape and memory types (the
+ * simulator has one context). */
+CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphNode n,
+                                                const CUDA_MEMCPY3D *p, CUcontext ctx) {
+  DRV_FAIL("cuGraphExecMemcpyNodeSetParams", CUDA_ERROR_INVALID_VALUE);
+  simc_spin_ns(simc_cost(SIMC_NODE_UPDATE_NS));
+  CUresult r = exec_check(e);
+  if (r) return r;
+  struct CUgraphNode_st *x = exec_node(e, n);
+  if (!x || x->type != CU_GRAPH_NODE_TYPE_MEMCPY || !p) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx != &drv_primary) return CUDA_ERROR_INVALID_CONTEXT;
+  drv_copy_t c;
+  pthread_mutex_lock(&drv_lock);
+  r = drv_copy_from3d(p, &c);
+  if (!r && (c.width != x->u.c.width || c.height != x->u.c.height || c.depth != x->u.c.depth))
+    r = CUDA_ERROR_INVALID_VALUE;
+  /* The exec node may be in use by a launched graph. */
+  if (!r) drv_wait_all_locked();
+  pthread_mutex_unlock(&drv_lock);
+  if (!r) x->u.c = c;
+  return r;
+}
+
 static CUresult exec_event_set(CUgraphExec e, CUgraphNode n, CUevent ev, CUgraphNodeType type) {
   simc_spin_ns(simc_cost(SIMC_NODE_UPDATE_NS));
   CUresult r = exec_check(e);
