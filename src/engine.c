@@ -1,8 +1,8 @@
 /* engine.c — initialisation and the graph engine (see engine.h).
  *
- * Every launch from every entry point arrives in ag__launch. The engine keeps one current
- * sequence (the launches on one stream since the last cut, src/segment.h) and, per launch, one
- * of three things happens under one lock:
+ * Every launch from every entry point arrives in ag__launch. The engine keeps, per stream (a
+ * stream record, strm_t), one current sequence (the launches on that stream since its last
+ * cut, src/segment.h) and, per launch, one of three things happens under one lock:
  *   - pass through: submitted at once by its own entry point (counted, and its structure fed to
  *     the segmenter so that repeated sequences are learned);
  *   - hold: when the launch may begin or continue a sequence that has repeated
@@ -10,17 +10,21 @@
  *     returned (the same structure already launched successfully in pass-through);
  *   - replay: when the held launches complete a known sequence, its graph is built (first time)
  *     or updated, and launched on the stream.
- * Held launches are submitted as ordinary launches, in order, before anything that could
- * observe them: an ordering call on any thread, a launch on another stream or context, a
- * launch that cannot be held, a divergence from the sequence, a capture, exit or fork, a change
- * of what a held launch's submission depends on (attributes, limits, cache configs: see
- * ag__setting_enter), and a bound on time: a helper thread submits what is held once no launch
- * has joined the hold for AUTOGRAPH_HOLD_US (the program may be waiting on the device without
- * calling CUDA at all, issue 11). At most one stream holds launches at a time. Any failure of
- * the graph path demotes the sequence and submits what was held: nothing is lost, duplicated or
- * reordered. A held launch whose submission fails anyway is reported to the thread that made
- * it, by its next call (ag__error_take); a pass-through launch that fails never enters a
- * learned sequence (forget_failed).
+ * Stream operations (memsets, copies, event records and waits) enter sequences the same way,
+ * through ag__op, and become graph nodes (issue 12, §4). Several streams hold at once. A
+ * stream's held launches are submitted as ordinary launches, in order, before anything that can
+ * observe them (issue 12, §1: call_rule and cut_stream say what each call observes): a call on
+ * that stream or on an implicit-synchronisation partner (the legacy default stream and blocking
+ * streams), a call on the device or on every stream, a query of an event recorded in its
+ * sequence, a launch that cannot be held, a divergence from the sequence, a capture, exit or
+ * fork, a change of what a held launch's submission depends on (attributes, limits, cache
+ * configs: see ag__setting_enter), and a bound on time: a helper thread submits a stream's hold
+ * once no launch has joined it for AUTOGRAPH_HOLD_US (the program may be waiting on the device
+ * without calling CUDA at all, issue 11). Any failure of the graph path demotes the sequence
+ * and submits what was held: nothing is lost, duplicated or reordered. A held launch whose
+ * submission fails anyway is reported to the thread that made it, by its next call
+ * (ag__error_take); a pass-through launch that fails never enters a learned sequence
+ * (forget_failed).
  *
  * Initialisation runs once, from the constructor or from the first wrapper that gets there
  * first, under an explicit state (none → running → done) rather than pthread_once: a wrapper
