@@ -247,11 +247,15 @@ static int strm_alloc(strm_t *S) {
 
 /* The thread's current context, cached per thread (it changes only through calls that the
  * engine sees as ordering calls, which clear the cache). */
-static void *current_ctx(void) {
+static void *__attribute__((noinline)) current_ctx_slow(void) {
   CUcontext c = NULL;
-  if (AG_LIKELY(ag__tls.ctx)) return ag__tls.ctx;
   if (ag__real.cuCtxGetCurrent && ag__real.cuCtxGetCurrent(&c) == CUDA_SUCCESS) ag__tls.ctx = c;
   return c;
+}
+
+static inline __attribute__((always_inline)) void *current_ctx(void) {
+  if (AG_LIKELY(ag__tls.ctx)) return ag__tls.ctx;
+  return current_ctx_slow();
 }
 
 int ag__ctx_enter(void *ctx) {
@@ -607,14 +611,14 @@ _Static_assert(offsetof(ag_launch_t, block) == offsetof(ag_launch_t, grid) + 3 *
                "ag_launch_t: grid, block and shmem must be contiguous");
 _Static_assert(sizeof(((ag_kinfo_t *)0)->shape) == 7 * sizeof(unsigned), "ag_kinfo_t: shape");
 
-static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l) {
+static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l, int any) {
   uint64_t h;
   /* A kernel is mostly launched with one shape: the last one's hash is kept with the kernel.
    * The comparison reads the struct's bytes from grid on, not the grid array, which the seven
    * unsigneds run past. */
   if (AG_LIKELY(k->shape_known &&
                 !memcmp(k->shape, (const char *)l + offsetof(ag_launch_t, grid), sizeof k->shape)))
-    return AG_UNLIKELY(ag__lattr_any(l)) ? ag__lattr_hash(k->shape_hash, l) : k->shape_hash;
+    return AG_UNLIKELY(any) ? ag__lattr_hash(k->shape_hash, l) : k->shape_hash;
   h = ag__mix64(k->id ^ ((uint64_t)l->shmem << 32));
   h = ag__mix64(h ^ l->grid[0] ^ ((uint64_t)l->grid[1] << 32));
   h = ag__mix64(h ^ l->grid[2] ^ ((uint64_t)l->block[0] << 32));
@@ -627,7 +631,7 @@ static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l) {
     ag__dump_shape(h, k, l, ag__tls.lib ? AG_PATH_CUDNN : l->path,
                     ag__tls.lib ? ag__tls.lib_call : NULL);
   /* Launch attributes (src/launch-attrs.h): a launch with others is another entry. */
-  return AG_UNLIKELY(ag__lattr_any(l)) ? ag__lattr_hash(h, l) : h;
+  return AG_UNLIKELY(any) ? ag__lattr_hash(h, l) : h;
 }
 
 /* Why this launch cannot be held (enum ag_fallback + 1), or 0. A kernel without parameters
@@ -821,13 +825,54 @@ static inline __attribute__((always_inline)) int advance(strm_t *S, ag_kinfo_t *
   return held;
 }
 
+/* The unusual cases of step(), out of the launch path's way: a launch that cannot be held (its
+ * kernel, attributes, argument array), a capture in progress anywhere, a call changing what a
+ * launch's submission depends on. Returns 1 when the launch must be submitted as it is (what
+ * it had to cut was cut), 0 when it may be held after all (attributes a node carries). */
+static int __attribute__((noinline)) step_unusual(const ag_launch_t *l, void *stream, strm_t *S,
+                                                  ag_kinfo_t *k) {
+  int reason = k->reason ? k->reason : attr_reason(l, k);
+  if (!reason) {
+    int u = __atomic_load_n(&unusual, __ATOMIC_ACQUIRE);
+    if (u >= CAPTURE_ONE) {
+      /* The program is capturing somewhere: nothing is held meanwhile, and a launch on a
+       * capturing stream (or one joined to a capture by an event wait) is its own business. */
+      CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+      CUresult r = ag__real.cuStreamIsCapturing
+                       ? ag__real.cuStreamIsCapturing((CUstream)stream, &st)
+                       : CUDA_ERROR_NOT_FOUND;
+      if (AG_UNLIKELY(ag__trace_armed) && S->holding) ag__trace_cause("capture in progress");
+      cut_all();
+      if (r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE)
+        STAT_INC(ag__stats.fallbacks[AG_FB_CAPTURING], 1);
+      return 1;
+    }
+    if (u) {
+      /* A call that changes what a launch's submission depends on is in progress on another
+       * thread: this launch runs now, under whatever value is in force, as it would without
+       * us. */
+      if (AG_UNLIKELY(ag__trace_armed) && S->holding) ag__trace_cause("attribute or limit change");
+      cut_all();
+      return 1;
+    }
+    return 0;
+  }
+  if (AG_UNLIKELY(ag__trace_armed) && S->holding) ag__trace_cause_fallback(reason - 1);
+  cut(S);
+  STAT_INC(ag__stats.fallbacks[reason - 1], 1);
+  if (AG_UNLIKELY(ag__dump_armed) && reason == AG_FB_DENIED + 1)
+    ag__dump_denied(k, l, ag__tls.lib ? AG_PATH_CUDNN : l->path,
+                    ag__tls.lib ? ag__tls.lib_call : NULL);
+  return 1;
+}
+
 /* Handles a launch that may be held; returns 1 when it was held (or replayed), 2 when the
  * caller must submit it and its structure was recorded in its stream's current sequence (*gen
  * is that sequence's generation), 0 when the caller must submit it and nothing was recorded.
  * Called under the lock. */
 static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void *stream, void *ctx, ag_kinfo_t *k,
                                                       uint32_t *gen) {
-  int reason;
+  int any;
   uint64_t h;
   strm_t *S = strm_of(stream, ctx);
 
@@ -849,37 +894,14 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
     cut(S);
     return 0;
   }
-  reason = AG_UNLIKELY(k->reason) ? k->reason : attr_reason(l, k);
-  int u = AG_UNLIKELY(!reason) ? __atomic_load_n(&unusual, __ATOMIC_ACQUIRE) : 0;
-  if (AG_UNLIKELY(u >= CAPTURE_ONE)) {
-    /* The program is capturing somewhere: nothing is held meanwhile, and a launch on a
-     * capturing stream (or one joined to a capture by an event wait) is its own business. */
-    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult r = ag__real.cuStreamIsCapturing ? ag__real.cuStreamIsCapturing((CUstream)stream, &st)
-                                              : CUDA_ERROR_NOT_FOUND;
-    if (AG_UNLIKELY(ag__trace_armed) && S->holding) ag__trace_cause("capture in progress");
-    cut_all();
-    if (r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE)
-      STAT_INC(ag__stats.fallbacks[AG_FB_CAPTURING], 1);
+  /* Everything unusual in one test: a kernel that is never held, attributes, an `extra` buffer
+   * or a cooperative entry point, a missing argument array, a capture or setting in progress. */
+  any = ag__lattr_any(l);
+  if (AG_UNLIKELY(k->reason | any | (!l->args & (k->nparams != 0)) |
+                  __atomic_load_n(&unusual, __ATOMIC_ACQUIRE)) &&
+      step_unusual(l, stream, S, k))
     return 0;
-  }
-  if (AG_UNLIKELY(u)) {
-    /* A call that changes what a launch's submission depends on is in progress on another
-     * thread: this launch runs now, under whatever value is in force, as it would without us. */
-    if (AG_UNLIKELY(ag__trace_armed) && S->holding) ag__trace_cause("attribute or limit change");
-    cut_all();
-    return 0;
-  }
-  if (AG_UNLIKELY(reason)) {
-    if (AG_UNLIKELY(ag__trace_armed) && S->holding) ag__trace_cause_fallback(reason - 1);
-    cut(S);
-    STAT_INC(ag__stats.fallbacks[reason - 1], 1);
-    if (AG_UNLIKELY(ag__dump_armed) && reason == AG_FB_DENIED + 1)
-      ag__dump_denied(k, l, ag__tls.lib ? AG_PATH_CUDNN : l->path,
-                    ag__tls.lib ? ag__tls.lib_call : NULL);
-    return 0;
-  }
-  h = struct_hash(k, l);
+  h = struct_hash(k, l, any);
   return advance(S, k, h, l, NULL, gen) ? 1 : 2;
 }
 
@@ -1027,8 +1049,9 @@ int ag__launch(const ag_launch_t *l) {
   /* Every counter of the launch path is written here, under the lock: no atomics per launch. */
   STAT_INC(ag__stats.launches, 1);
   path = AG_UNLIKELY(ag__tls.lib) ? AG_PATH_CUDNN : l->path;
-  STAT_INC(ag__stats.by_path[path], 1);
-  if (l->call) STAT_INC(l->call->count, 1);
+  /* The runtime's count is launches less the others' (stats.c): one store fewer per launch. */
+  if (AG_UNLIKELY(path != AG_PATH_RUNTIME)) STAT_INC(ag__stats.by_path[path], 1);
+  STAT_INC(l->call->count, 1);
   if (AG_UNLIKELY(!E.live)) {
     if (E.off || !ag__real_ready() || (!E.tab && engine_setup() != 0)) goto pass;
     E.live = 1;

@@ -69,7 +69,7 @@ enum ag_func_kind {
  * later perform it itself through the driver, as part of a graph or as an ordinary launch. */
 typedef struct ag_launch ag_launch_t;
 struct ag_launch {
-  ag_call_t *call;       /* the entry point (for per-name counts) */
+  ag_call_t *call;       /* the entry point (for per-name counts; never NULL) */
   int path;              /* enum ag_path of the entry point */
   const void *func;      /* host stub, cudaKernel_t, CUfunction or CUkernel */
   unsigned grid[3], block[3];

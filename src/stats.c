@@ -84,6 +84,15 @@ uint64_t ag__stats_fused_count(const char *pattern) {
 
 static uint64_t load(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
+/* Launches by path: the launch path counts only the driver's and cuDNN's (src/engine.c); the
+ * runtime's are the rest. */
+static uint64_t by_path(int i) {
+  uint64_t other = load(&ag__stats.by_path[AG_PATH_DRIVER]) + load(&ag__stats.by_path[AG_PATH_CUDNN]);
+  uint64_t n = load(&ag__stats.launches);
+  if (i != AG_PATH_RUNTIME) return load(&ag__stats.by_path[i]);
+  return n > other ? n - other : 0;
+}
+
 /* ---- runs and cuts ---------------------------------------------------------------------- */
 
 /* A leaf lock: taken under the engine lock (ag__stats_run, the dump's snapshot) and without it
@@ -294,7 +303,7 @@ size_t ag__stats_json(char *buf, size_t size) {
   ag__json_key(&j, "by_path");
   ag__json_begin(&j, '{');
   for (int i = 0; i < AG_PATH_COUNT_; i++)
-    ag__json_key(&j, path_names[i]), ag__json_u64(&j, load(&ag__stats.by_path[i]));
+    ag__json_key(&j, path_names[i]), ag__json_u64(&j, by_path(i));
   ag__json_end(&j, '}');
   ag__json_key(&j, "families");
   ag__json_begin(&j, '{');
@@ -338,9 +347,9 @@ size_t ag__stats_summary(char *buf, size_t size) {
                      "autograph: %llu launches (runtime %llu, driver %llu, cudnn %llu), "
                      "%llu replayed (%.1f%%), %llu graphs, %llu updates%s; %llu ordering calls%s\n",
                      (unsigned long long)n,
-                     (unsigned long long)load(&ag__stats.by_path[AG_PATH_RUNTIME]),
-                     (unsigned long long)load(&ag__stats.by_path[AG_PATH_DRIVER]),
-                     (unsigned long long)load(&ag__stats.by_path[AG_PATH_CUDNN]),
+                     (unsigned long long)by_path(AG_PATH_RUNTIME),
+                     (unsigned long long)by_path(AG_PATH_DRIVER),
+                     (unsigned long long)by_path(AG_PATH_CUDNN),
                      (unsigned long long)r, n ? 100.0 * (double)r / (double)n : 0.0,
                      (unsigned long long)load(&ag__stats.graphs),
                      (unsigned long long)load(&ag__stats.updates), fused,

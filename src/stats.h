@@ -30,7 +30,7 @@ enum ag_fallback {
 typedef struct ag_stats {
   uint64_t launches;
   uint64_t replayed, graphs, graph_launches, updates, passthrough;
-  uint64_t by_path[AG_PATH_COUNT_];
+  uint64_t by_path[AG_PATH_COUNT_]; /* the runtime's entry is not kept: launches less the others */
   uint64_t families[AG_FAM_COUNT_];
   uint64_t ordering; /* ordering calls (flush points) */
   uint64_t fallbacks[AG_FB_COUNT_];

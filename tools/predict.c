@@ -146,6 +146,9 @@ static const unsigned char ordcls[] = {
 /* Driver calls in a trace other than launches: ordering, as the library treats a driver
  * function it does not know to be harmless. */
 static ag_call_t drv_order = {"(driver call)", AG_FAM_UNCLASSIFIED, 0, NULL, 0};
+/* The launches, counted by the engine per entry point. */
+static ag_call_t rt_launch = {"cudaLaunchKernel", AG_FAM_LAUNCH, 0, NULL, 0};
+static ag_call_t drv_launch = {"cuLaunchKernel", AG_FAM_LAUNCH, 0, NULL, 0};
 
 /* The API name without CUPTI's version suffix (_v7000) and the per-thread suffixes. */
 static void base_name(const char *name, char *out, size_t size) {
@@ -799,6 +802,7 @@ static int feed(void) {
     void *ctx = ctx_handle(k->device);
     if (ctx != cur_ctx) cur_ctx = ctx, ag__tls.ctx = NULL; /* another device: another context */
     al.path = l->driver ? AG_PATH_DRIVER : AG_PATH_RUNTIME;
+    al.call = l->driver ? &drv_launch : &rt_launch;
     al.func = fn_handle(k->name);
     al.fkind = AG_FN_FUNCTION;
     memcpy(al.grid, k->grid, sizeof al.grid);
