@@ -590,11 +590,10 @@ static int call_rule(ag_call_t *call) {
     /* The per-thread forms (_ptsz, _ptds) follow the same rule. */
     if (!strncmp(call->name, *p, n) && (!call->name[n] || call->name[n] == '_')) r = RULE_NONE;
   }
-  /* (The table's NULL reaches here macro-expanded.) */
-#define AG_STR_(x) #x
-#define AG_XSTR_(x) AG_STR_(x)
+  /* The table's NULL reaches here as written or macro-expanded ("((void *)0)"); a stream
+   * expression is an identifier or a member access. */
   int named = call->stream_arg && strcmp(call->stream_arg, "NULL") &&
-              strcmp(call->stream_arg, AG_XSTR_(NULL));
+              !strstr(call->stream_arg, "void");
   if (r == RULE_ALL && named && call->family != AG_FAM_CAPTURE &&
       call->family != AG_FAM_DEVICE)
     r = call->family == AG_FAM_STREAM && strstr(call->name, "StreamDestroy") ? RULE_STREAM_END

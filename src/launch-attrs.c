@@ -112,7 +112,8 @@ static size_t params_end(const ag_kinfo_t *k) {
 int ag__lattr_reason(const ag_launch_t *l, const ag_kinfo_t *k) {
   const CUlaunchAttribute *a = l->attrs;
   CUlaunchAttribute n;
-  int kept = l->coop, coop = l->coop;
+  int coop = l->coop;
+  int kept = coop;
   if (l->extra) {
     /* args is the `extra` array (NULL when kernelParams came too: the driver refuses that). */
     const void *buf;
