@@ -182,41 +182,38 @@ static void node_params(CUDA_KERNEL_NODE_PARAMS_v2 *p, const ag_held_t *h, void 
 
 static inline int is_op(const ag_held_t *h) { return h->k->fkind >= AG_OP_MEMSET; }
 
-static void memset_params(CUDA_MEMSET_NODE_PARAMS *p, const ag_op_memset_t *m) {
-  memset(p, 0, sizeof *p);
-  p->dst = (CUdeviceptr)m->dst, p->value = m->value, p->elementSize = m->elem;
-  p->width = (size_t)m->bytes, p->height = 1;
-}
-
-static void memcpy_params(CUDA_MEMCPY3D *p, const ag_op_memcpy_t *m) {
-  memset(p, 0, sizeof *p);
-  p->srcMemoryType = (CUmemorytype)m->stype, p->dstMemoryType = (CUmemorytype)m->dtype;
-  if (m->stype == CU_MEMORYTYPE_HOST) p->srcHost = (const void *)(uintptr_t)m->src;
-  else p->srcDevice = (CUdeviceptr)m->src;
-  if (m->dtype == CU_MEMORYTYPE_HOST) p->dstHost = (void *)(uintptr_t)m->dst;
-  else p->dstDevice = (CUdeviceptr)m->dst;
-  p->WidthInBytes = (size_t)m->bytes, p->Height = 1, p->Depth = 1;
-}
-
-/* Performs a held operation as the call it was. */
-static CUresult op_submit(const ag_held_t *h, const uint8_t *bytes, void *stream) {
-  if (h->k->fkind == AG_OP_MEMCPY) {
-    ag_op_memcpy_t m;
-    memcpy(&m, bytes, sizeof m);
-    return ag__real.cuMemcpyAsync((CUdeviceptr)m.dst, (CUdeviceptr)m.src, (size_t)m.bytes,
-                                  (CUstream)stream);
-  }
-  if (h->k->fkind == AG_OP_MEMSET) {
+/* A held operation decoded from its bytes into what the driver takes. */
+typedef struct op {
+  int kind;
+  union {
     ag_op_memset_t m;
-    memcpy(&m, bytes, sizeof m);
-    return ag__real.cuMemsetD8Async((CUdeviceptr)m.dst, (unsigned char)m.value, (size_t)m.bytes,
-                                    (CUstream)stream);
+    ag_op_memcpy_t c;
+    ag_op_event_t e;
+  } b;
+  CUDA_MEMSET_NODE_PARAMS set;
+  CUDA_MEMCPY3D copy;
+  CUevent ev;
+} op_t;
+
+static void op_decode(op_t *o, const ag_held_t *h, const uint8_t *bytes) {
+  memset(o, 0, sizeof *o);
+  o->kind = h->k->fkind;
+  memcpy(&o->b, bytes, h->k->param_bytes);
+  if (o->kind == AG_OP_MEMSET) {
+    o->set.dst = (CUdeviceptr)o->b.m.dst, o->set.value = o->b.m.value;
+    o->set.elementSize = o->b.m.elem, o->set.width = (size_t)o->b.m.bytes, o->set.height = 1;
+  } else if (o->kind == AG_OP_MEMCPY) {
+    const ag_op_memcpy_t *m = &o->b.c;
+    CUDA_MEMCPY3D *p = &o->copy;
+    p->srcMemoryType = (CUmemorytype)m->stype, p->dstMemoryType = (CUmemorytype)m->dtype;
+    if (m->stype == CU_MEMORYTYPE_HOST) p->srcHost = (const void *)(uintptr_t)m->src;
+    else p->srcDevice = (CUdeviceptr)m->src;
+    if (m->dtype == CU_MEMORYTYPE_HOST) p->dstHost = (void *)(uintptr_t)m->dst;
+    else p->dstDevice = (CUdeviceptr)m->dst;
+    p->WidthInBytes = (size_t)m->bytes, p->Height = 1, p->Depth = 1;
+  } else {
+    o->ev = (CUevent)(uintptr_t)o->b.e.ev;
   }
-  ag_op_event_t e;
-  memcpy(&e, bytes, sizeof e);
-  if (h->k->fkind == AG_OP_EVENT_RECORD)
-    return ag__real.cuEventRecord((CUevent)(uintptr_t)e.ev, (CUstream)stream);
-  return ag__real.cuStreamWaitEvent((CUstream)stream, (CUevent)(uintptr_t)e.ev, e.flags);
 }
 
 static CUcontext current(void) {
@@ -225,52 +222,48 @@ static CUcontext current(void) {
   return c;
 }
 
+/* Performs a held operation as the call it was. */
+static CUresult op_submit(const ag_held_t *h, const uint8_t *bytes, void *stream) {
+  op_t o;
+  op_decode(&o, h, bytes);
+  switch (o.kind) {
+  case AG_OP_MEMCPY:
+    return ag__real.cuMemcpyAsync((CUdeviceptr)o.b.c.dst, (CUdeviceptr)o.b.c.src,
+                                  (size_t)o.b.c.bytes, (CUstream)stream);
+  case AG_OP_MEMSET:
+    return ag__real.cuMemsetD8Async(o.set.dst, (unsigned char)o.set.value, o.set.width,
+                                    (CUstream)stream);
+  case AG_OP_EVENT_RECORD:
+    return ag__real.cuEventRecord(o.ev, (CUstream)stream);
+  }
+  return ag__real.cuStreamWaitEvent((CUstream)stream, o.ev, o.b.e.flags);
+}
+
 /* Adds a held operation's node after `dep` (NULL: a root). */
 static CUresult op_add(CUgraphNode *node, CUgraph g, CUgraphNode *dep, const ag_held_t *h,
                        const uint8_t *bytes) {
-  if (h->k->fkind == AG_OP_MEMCPY) {
-    ag_op_memcpy_t m;
-    CUDA_MEMCPY3D p;
-    memcpy(&m, bytes, sizeof m);
-    memcpy_params(&p, &m);
-    return ag__real.cuGraphAddMemcpyNode(node, g, dep, dep ? 1 : 0, &p, current());
+  op_t o;
+  size_t n = dep ? 1 : 0;
+  op_decode(&o, h, bytes);
+  switch (o.kind) {
+  case AG_OP_MEMCPY: return ag__real.cuGraphAddMemcpyNode(node, g, dep, n, &o.copy, current());
+  case AG_OP_MEMSET: return ag__real.cuGraphAddMemsetNode(node, g, dep, n, &o.set, current());
+  case AG_OP_EVENT_RECORD: return ag__real.cuGraphAddEventRecordNode(node, g, dep, n, o.ev);
   }
-  if (h->k->fkind == AG_OP_MEMSET) {
-    ag_op_memset_t m;
-    CUDA_MEMSET_NODE_PARAMS p;
-    memcpy(&m, bytes, sizeof m);
-    memset_params(&p, &m);
-    return ag__real.cuGraphAddMemsetNode(node, g, dep, dep ? 1 : 0, &p, current());
-  }
-  ag_op_event_t e;
-  memcpy(&e, bytes, sizeof e);
-  if (h->k->fkind == AG_OP_EVENT_RECORD)
-    return ag__real.cuGraphAddEventRecordNode(node, g, dep, dep ? 1 : 0, (CUevent)(uintptr_t)e.ev);
-  return ag__real.cuGraphAddEventWaitNode(node, g, dep, dep ? 1 : 0, (CUevent)(uintptr_t)e.ev);
+  return ag__real.cuGraphAddEventWaitNode(node, g, dep, n, o.ev);
 }
 
 /* Gives an executable operation node new bytes. */
 static CUresult op_update(CUgraphExec x, CUgraphNode node, const ag_held_t *h,
                           const uint8_t *bytes) {
-  if (h->k->fkind == AG_OP_MEMCPY) {
-    ag_op_memcpy_t m;
-    CUDA_MEMCPY3D p;
-    memcpy(&m, bytes, sizeof m);
-    memcpy_params(&p, &m);
-    return ag__real.cuGraphExecMemcpyNodeSetParams(x, node, &p, current());
+  op_t o;
+  op_decode(&o, h, bytes);
+  switch (o.kind) {
+  case AG_OP_MEMCPY: return ag__real.cuGraphExecMemcpyNodeSetParams(x, node, &o.copy, current());
+  case AG_OP_MEMSET: return ag__real.cuGraphExecMemsetNodeSetParams(x, node, &o.set, current());
+  case AG_OP_EVENT_RECORD: return ag__real.cuGraphExecEventRecordNodeSetEvent(x, node, o.ev);
   }
-  if (h->k->fkind == AG_OP_MEMSET) {
-    ag_op_memset_t m;
-    CUDA_MEMSET_NODE_PARAMS p;
-    memcpy(&m, bytes, sizeof m);
-    memset_params(&p, &m);
-    return ag__real.cuGraphExecMemsetNodeSetParams(x, node, &p, current());
-  }
-  ag_op_event_t e;
-  memcpy(&e, bytes, sizeof e);
-  if (h->k->fkind == AG_OP_EVENT_RECORD)
-    return ag__real.cuGraphExecEventRecordNodeSetEvent(x, node, (CUevent)(uintptr_t)e.ev);
-  return ag__real.cuGraphExecEventWaitNodeSetEvent(x, node, (CUevent)(uintptr_t)e.ev);
+  return ag__real.cuGraphExecEventWaitNodeSetEvent(x, node, o.ev);
 }
 
 int ag__held_submit(const ag_held_t *h, int n, const uint8_t *arena, void *stream, int *first,

@@ -37,6 +37,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -637,18 +638,27 @@ static void engine_start(void) {
 
 /* ---- feeding the engine -------------------------------------------------------------------- */
 
-static int cmp_kcorr(const void *a, const void *b) {
-  const kev_t *x = a, *y = b;
-  return x->corr < y->corr ? -1 : x->corr > y->corr;
+/* Kernel events and GPU copies and memsets both begin with their correlation id: sorted by it,
+ * and found by it with one binary search. */
+_Static_assert(offsetof(kev_t, corr) == 0 && offsetof(gop_t, corr) == 0, "corr first");
+
+static int cmp_corr(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static const void *find_corr(const void *v, size_t n, size_t size, int64_t corr) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (*(const int64_t *)((const char *)v + mid * size) < corr) lo = mid + 1; else hi = mid;
+  }
+  return lo < n && *(const int64_t *)((const char *)v + lo * size) == corr
+             ? (const char *)v + lo * size : NULL;
 }
 
 static const kev_t *kernel_of(int64_t corr) {
-  size_t lo = 0, hi = T.kernels.n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (T.kernels.v[mid].corr < corr) lo = mid + 1; else hi = mid;
-  }
-  return lo < T.kernels.n && T.kernels.v[lo].corr == corr ? &T.kernels.v[lo] : NULL;
+  return find_corr(T.kernels.v, T.kernels.n, sizeof *T.kernels.v, corr);
 }
 
 static int cmp_call(const void *a, const void *b) {
@@ -679,18 +689,8 @@ static struct {
   uint64_t order_gpu, order_thread, order_unknown; /* how stream calls' streams were found */
 } F;
 
-static int cmp_gop(const void *a, const void *b) {
-  const gop_t *x = a, *y = b;
-  return x->corr < y->corr ? -1 : x->corr > y->corr;
-}
-
 static const gop_t *gop_of(int64_t corr) {
-  size_t lo = 0, hi = T.gops.n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (T.gops.v[mid].corr < corr) lo = mid + 1; else hi = mid;
-  }
-  return lo < T.gops.n && T.gops.v[lo].corr == corr ? &T.gops.v[lo] : NULL;
+  return find_corr(T.gops.v, T.gops.n, sizeof *T.gops.v, corr);
 }
 
 /* The stream each thread last launched on. */
@@ -749,9 +749,9 @@ static int feed_op(ag_call_t *call, void *stream, const gop_t *g) {
 static int feed(void) {
   int64_t one = 0; /* the single fixed argument of every kernel */
   void *args[1] = {&one};
-  if (T.kernels.n) qsort(T.kernels.v, T.kernels.n, sizeof *T.kernels.v, cmp_kcorr);
+  if (T.kernels.n) qsort(T.kernels.v, T.kernels.n, sizeof *T.kernels.v, cmp_corr);
   if (T.calls.n) qsort(T.calls.v, T.calls.n, sizeof *T.calls.v, cmp_call);
-  if (T.gops.n) qsort(T.gops.v, T.gops.n, sizeof *T.gops.v, cmp_gop);
+  if (T.gops.n) qsort(T.gops.v, T.gops.n, sizeof *T.gops.v, cmp_corr);
   if (T.steps.n) qsort(T.steps.v, T.steps.n, sizeof *T.steps.v, cmp_step);
   for (size_t i = 0; i < T.calls.n; i++) {
     const call_t *c = &T.calls.v[i];

@@ -26,58 +26,35 @@
 
 #include "prog.h"
 #include "sim_kernel.h"
+#include "mix.h"
 
 enum { N = 512, BLOCK = 128, ITERS = 12 };
 
 __host__ __device__ static inline void set_body(unsigned long i, unsigned *x, int it, int n) {
   if (i < (unsigned long)n) x[i] = (unsigned)it * 0x01000193u + (unsigned)i * 2654435761u;
 }
-__host__ __device__ static inline void mad_body(unsigned long i, unsigned *x, unsigned m,
-                                                unsigned c, int n) {
-  if (i < (unsigned long)n) x[i] = x[i] * m + c;
-}
-__host__ __device__ static inline void acc_body(unsigned long i, unsigned *d, const unsigned *s,
-                                                int n) {
-  if (i < (unsigned long)n) d[i] = (d[i] ^ s[i]) * 0x2545f491u + 1u;
-}
-
 extern "C" __global__ void ef_set(unsigned *x, int it, int n) { set_body(PROG_TID(), x, it, n); }
-extern "C" __global__ void ef_mad(unsigned *x, unsigned m, unsigned c, int n) {
-  mad_body(PROG_TID(), x, m, c, n);
-}
-extern "C" __global__ void ef_acc(unsigned *d, const unsigned *s, int n) {
-  acc_body(PROG_TID(), d, s, n);
-}
 
 SIM_KERNEL(ef_set) {
   SIM_FOR_EACH_THREAD(i) set_body(i, SIM_ARG(0, unsigned *), SIM_ARG(1, int), SIM_ARG(2, int));
 }
-SIM_KERNEL(ef_mad) {
-  SIM_FOR_EACH_THREAD(i)
-  mad_body(i, SIM_ARG(0, unsigned *), SIM_ARG(1, unsigned), SIM_ARG(2, unsigned), SIM_ARG(3, int));
-}
-SIM_KERNEL(ef_acc) {
-  SIM_FOR_EACH_THREAD(i)
-  acc_body(i, SIM_ARG(0, unsigned *), SIM_ARG(1, const unsigned *), SIM_ARG(2, int));
-}
-
 static const unsigned GRID = N / BLOCK;
 static const int n = N;
 
 /* Four launches that leave in x a function of `it` and of everything x held before. */
 static void produce(unsigned *x, int it, cudaStream_t s) {
-  PROG_LAUNCH(ef_acc, GRID, BLOCK, 0, s, x, (const unsigned *)x, n); /* x = f(x): keeps history */
-  PROG_LAUNCH(ef_mad, GRID, BLOCK, 0, s, x, 69069u, (unsigned)it, n);
-  PROG_LAUNCH(ef_mad, GRID, BLOCK, 0, s, x, 2654435761u, 12345u, n);
-  PROG_LAUNCH(ef_mad, GRID, BLOCK, 0, s, x, 40503u, 7u, n);
+  PROG_LAUNCH(mx_acc, GRID, BLOCK, 0, s, x, (const unsigned *)x, n); /* x = f(x): keeps history */
+  PROG_LAUNCH(mx_mad, GRID, BLOCK, 0, s, x, 69069u, (unsigned)it, n);
+  PROG_LAUNCH(mx_mad, GRID, BLOCK, 0, s, x, 2654435761u, 12345u, n);
+  PROG_LAUNCH(mx_mad, GRID, BLOCK, 0, s, x, 40503u, 7u, n);
 }
 
 /* Four launches that fold x into d. */
 static void consume(unsigned *d, const unsigned *x, cudaStream_t s) {
-  PROG_LAUNCH(ef_acc, GRID, BLOCK, 0, s, d, x, n);
-  PROG_LAUNCH(ef_mad, GRID, BLOCK, 0, s, d, 1103515245u, 12345u, n);
-  PROG_LAUNCH(ef_acc, GRID, BLOCK, 0, s, d, x, n);
-  PROG_LAUNCH(ef_mad, GRID, BLOCK, 0, s, d, 134775813u, 1u, n);
+  PROG_LAUNCH(mx_acc, GRID, BLOCK, 0, s, d, x, n);
+  PROG_LAUNCH(mx_mad, GRID, BLOCK, 0, s, d, 1103515245u, 12345u, n);
+  PROG_LAUNCH(mx_acc, GRID, BLOCK, 0, s, d, x, n);
+  PROG_LAUNCH(mx_mad, GRID, BLOCK, 0, s, d, 134775813u, 1u, n);
 }
 
 static uint64_t total = prog_hash(NULL, 0);
@@ -139,7 +116,7 @@ static void mode_legacy(unsigned *x, unsigned *d) {
   for (int it = 0; it < ITERS; it++) {
     produce(x, it, a);
     /* The legacy stream waits for a's launches before it and b's launches wait for it. */
-    PROG_LAUNCH(ef_acc, GRID, BLOCK, 0, 0, y, (const unsigned *)x, n);
+    PROG_LAUNCH(mx_acc, GRID, BLOCK, 0, 0, y, (const unsigned *)x, n);
     consume(d, y, b);
   }
   CHECK_CUDA(cudaDeviceSynchronize());
@@ -170,10 +147,10 @@ static void mode_hostfn(unsigned *x, unsigned *d) {
   ctx.pinned = pinned;
   for (int it = 0; it < ITERS; it++) {
     produce(x, it, s);
-    PROG_LAUNCH(ef_acc, GRID, BLOCK, 0, s, pinned, (const unsigned *)x, n);
+    PROG_LAUNCH(mx_acc, GRID, BLOCK, 0, s, pinned, (const unsigned *)x, n);
     CHECK_CUDA(cudaLaunchHostFunc(s, fold_pinned, &ctx));
     consume(d, x, s);
-    PROG_LAUNCH(ef_acc, GRID, BLOCK, 0, s, pinned, (const unsigned *)d, n);
+    PROG_LAUNCH(mx_acc, GRID, BLOCK, 0, s, pinned, (const unsigned *)d, n);
   }
   CHECK_CUDA(cudaStreamSynchronize(s));
   printf("host function: %016llx\n", (unsigned long long)ctx.hash);
@@ -194,7 +171,7 @@ static void mode_poll(unsigned *x, unsigned *d) {
   for (int it = 0; it < ITERS; it++) {
     produce(x, it, s);
     consume(d, x, s);
-    PROG_LAUNCH(ef_acc, GRID, BLOCK, 0, s, pinned, (const unsigned *)d, n);
+    PROG_LAUNCH(mx_acc, GRID, BLOCK, 0, s, pinned, (const unsigned *)d, n);
     CHECK_CUDA(cudaEventRecord(ev, s));
     cudaError_t e;
     while ((e = cudaEventQuery(ev)) == cudaErrorNotReady) (void)cudaGetLastError();

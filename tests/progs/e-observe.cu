@@ -49,48 +49,24 @@
 
 #include "prog.h"
 #include "sim_kernel.h"
+#include "mix.h"
 
 enum { N = 512, BLOCK = 128 };
 static int steps = 120;
-
-__host__ __device__ static inline void mad_body(unsigned long i, unsigned *x, unsigned m,
-                                                unsigned c, int n) {
-  if (i < (unsigned long)n) x[i] = x[i] * m + c;
-}
-__host__ __device__ static inline void acc_body(unsigned long i, unsigned *d, const unsigned *s,
-                                                int n) {
-  if (i < (unsigned long)n) d[i] = (d[i] ^ s[i]) * 0x2545f491u + 1u;
-}
-
-extern "C" __global__ void eo_mad(unsigned *x, unsigned m, unsigned c, int n) {
-  mad_body(PROG_TID(), x, m, c, n);
-}
-extern "C" __global__ void eo_acc(unsigned *d, const unsigned *s, int n) {
-  acc_body(PROG_TID(), d, s, n);
-}
-
-SIM_KERNEL(eo_mad) {
-  SIM_FOR_EACH_THREAD(i)
-  mad_body(i, SIM_ARG(0, unsigned *), SIM_ARG(1, unsigned), SIM_ARG(2, unsigned), SIM_ARG(3, int));
-}
-SIM_KERNEL(eo_acc) {
-  SIM_FOR_EACH_THREAD(i)
-  acc_body(i, SIM_ARG(0, unsigned *), SIM_ARG(1, const unsigned *), SIM_ARG(2, int));
-}
 
 static const unsigned GRID = N / BLOCK;
 static const int n = N;
 
 /* Three launches that leave in x a function of `it` and of what x held. */
 static void part(unsigned *x, int it, cudaStream_t s) {
-  PROG_LAUNCH(eo_acc, GRID, BLOCK, 0, s, x, (const unsigned *)x, n);
-  PROG_LAUNCH(eo_mad, GRID, BLOCK, 0, s, x, 69069u, (unsigned)it, n);
-  PROG_LAUNCH(eo_mad, GRID, BLOCK, 0, s, x, 2654435761u, 12345u, n);
+  PROG_LAUNCH(mx_acc, GRID, BLOCK, 0, s, x, (const unsigned *)x, n);
+  PROG_LAUNCH(mx_mad, GRID, BLOCK, 0, s, x, 69069u, (unsigned)it, n);
+  PROG_LAUNCH(mx_mad, GRID, BLOCK, 0, s, x, 2654435761u, 12345u, n);
 }
 
 /* Folds x into the mapped host buffer h (through its device address). */
 static void fold(unsigned *h, const unsigned *x, cudaStream_t s) {
-  PROG_LAUNCH(eo_acc, GRID, BLOCK, 0, s, h, x, n);
+  PROG_LAUNCH(mx_acc, GRID, BLOCK, 0, s, h, x, n);
 }
 
 static uint64_t total = prog_hash(NULL, 0);
@@ -269,19 +245,19 @@ static void mode_ops(unsigned *x) {
   for (int it = 0; it < steps; it++) {
     part(x, it, s);
     CHECK_CUDA(cudaMemsetAsync(y, (it * 37) & 0xff, N * sizeof *y, s));
-    PROG_LAUNCH(eo_acc, GRID, BLOCK, 0, s, y, (const unsigned *)x, n);
+    PROG_LAUNCH(mx_acc, GRID, BLOCK, 0, s, y, (const unsigned *)x, n);
     /* A copy from pageable memory is staged at the call: the buffer may change right after. */
     for (int i = 0; i < N; i++) pg[i] = (unsigned)(it * 3 + i);
     CHECK_CUDA(cudaMemcpyAsync(w, pg, N * sizeof *w, cudaMemcpyHostToDevice, s));
     memset(pg, 0xee, sizeof pg);
-    PROG_LAUNCH(eo_acc, GRID, BLOCK, 0, s, y, (const unsigned *)w, n);
+    PROG_LAUNCH(mx_acc, GRID, BLOCK, 0, s, y, (const unsigned *)w, n);
     CHECK_CUDA(cudaMemcpyAsync(z, y, N * sizeof *z, cudaMemcpyDeviceToDevice, s));
     fold(hy, z, s);
     CHECK_CUDA(cudaMemcpyAsync(hz, z, N * sizeof *z, cudaMemcpyDeviceToHost, s));
     CHECK_CUDA(cudaEventRecord(ev[it & 1], s));
     CHECK_CUDA(cudaStreamWaitEvent(s2, ev[it & 1], 0));
     fold(h, y, s2);
-    PROG_LAUNCH(eo_mad, GRID, BLOCK, 0, s2, h, 1103515245u, (unsigned)it, n);
+    PROG_LAUNCH(mx_mad, GRID, BLOCK, 0, s2, h, 1103515245u, (unsigned)it, n);
     /* The event covers the fold into hy and the copy into hz: once it completes the host may
      * read them. */
     CHECK_CUDA(cudaEventSynchronize(ev[it & 1]));
