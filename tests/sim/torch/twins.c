@@ -185,7 +185,10 @@ enum {
   OK_CMP_EQ,      /* compare_eq_ne_kernel's BinaryFunctor<T, T, bool, CompareEqFunctor<T>> {op: EQ 0, NE 1} */
   OK_CMP_EQ_SCALAR, /* its A/BUnaryFunctor<T, T, bool, CompareEqFunctor<T>> {op; T scalar} (symmetric) */
   OK_CMP,         /* compare_kernel_impl's CompareFunctor<T> {op: GE 0, GT 1, LE 2, LT 3} */
-  OK_ARANGE_TYPED,
+  OK_IADD,        /* CUDAFunctor_add<T> {T alpha}: a + alpha * b, integer T */
+  OK_IADD_SELF,   /* CUDAFunctorOnSelf_add<T> {T other; T alpha}: a + alpha * other */
+  OK_IMUL,        /* BinaryFunctor<T, T, T, MulFunctor<T>>: a * b */
+  OK_IMUL_SCALAR, /* A/BUnaryFunctor<T, T, T, MulFunctor<T>> {MulFunctor (empty); T s}: s * a */
 };
 
 /* A functor is recognised by every one of its `all` strings occurring in the functor part of the
@@ -250,6 +253,11 @@ static const op_desc_t OPS[] = {
     {{"^AUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<"},
     {{"^BUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<"},
     {{"^CompareFunctor<"}, 2, 1, NULL, OK_CMP, "CompareFunctor<"},
+    {{"^CUDAFunctor_add<"}, 2, 0, NULL, OK_IADD, "CUDAFunctor_add<"},
+    {{"^CUDAFunctorOnSelf_add<"}, 1, 0, NULL, OK_IADD_SELF, "CUDAFunctorOnSelf_add<"},
+    {{"^BinaryFunctor<", "MulFunctor<"}, 2, 0, NULL, OK_IMUL, "MulFunctor<"},
+    {{"^AUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<"},
+    {{"^BUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<"},
 };
 
 static const char *skip_ns(const char *s) {
@@ -329,6 +337,15 @@ static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) 
     case OK_CONVERT: return simtw_cast(in[0], t->out_dt);
     case OK_WHERE: return in[0].i ? in[1] : in[2];
     case OK_MASKED_FILL: return in[1].i ? simtw_load(t->ct, f) : in[0];
+    case OK_IADD: /* integers wrap around, as the device's do */
+      return simtw_ival((int64_t)((uint64_t)in[0].i + (uint64_t)simtw_load(t->ct, f).i * (uint64_t)in[1].i));
+    case OK_IADD_SELF: {
+      size_t n = simtw_dt_size(t->ct);
+      return simtw_ival((int64_t)((uint64_t)in[0].i + (uint64_t)simtw_load(t->ct, f + n).i * (uint64_t)simtw_load(t->ct, f).i));
+    }
+    case OK_IMUL: return simtw_ival((int64_t)((uint64_t)in[0].i * (uint64_t)in[1].i));
+    case OK_IMUL_SCALAR: /* the empty MulFunctor, then the scalar at its alignment */
+      return simtw_ival((int64_t)((uint64_t)in[0].i * (uint64_t)simtw_load(t->ct, f + simtw_dt_size(t->ct)).i));
     case OK_CMP_EQ_SCALAR: { /* {int op; T scalar}: the scalar at the next multiple of its size */
       size_t n = simtw_dt_size(t->ct);
       simtw_val_t b = simtw_load(t->ct, f + (n > 4 ? n : 4));
@@ -773,6 +790,11 @@ static int set_types(twin_t *t, const char *f, size_t len) {
     case OK_CONVERT: break;
     case OK_WHERE: t->out_dt = t->ct = t->in_dt[1]; break;
     case OK_MASKED_FILL: t->out_dt = t->ct; ok = ok && t->in_dt[0] == t->ct && t->in_dt[1] == DT_BOOL; break;
+    case OK_IADD: case OK_IADD_SELF: case OK_IMUL: case OK_IMUL_SCALAR:
+      /* integer arithmetic only: the floating instantiations compute in their opmath type */
+      ok = ok && !simtw_dt_is_float(t->ct) && t->ct != DT_BOOL && t->ct != DT_U32;
+      t->out_dt = t->in_dt[0] = t->in_dt[1] = t->ct;
+      break;
     default: t->out_dt = DT_BOOL; t->in_dt[0] = t->in_dt[1] = t->ct; break; /* comparisons */
   }
   free(s);
