@@ -161,6 +161,38 @@ static void run_nll_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) 
   }
 }
 
+/* nll_loss_forward_reduce_cuda_kernel_1d<float, long>(output, total_weight, input, target,
+ * weights, bool size_average, int64 n_classes, ignore_index): one frame. An ignored target gives
+ * 0 and total weight 0; the mean of a zero weight is NaN. */
+static void run_nll_fw_1d(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)k, (void)grid, (void)block;
+  float *out = ARG(float *, 0), *tw = ARG(float *, 1);
+  const float *in = ARG(const float *, 2), *w = ARG(const float *, 4);
+  int64_t t = *ARG(const int64_t *, 3), ignore = ARG(int64_t, 7);
+  int size_average = ARG(unsigned char, 5) != 0;
+  if (t == ignore) {
+    *out = 0.0f;
+    *tw = 0.0f;
+    return;
+  }
+  float cw = w ? w[t] : 1.0f;
+  *tw = cw;
+  *out = size_average ? (cw == 0.0f ? NAN : -in[t]) : -cw * in[t];
+}
+
+/* nll_loss_backward_reduce_cuda_kernel_1d<float, long>(grad_input, grad_output, weights, target,
+ * total_weight, bool size_average, int64 n_classes, ignore_index). */
+static void run_nll_bw_1d(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)k, (void)grid, (void)block;
+  float *gin = ARG(float *, 0);
+  const float *gout = ARG(const float *, 1), *w = ARG(const float *, 2), *tw = ARG(const float *, 4);
+  int64_t t = *ARG(const int64_t *, 3), ignore = ARG(int64_t, 7);
+  int size_average = ARG(unsigned char, 5) != 0;
+  if (t == ignore) return;
+  float g = -(size_average ? *gout / *tw : *gout);
+  gin[t] = w ? w[t] * g : g;
+}
+
 /* ---- Philox and dropout ---- */
 
 void simtw_philox(const uint32_t ctr_in[4], const uint32_t key_in[2], uint32_t out[4]) {
@@ -645,6 +677,10 @@ int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
     if (k->p[0] || strstr(p, "::SoftMaxBackwardEpilogue>")) k->run = run_cunn_softmax_bw;
   } else if (strstr(dm, "::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(")) {
     k->run = run_nll_fw;
+  } else if (strstr(dm, "::nll_loss_forward_reduce_cuda_kernel_1d<float, long>(")) {
+    k->run = run_nll_fw_1d;
+  } else if (strstr(dm, "::nll_loss_backward_reduce_cuda_kernel_1d<float, long>(")) {
+    k->run = run_nll_bw_1d;
   } else if (strstr(dm, "::nll_loss_backward_reduce_cuda_kernel_2d<float, long>(")) {
     k->run = run_nll_bw;
   } else if ((p = strstr(dm, "::fused_dropout_kernel_vec<float, float, unsigned int, ")) && targ(strchr(p, '<'), 4, &k->p[0])) {

@@ -182,9 +182,13 @@ enum {
   OK_CONVERT,     /* converting_copy_kernel_cuda<S, D>'s lambda(S): static_cast<D> */
   OK_WHERE,       /* where_kernel_impl's lambda(bool, T, T) */
   OK_MASKED_FILL, /* masked_fill_kernel's lambda(T, bool) {T value} */
-  OK_CMP_EQ,      /* compare_eq_ne_kernel's CompareEqFunctor<T> {op: EQ 0, NE 1} */
+  OK_CMP_EQ,      /* compare_eq_ne_kernel's BinaryFunctor<T, T, bool, CompareEqFunctor<T>> {op: EQ 0, NE 1} */
+  OK_CMP_EQ_SCALAR, /* its A/BUnaryFunctor<T, T, bool, CompareEqFunctor<T>> {op; T scalar} (symmetric) */
   OK_CMP,         /* compare_kernel_impl's CompareFunctor<T> {op: GE 0, GT 1, LE 2, LT 3} */
-  OK_ARANGE_TYPED,
+  OK_IADD,        /* CUDAFunctor_add<T> {T alpha}: a + alpha * b, integer T */
+  OK_IADD_SELF,   /* CUDAFunctorOnSelf_add<T> {T other; T alpha}: a + alpha * other */
+  OK_IMUL,        /* BinaryFunctor<T, T, T, MulFunctor<T>>: a * b */
+  OK_IMUL_SCALAR, /* A/BUnaryFunctor<T, T, T, MulFunctor<T>> {MulFunctor (empty); T s}: s * a */
 };
 
 /* A functor is recognised by every one of its `all` strings occurring in the functor part of the
@@ -245,9 +249,25 @@ static const op_desc_t OPS[] = {
     {{"converting_copy_kernel_cuda<"}, 1, 0, NULL, OK_CONVERT, "converting_copy_kernel_cuda<"},
     {{"where_kernel_impl", "{lambda(bool, "}, 3, 0, NULL, OK_WHERE, "{lambda(bool, "},
     {{"masked_fill_kernel", "{lambda("}, 2, 0, NULL, OK_MASKED_FILL, "{lambda("},
-    {{"CompareEqFunctor<"}, 2, 1, NULL, OK_CMP_EQ, "CompareEqFunctor<"},
-    {{"CompareFunctor<"}, 2, 1, NULL, OK_CMP, "CompareFunctor<"},
+    {{"^BinaryFunctor<", "CompareEqFunctor<"}, 2, 1, NULL, OK_CMP_EQ, "CompareEqFunctor<"},
+    {{"^AUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<"},
+    {{"^BUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<"},
+    {{"^CompareFunctor<"}, 2, 1, NULL, OK_CMP, "CompareFunctor<"},
+    {{"^CUDAFunctor_add<"}, 2, 0, NULL, OK_IADD, "CUDAFunctor_add<"},
+    {{"^CUDAFunctorOnSelf_add<"}, 1, 0, NULL, OK_IADD_SELF, "CUDAFunctorOnSelf_add<"},
+    {{"^BinaryFunctor<", "MulFunctor<"}, 2, 0, NULL, OK_IMUL, "MulFunctor<"},
+    {{"^AUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<"},
+    {{"^BUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<"},
 };
+
+static const char *skip_ns(const char *s) {
+  for (;;) {
+    if (strncmp(s, "at::native::", 12) == 0) s += 12;
+    else if (strncmp(s, "(anonymous namespace)::", 23) == 0) s += 23;
+    else if (strncmp(s, "binary_internal::", 17) == 0) s += 17;
+    else return s;
+  }
+}
 
 static const op_desc_t *find_op(const char *functor, size_t len) {
   char *s = strndup(functor, len);
@@ -255,7 +275,13 @@ static const op_desc_t *find_op(const char *functor, size_t len) {
   const op_desc_t *hit = NULL;
   for (size_t i = 0; i < sizeof OPS / sizeof OPS[0] && !hit; i++) {
     int ok = 1;
-    for (int j = 0; j < 3 && OPS[i].all[j]; j++) ok = ok && strstr(s, OPS[i].all[j]);
+    for (int j = 0; j < 3 && OPS[i].all[j]; j++) {
+      const char *want = OPS[i].all[j];
+      if (*want == '^') /* the functor itself, not one it wraps: at the start, after namespaces */
+        ok = ok && strncmp(skip_ns(s), want + 1, strlen(want + 1)) == 0;
+      else
+        ok = ok && strstr(s, want);
+    }
     if (ok) hit = &OPS[i];
   }
   free(s);
@@ -311,6 +337,21 @@ static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) 
     case OK_CONVERT: return simtw_cast(in[0], t->out_dt);
     case OK_WHERE: return in[0].i ? in[1] : in[2];
     case OK_MASKED_FILL: return in[1].i ? simtw_load(t->ct, f) : in[0];
+    case OK_IADD: /* integers wrap around, as the device's do */
+      return simtw_ival((int64_t)((uint64_t)in[0].i + (uint64_t)simtw_load(t->ct, f).i * (uint64_t)in[1].i));
+    case OK_IADD_SELF: {
+      size_t n = simtw_dt_size(t->ct);
+      return simtw_ival((int64_t)((uint64_t)in[0].i + (uint64_t)simtw_load(t->ct, f + n).i * (uint64_t)simtw_load(t->ct, f).i));
+    }
+    case OK_IMUL: return simtw_ival((int64_t)((uint64_t)in[0].i * (uint64_t)in[1].i));
+    case OK_IMUL_SCALAR: /* the empty MulFunctor, then the scalar at its alignment */
+      return simtw_ival((int64_t)((uint64_t)in[0].i * (uint64_t)simtw_load(t->ct, f + simtw_dt_size(t->ct)).i));
+    case OK_CMP_EQ_SCALAR: { /* {int op; T scalar}: the scalar at the next multiple of its size */
+      size_t n = simtw_dt_size(t->ct);
+      simtw_val_t b = simtw_load(t->ct, f + (n > 4 ? n : 4));
+      int eq = in[0].is_f ? in[0].f == b.f : in[0].i == b.i;
+      return simtw_ival(rdi(f, 0) == 0 ? eq : !eq);
+    }
     case OK_CMP_EQ:
     case OK_CMP: {
       int c = rdi(f, 0), r;
@@ -749,7 +790,12 @@ static int set_types(twin_t *t, const char *f, size_t len) {
     case OK_CONVERT: break;
     case OK_WHERE: t->out_dt = t->ct = t->in_dt[1]; break;
     case OK_MASKED_FILL: t->out_dt = t->ct; ok = ok && t->in_dt[0] == t->ct && t->in_dt[1] == DT_BOOL; break;
-    default: t->out_dt = DT_BOOL; t->in_dt[0] = t->in_dt[1] = t->ct; break;
+    case OK_IADD: case OK_IADD_SELF: case OK_IMUL: case OK_IMUL_SCALAR:
+      /* integer arithmetic only: the floating instantiations compute in their opmath type */
+      ok = ok && !simtw_dt_is_float(t->ct) && t->ct != DT_BOOL && t->ct != DT_U32;
+      t->out_dt = t->in_dt[0] = t->in_dt[1] = t->ct;
+      break;
+    default: t->out_dt = DT_BOOL; t->in_dt[0] = t->in_dt[1] = t->ct; break; /* comparisons */
   }
   free(s);
   return ok;
@@ -823,6 +869,7 @@ static twin_t *resolve(const char *name) {
              (p = strstr(dm, "gpu_kernel_impl_nocast<"))) {
     const char *e = strstr(p, ">(at::TensorIteratorBase&");
     t.fw = FW_LEGACY;
+    p += strlen("gpu_kernel_impl_nocast<");
     if (e) t.op = find_op(f = p, len = (size_t)(e - p));
   } else if (strncmp(dm, "void at::native::reduce_kernel<", 31) == 0) {
     resolve_reduce(dm, &t);
@@ -843,6 +890,11 @@ static twin_t *resolve(const char *name) {
     resolve_mta(dm, &t);
   }
   if (t.op && f && !set_types(&t, f, len)) t.op = NULL;
+  /* The data array of the contiguous frameworks names the arity: a functor matched by a string
+   * it only contains (one wrapping it, say) must not read arrays the launch does not have. */
+  if (t.op && (t.fw == FW_CONTIG || t.fw == FW_CAST) &&
+      (!(p = strstr(dm, "std::array<char*, ")) || atoi(p + 18) != t.op->ninputs + 1))
+    t.op = NULL;
   free(dm);
   if (!t.op) return NULL;
   twin_t *n = malloc(sizeof *n);
