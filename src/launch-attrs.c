@@ -175,10 +175,10 @@ void ag__lattr_hold(ag_held_t *h, const ag_launch_t *l, const ag_kinfo_t *k, uin
      * (padding between them stays whatever the arena held; no one reads it). */
     const void *buf;
     size_t size;
-    (void)extra_buffer(l->args, &buf, &size); /* checked by ag__lattr_reason */
-    for (uint32_t j = 0; j < k->nparams; j++)
-      memcpy(args + k->params[j].offset, (const uint8_t *)buf + k->params[j].offset,
-             k->params[j].size);
+    if (extra_buffer(l->args, &buf, &size) == 0) /* checked by ag__lattr_reason */
+      for (uint32_t j = 0; j < k->nparams; j++)
+        memcpy(args + k->params[j].offset, (const uint8_t *)buf + k->params[j].offset,
+               k->params[j].size);
   }
   if (l->coop) {
     memset(&out[c], 0, sizeof out[c]);

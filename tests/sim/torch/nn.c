@@ -73,6 +73,9 @@ static void softmax_rows(float *dst, const float *src, long rows, long stride, l
     float max = -INFINITY, sum = 0.0f;
     for (long i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
     for (long i = 0; i < n; i++) sum += expf(x[i] - max);
+    /* sum >= 1 when n > 0 (the maximum's own term is 1); an empty row logs 0 into -inf, which
+     * no value uses. */
+    // cppcheck-suppress invalidFunctionArg
     float lse = logf(sum);
     for (long i = 0; i < n; i++) y[i] = is_log ? x[i] - max - lse : expf(x[i] - max) / sum;
   }

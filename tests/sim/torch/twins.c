@@ -269,6 +269,12 @@ static const char *skip_ns(const char *s) {
   }
 }
 
+static int starts_with(const char *s, const char *prefix) {
+  while (*prefix)
+    if (*s++ != *prefix++) return 0;
+  return 1;
+}
+
 static const op_desc_t *find_op(const char *functor, size_t len) {
   char *s = strndup(functor, len);
   if (!s) return NULL;
@@ -277,8 +283,10 @@ static const op_desc_t *find_op(const char *functor, size_t len) {
     int ok = 1;
     for (int j = 0; j < 3 && OPS[i].all[j]; j++) {
       const char *want = OPS[i].all[j];
-      if (*want == '^') /* the functor itself, not one it wraps: at the start, after namespaces */
-        ok = ok && strncmp(skip_ns(s), want + 1, strlen(want + 1)) == 0;
+      if (*want == '^') { /* the functor itself, not one it wraps: at the start, after namespaces */
+        const char *head = want + 1;
+        ok = ok && starts_with(skip_ns(s), head);
+      }
       else
         ok = ok && strstr(s, want);
     }
@@ -382,7 +390,7 @@ static void run_contig(const twin_t *t, void **args) {
   int n = *(const int *)args[0];
   const char *f = args[1];
   char *const *data = args[2];
-  int nin = t->op->ninputs;
+  int nin = t->op->ninputs < 3 ? t->op->ninputs : 3; /* functors take at most three inputs */
   simtw_dt_t mem_in[3] = {t->in_dt[0], t->in_dt[1], t->in_dt[2]}, mem_out = t->out_dt;
   if (t->fw == FW_CAST) {
     const char *ld = args[5], *st = args[6];
@@ -398,7 +406,7 @@ static void run_contig(const twin_t *t, void **args) {
       }
     }
   }
-  simtw_val_t in[3];
+  simtw_val_t in[3] = {0};
   for (int i = 0; i < n; i++) {
     for (int k = 0; k < nin; k++)
       in[k] = simtw_cast(simtw_load(mem_in[k], data[1 + k] + simtw_dt_size(mem_in[k]) * (size_t)i), t->in_dt[k]);
@@ -416,7 +424,7 @@ static void run_legacy(const twin_t *t, void **args) {
   char *data[4];
   memcpy(data, lam + data_off, 8 * (size_t)nt); /* device pointers: 8 bytes */
   const char *f = lam + data_off + 8 * (size_t)nt;
-  simtw_val_t in[3];
+  simtw_val_t in[3] = {0};
   for (int i = 0; i < n; i++) {
     for (int k = 0; k < t->op->ninputs; k++)
       in[k] = simtw_load(t->in_dt[k], data[1 + k] + oc_get(oc, nt, 1 + k, (uint32_t)i));
