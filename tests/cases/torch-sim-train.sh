@@ -3,7 +3,9 @@
 # (tests/torch/train.py: Linear, ReLU, Linear, MSE, SGD with momentum) on the simulator.
 #   - Without the library, under two simulator seeds: bit-identical parameters (the baseline is
 #     race-free) and within float32 tolerance of the CPU's (train.py checks).
-#   - With the library (LD_PRELOAD, as a user would write it): bit-identical to the baseline.
+#   - With the library (LD_PRELOAD, as a user would write it), the loop also reading its loss
+#     every step: bit-identical to the baseline, and the report (autograph-report on the dump)
+#     names PyTorch's cudaStreamSynchronize (of loss.item()) as what ends the repeated step.
 #   - Through the launcher (tools/autograph -- tools/torch-sim …) with fewer steps: the launches
 #     added by the extra steps were at least 90% replayed, i.e. the steady state replays graphs;
 #     cuBLAS's kernels arrive through the driver path.
@@ -22,7 +24,10 @@ for seed in 1 2; do
 done
 cat "$d/plain1.out"
 cmp -s "$d/plain1.out" "$d/plain2.out" || { diff -u "$d/plain1.out" "$d/plain2.out" >&2; ag_fail "the baseline differs between simulator seeds"; }
-ag_run "$d/lib30" env SIM_SEED=3 LD_PRELOAD="$AG_LIB" AUTOGRAPH_STATS="$d/s30.json" "$TORCH_SIM" "$PY" "$train" 30
+# With the library the loop also reads its loss every step (loss.item(), as a loop that logs):
+# the same printed lines, and the report must name the call of PyTorch's that ends each step.
+ag_run "$d/lib30" env SIM_SEED=3 LD_PRELOAD="$AG_LIB" AUTOGRAPH_STATS="$d/s30.json" \
+  AUTOGRAPH_DUMP="$d/d30.json" "$TORCH_SIM" "$PY" "$train" 30 sgd log
 [ "$(cat "$d/lib30.rc")" = 0 ] || { tail -n 30 "$d/lib30.err" >&2; ag_fail "train.py failed with the library"; }
 cmp -s "$d/plain1.out" "$d/lib30.out" || { diff -u "$d/plain1.out" "$d/lib30.out" >&2; ag_fail "the result differs with the library"; }
 ag_run "$d/lib10" env SIM_SEED=1 "$AG_ROOT/tools/autograph" --lib "$AG_LIB" --stats="$d/s10.json" -- \
@@ -30,6 +35,10 @@ ag_run "$d/lib10" env SIM_SEED=1 "$AG_ROOT/tools/autograph" --lib "$AG_LIB" --st
 [ "$(cat "$d/lib10.rc")" = 0 ] || { tail -n 30 "$d/lib10.err" >&2; ag_fail "train.py failed under tools/autograph"; }
 ag_expect "$d/s30.json" "replayed > 0" "graph_launches > 0" "st['by_path']['driver'] > 0"
 ag_expect "$d/s10.json" "replayed > 0"
+"$AG_ROOT/tools/autograph-report" "$d/d30.json" >"$d/report.txt" 2>&1 || ag_fail "autograph-report failed"
+sed -n '/^Repeated step/,/^$/p' "$d/report.txt"
+grep -A20 '^Repeated step' "$d/report.txt" | grep -q 'ended by .*cudaStreamSynchronize' ||
+  ag_fail "the report does not name the synchronisation of loss.item() as the end of the step"
 python3 - "$d/s10.json" "$d/s30.json" <<'PY' || ag_fail "the steady state is not replayed"
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:])
