@@ -1192,10 +1192,16 @@ int ag__op(ag_op_t *op) {
   if (!stream) stream = op->per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
   /* A memset of nothing, a wait with flags a node cannot express: not held. */
   if ((op->kind == AG_OP_MEMSET && !op->bytes) || (op->kind == AG_OP_EVENT_WAIT && op->flags) ||
-      (op->kind == AG_OP_MEMCPY && (!op->bytes || !ag__real_ready() || !op_supported(op->kind))))
+      (op->kind == AG_OP_MEMCPY && !op->bytes))
     return AG_OP_ORDER;
   memset(&bytes, 0, sizeof bytes);
   if (op->kind == AG_OP_MEMCPY) {
+    /* The memory types are asked of the driver outside the lock; the driver table is filled
+     * under it, by the first launch (a copy before any launch is an ordering call). */
+    engine_lock();
+    int ready = E.live && op_supported(op->kind);
+    engine_unlock();
+    if (!ready) return AG_OP_ORDER;
     unsigned dt = copy_side(op->dst), st = copy_side(op->src);
     if (!copy_holdable(op->dir, dt, st)) return AG_OP_ORDER;
     bytes.c.dst = (uint64_t)(uintptr_t)op->dst, bytes.c.src = (uint64_t)(uintptr_t)op->src;
