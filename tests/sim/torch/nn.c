@@ -237,13 +237,20 @@ static void philox_init(philox_t *s, uint64_t seed, uint64_t subsequence, uint64
   simtw_philox(s->ctr, s->key, s->output);
 }
 
-/* curand_uniform4: the next four words (x * 2^-32 + 2^-33 each, in float). */
-static void philox_uniform4(philox_t *s, float r[4]) {
-  uint32_t tmp[4], w[4];
+/* The next four words of the stream (curand4): from the current output block at `state`, the
+ * rest from the next block, which becomes the current one. */
+static void philox_next4(philox_t *s, uint32_t w[4]) {
+  uint32_t tmp[4];
   memcpy(tmp, s->output, sizeof tmp);
   ctr_add(s->ctr, 1);
   simtw_philox(s->ctr, s->key, s->output);
   for (int i = 0; i < 4; i++) w[i] = i + s->state < 4 ? tmp[i + s->state] : s->output[i + s->state - 4];
+}
+
+/* curand_uniform4: the next four words (x * 2^-32 + 2^-33 each, in float). */
+static void philox_uniform4(philox_t *s, float r[4]) {
+  uint32_t w[4];
+  philox_next4(s, w);
   for (int i = 0; i < 4; i++) r[i] = (float)w[i] * 0x1p-32f + 0x1p-33f;
 }
 
@@ -335,11 +342,8 @@ static void run_dropout(const simtw_nn_t *k, dim3 grid, dim3 block, void **args)
  * fast sine and cosine round differently from the CPU's, so the normal numbers equal the GPU's
  * only to within a few ulps. */
 static void normal4(philox_t *s, float r[4]) {
-  uint32_t w[4], tmp[4];
-  memcpy(tmp, s->output, sizeof tmp);
-  ctr_add(s->ctr, 1);
-  simtw_philox(s->ctr, s->key, s->output);
-  for (int i = 0; i < 4; i++) w[i] = i + s->state < 4 ? tmp[i + s->state] : s->output[i + s->state - 4];
+  uint32_t w[4];
+  philox_next4(s, w);
   const float two_pi_inv32 = 1.4629180792671596e-09f;
   for (int i = 0; i < 4; i += 2) {
     float u = (float)w[i] * 0x1p-32f + 0x1p-33f, v = (float)w[i + 1] * two_pi_inv32 + two_pi_inv32 / 2;
