@@ -153,7 +153,8 @@ static strm_t none;
 
 static struct {
   /* What every launch reads and writes comes first. */
-  int live;               /* set up, with the real driver table: the launch path may run */
+  int live;               /* set up, with the real driver table: the launch path may run
+                           * (written under the lock, atomically: ag__op reads it without) */
   int nhold;              /* records holding */
   strm_t *cur;            /* the record of the last launch, or &none */
   uint32_t gen;           /* the last generation handed out */
@@ -528,24 +529,39 @@ static void cut_partners(void *stream, int blocking, const strm_t *except) {
   }
 }
 
+/* Cuts S, naming `why` as the cause (the trace, the statistics' runs). */
+static void cut_because(strm_t *S, const char *why) {
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(why);
+  cut(S);
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+}
+
+/* Work submitted to S (a launch, a stream operation) is ordered after work on its
+ * implicit-synchronisation partners (the legacy stream and blocking streams): what they hold
+ * must be submitted first, and what they are learning ends here too, as it will whenever they
+ * hold. */
+static inline void partners_first(strm_t *S) {
+  if (AG_LIKELY(!E.mixed) || !S->blocking) return;
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause("legacy default stream (implicit synchronisation)");
+  cut_partners(S->stream, S->blocking, S);
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+}
+
 /* Cuts what a call observing `stream` observes: its own record and its partners' (above). NULL
  * (a call on the default stream, legacy or per-thread) is taken as the legacy stream. */
 static void cut_stream(void *stream) {
-  int any_legacy = 0;
+  int any_legacy = 0, b = -1;
   if (!stream) stream = CU_STREAM_LEGACY;
   for (int i = 0; i < AG_STREAMS; i++) {
     strm_t *P = &E.s[i];
     if (!P->stream) continue;
-    if (P->stream == stream) cut(P);
+    if (P->stream == stream) cut(P), b = P->blocking;
     if (P->blocking == 2 && P->seg.len) any_legacy = 1;
   }
   if (stream == CU_STREAM_LEGACY) {
     cut_partners(stream, 2, NULL);
   } else if (any_legacy) {
     /* Its record (when it has one) knows whether it is blocking; otherwise ask. */
-    int b = -1;
-    for (int i = 0; i < AG_STREAMS; i++)
-      if (E.s[i].stream == stream) b = E.s[i].blocking;
     if (b < 0) b = stream_blocking(stream);
     cut_partners(stream, b, NULL);
   }
@@ -747,10 +763,9 @@ static strm_t *__attribute__((noinline)) strm_lookup(void *stream, void *ctx) {
     if (S->stream) {
       if (AG_UNLIKELY(ag__trace_armed) && S->holding)
         ag__trace_cause("more streams than the engine follows at once");
-      cut(S);
+      strm_drop(S); /* cut first */
       if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
     }
-    if (S->stream) strm_drop(S);
     if (strm_alloc(S) != 0) return NULL;
     S->stream = stream, S->ctx = ctx;
     S->blocking = stream_blocking(stream);
@@ -879,14 +894,7 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
     cut_stream(stream);
     return 0;
   }
-  /* Work on this stream is ordered after work on its implicit-synchronisation partners (the
-   * legacy stream and blocking streams): what they hold must be submitted first, and what they
-   * are learning ends here too, as it will whenever they hold. */
-  if (AG_UNLIKELY(E.mixed) && S->blocking) {
-    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause("legacy default stream (implicit synchronisation)");
-    cut_partners(stream, S->blocking, S);
-    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
-  }
+  partners_first(S);
   if (AG_UNLIKELY(!k)) {
     if (AG_UNLIKELY(ag__trace_armed) && S->holding)
       ag__trace_cause("launch not holdable (kernel not identified)");
@@ -1053,7 +1061,7 @@ int ag__launch(const ag_launch_t *l) {
   STAT_INC(l->call->count, 1);
   if (AG_UNLIKELY(!E.live)) {
     if (E.off || !ag__real_ready() || (!E.tab && engine_setup() != 0)) goto pass;
-    E.live = 1;
+    __atomic_store_n(&E.live, 1, __ATOMIC_RELEASE); /* after the driver table: see ag__op */
   }
   ctx = current_ctx();
   if (AG_UNLIKELY(stream == CU_STREAM_PER_THREAD)) {
@@ -1196,12 +1204,11 @@ int ag__op(ag_op_t *op) {
     return AG_OP_ORDER;
   memset(&bytes, 0, sizeof bytes);
   if (op->kind == AG_OP_MEMCPY) {
-    /* The memory types are asked of the driver outside the lock; the driver table is filled
-     * under it, by the first launch (a copy before any launch is an ordering call). */
-    engine_lock();
-    int ready = E.live && op_supported(op->kind);
-    engine_unlock();
-    if (!ready) return AG_OP_ORDER;
+    /* The memory types are asked of the driver outside the lock. The driver table is filled
+     * under it, by the first launch, before `live` is set (release): seeing it set, the table
+     * is complete (a copy before any launch is an ordering call). */
+    if (!__atomic_load_n(&E.live, __ATOMIC_ACQUIRE) || !op_supported(op->kind))
+      return AG_OP_ORDER;
     unsigned dt = copy_side(op->dst), st = copy_side(op->src);
     if (!copy_holdable(op->dir, dt, st)) return AG_OP_ORDER;
     bytes.c.dst = (uint64_t)(uintptr_t)op->dst, bytes.c.src = (uint64_t)(uintptr_t)op->src;
@@ -1228,30 +1235,19 @@ int ag__op(ag_op_t *op) {
   if (op->kind == AG_OP_EVENT_RECORD || op->kind == AG_OP_EVENT_WAIT) {
     /* The event's last record must come before this record or wait, wherever it is held. */
     strm_t *P = E.nev ? evheld_stream(op->event) : NULL;
-    if (P && P != S) {
-      if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(op->call ? op->call->name : "event");
-      cut(P);
-      if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
-    }
+    if (P && P != S) cut_because(P, op->call ? op->call->name : "event");
     if (E.nev == AG_EVHELD) goto out;
   }
-  if (AG_UNLIKELY(E.mixed) && S->blocking) {
-    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause("legacy default stream (implicit synchronisation)");
-    cut_partners(stream, S->blocking, S);
-    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
-  }
-  if (op->kind == AG_OP_EVENT_RECORD || op->kind == AG_OP_EVENT_WAIT) {
-    /* Before the entry joins the sequence: if the segmenter ends the sequence at it, the entry
-     * goes with it. */
-    evheld[E.nev].ev = op->event, evheld[E.nev].S = S;
-    E.nev++, S->nevs++;
-  }
+  partners_first(S);
   /* A wait begins a sequence, as the first node of its graph (a stream waits before the work
    * that needs the other's); a memset or a record ends one (below, in advance). */
-  if (op->kind == AG_OP_EVENT_WAIT && S->seg.len) {
-    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(op->call ? op->call->name : "event wait");
-    cut(S);
-    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+  if (op->kind == AG_OP_EVENT_WAIT && S->seg.len)
+    cut_because(S, op->call ? op->call->name : "event wait");
+  if (op->kind == AG_OP_EVENT_RECORD || op->kind == AG_OP_EVENT_WAIT) {
+    /* After that cut, before the entry joins the sequence: if the segmenter ends the sequence
+     * at it, the entry goes with it. */
+    evheld[E.nev].ev = op->event, evheld[E.nev].S = S;
+    E.nev++, S->nevs++;
   }
   r = advance(S, k, h, NULL, &bytes, &op->gen) ? AG_OP_HELD : AG_OP_PASS;
 out:
@@ -1619,7 +1615,8 @@ static void at_exit(void) {
   if (ag__enabled) {
     engine_lock();
     cut_all();
-    E.off = 1, E.live = 0;
+    E.off = 1;
+    __atomic_store_n(&E.live, 0, __ATOMIC_RELEASE);
     engine_unlock();
     if (__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED))
       ag__log(AG_LOG_WARN, "a failed submission (CUDA error %d) was never reported: the thread "
@@ -1649,7 +1646,7 @@ static void atfork_child(void) {
   engine_lock_reinit();
   ag__tls = (ag_tls_t){0};
   E.off = 1;
-  E.live = 0;
+  __atomic_store_n(&E.live, 0, __ATOMIC_RELEASE);
   E.nhold = 0;
   E.cur = &none;
   memset(E.nblk, 0, sizeof E.nblk);
