@@ -111,7 +111,7 @@ static inline int fusing(void) {
     if (DNN_IS_FUSE_##cls && fusing()) {                                       \
       r = DNN_FUSED_##cls(name, args);                                         \
     } else {                                                                   \
-      if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE)) && \
+      if (AG_UNLIKELY(ag__fdnn_pending()) && \
           ag__tls.lib == 1 && !ag__tls.quiet)                                  \
         d = ag__fdnn_before(DNN_HANDLE_OF_##cls args);                         \
       r = real args;                                                           \

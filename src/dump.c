@@ -23,6 +23,7 @@
 #include <uthash.h>
 
 #include "config.h"
+#include "engine.h"
 #include "graph.h"
 #include "json.h"
 #include "log.h"
@@ -617,6 +618,7 @@ void ag__dump_init(void) {
   if (ag__config.dump_interval > 0)
     next_due = ag__now_ns() + (uint64_t)ag__config.dump_interval * 1000000000ull;
   __atomic_store_n(&ag__dump_armed, 1, __ATOMIC_RELEASE);
+  __atomic_fetch_or(&ag__hooks, AG_HOOK_DUMP, __ATOMIC_RELEASE);
 }
 
 void ag__dump_poll(int ordering) {

@@ -61,6 +61,7 @@
 __thread ag_tls_t ag__tls;
 int ag__init_state = AG_INIT_NONE;
 int ag__enabled;
+unsigned ag__hooks;
 
 /* ---- engine state (under `lock`) ---------------------------------------------------------- */
 
@@ -794,6 +795,20 @@ static inline __attribute__((always_inline)) int advance(strm_t *S, ag_kinfo_t *
                                                          uint32_t *gen) {
   int i = S->seg.len, held = 0;
   uint64_t done;
+  if (AG_UNLIKELY(h == S->hashes[0]) && i >= S->seg.period) {
+    /* The sequence's first launch again, half of AUTOGRAPH_MAX_SEQ or more launches later, with
+     * no cut point of the segmenter's between: a period closes, so the sequence ends before this
+     * launch, which begins the next. Without this, a loop body that repeats with no call
+     * between iterations and contains no cut point would be cut only at AUTOGRAPH_MAX_SEQ, a
+     * length its period need not divide: consecutive sequences would start at different
+     * phases of the body and be learned only after the phases come round again, if ever. With
+     * it, a period p up to AUTOGRAPH_MAX_SEQ is cut at the first multiple of p from half the
+     * maximum on (at most the maximum), the same way in every iteration. Sequences shorter than
+     * half the maximum, what the window cuts, are not touched. Still content-defined: where
+     * the cut falls depends only on the launches since the previous one. */
+    finish(S, 1, S->seg.hash, AG_FB_MISMATCH);
+    i = 0;
+  }
   S->kids[i] = k->id;
   if (AG_UNLIKELY(i == 0)) {
     S->hashes[0] = h;
@@ -1047,8 +1062,11 @@ int ag__launch(const ag_launch_t *l) {
   uint32_t gen = 0;
   if (ag__tls.quiet) return l->submit(l); /* nested: the outer launch was recorded */
   /* A cuDNN call held for fusion (src/fuse-dnn.h) runs before any later launch. */
-  if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE))) ag__fdnn_flush();
-  if (AG_UNLIKELY(ag__dump_armed)) ag__dump_poll(0);
+  unsigned hooks = __atomic_load_n(&ag__hooks, __ATOMIC_ACQUIRE);
+  if (AG_UNLIKELY(hooks)) {
+    if (hooks & AG_HOOK_FDNN) ag__fdnn_flush();
+    if (hooks & AG_HOOK_DUMP) ag__dump_poll(0);
+  }
 
   stream = l->stream;
   if (!stream) stream = l->per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
@@ -1195,7 +1213,7 @@ int ag__op(ag_op_t *op) {
     ag_op_memcpy_t c;
   } bytes;
   if (ag__tls.quiet || ag__tls.lib) return AG_OP_ORDER;
-  if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE))) ag__fdnn_flush();
+  if (AG_UNLIKELY(ag__fdnn_pending())) ag__fdnn_flush();
   stream = op->stream;
   if (!stream) stream = op->per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
   /* A memset of nothing, a wait with flags a node cannot express: not held. */
@@ -1277,7 +1295,7 @@ void ag__engine_snapshot(void (*fn)(ag_seqtab_t *t, double launch_ns, void *arg)
 
 void ag__flush_all(void) {
   if (!ag__enabled) return;
-  if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE))) ag__fdnn_flush();
+  if (AG_UNLIKELY(ag__fdnn_pending())) ag__fdnn_flush();
   engine_lock();
   cut_all();
   engine_unlock();
@@ -1295,7 +1313,7 @@ static inline void count_call(ag_call_t *call, int family) {
 static void order_cut(ag_call_t *call, void *stream) {
   int rule = call_rule(call);
   if (rule == RULE_NONE && !(call && call->family == AG_FAM_EVENT)) return;
-  if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE))) ag__fdnn_flush();
+  if (AG_UNLIKELY(ag__fdnn_pending())) ag__fdnn_flush();
   engine_lock();
   if (AG_UNLIKELY(E.nev) && call && call->family == AG_FAM_EVENT) {
     /* An event whose record or wait is held: the stream holding it goes first. The runtime's
@@ -1443,7 +1461,7 @@ int ag__setting_enter(ag_call_t *call, const void *obj, uint64_t what, uint64_t 
   }
   if (!ag__tls.lib) count_call(call, call ? call->family : AG_FAM_DEVICE);
   what |= 1; /* never 0 */
-  if (AG_UNLIKELY(__atomic_load_n(&ag__fdnn_pending, __ATOMIC_ACQUIRE))) ag__fdnn_flush();
+  if (AG_UNLIKELY(ag__fdnn_pending())) ag__fdnn_flush();
   __atomic_fetch_add(&unusual, 1, __ATOMIC_ACQ_REL);
   engine_lock();
   e = setting_slot(obj, what, 0);

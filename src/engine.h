@@ -108,6 +108,15 @@ enum { AG_INIT_NONE, AG_INIT_RUNNING, AG_INIT_DONE };
 extern int ag__init_state;
 extern int ag__enabled; /* initialised and not AUTOGRAPH_DISABLE */
 
+/* What a launch must do before anything else, in one word so that the launch path tests it
+ * once: AG_HOOK_* bits, set and cleared atomically by their owners. */
+extern unsigned ag__hooks;
+#define AG_HOOK_FDNN 1u /* a cuDNN call is held for fusion: it runs first (src/fuse-dnn.c) */
+#define AG_HOOK_DUMP 2u /* dumps are armed: a requested one is written now (src/dump.c) */
+static inline int ag__fdnn_pending(void) {
+  return (__atomic_load_n(&ag__hooks, __ATOMIC_ACQUIRE) & AG_HOOK_FDNN) != 0;
+}
+
 /* Nonzero when wrappers must hand work to the engine; zero means forward untouched. */
 static inline int ag__active(void) {
   if (AG_UNLIKELY(__atomic_load_n(&ag__init_state, __ATOMIC_ACQUIRE) != AG_INIT_DONE)) ag__init();

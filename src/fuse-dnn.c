@@ -39,7 +39,6 @@
 #include "stats.h"
 
 ag_fdnn_real_t ag__fdnn_real;
-int ag__fdnn_pending;
 
 enum { ST_NONE, ST_CONV, ST_CONV_ADD };
 
@@ -245,7 +244,7 @@ static cudnnStatus_t submit_locked(void) {
   ag__tls.lib = lib0;
   ag__tls.lib_call = call0;
   H.state = ST_NONE;
-  __atomic_store_n(&ag__fdnn_pending, 0, __ATOMIC_RELEASE);
+  __atomic_fetch_and(&ag__hooks, ~AG_HOOK_FDNN, __ATOMIC_RELEASE);
   return st;
 }
 
@@ -259,7 +258,7 @@ static cudnnStatus_t submit_for(const void *handle) {
 static void atfork_child(void) {
   pthread_mutex_init(&mu, NULL);
   H.state = ST_NONE;
-  ag__fdnn_pending = 0;
+  ag__hooks &= ~AG_HOOK_FDNN; /* the child is single-threaded here */
 }
 
 static void init_fork(void) { pthread_atfork(NULL, NULL, atfork_child); }
@@ -296,7 +295,7 @@ cudnnStatus_t ag__fdnn_conv(cudnnHandle_t handle, const void *alpha,
       H.xd = xDesc, H.x = x, H.wd = wDesc, H.w = w, H.cd = convDesc, H.yd = yDesc, H.y = y;
       H.ws = workSpace, H.ws_size = workSpaceSizeInBytes;
       H.state = ST_CONV;
-      __atomic_store_n(&ag__fdnn_pending, 1, __ATOMIC_RELEASE);
+      __atomic_fetch_or(&ag__hooks, AG_HOOK_FDNN, __ATOMIC_RELEASE);
       pthread_mutex_unlock(&mu);
       return CUDNN_STATUS_SUCCESS;
     }
@@ -359,7 +358,7 @@ cudnnStatus_t ag__fdnn_act(cudnnHandle_t handle, cudnnActivationDescriptor_t act
       r = ag__fdnn_real.act(handle, activationDesc, alpha, xDesc, x, beta, yDesc, y);
     }
     H.state = ST_NONE;
-    __atomic_store_n(&ag__fdnn_pending, 0, __ATOMIC_RELEASE);
+    __atomic_fetch_and(&ag__hooks, ~AG_HOOK_FDNN, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&mu);
     return r != CUDNN_STATUS_SUCCESS ? r : d;
   }
@@ -393,6 +392,6 @@ void ag__fdnn_reset(void) {
   identity = NULL;
   H.state = ST_NONE;
   warned = 0;
-  __atomic_store_n(&ag__fdnn_pending, 0, __ATOMIC_RELEASE);
+  __atomic_fetch_and(&ag__hooks, ~AG_HOOK_FDNN, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&mu);
 }

@@ -52,8 +52,8 @@ typedef struct ag_fdnn_real {
 
 extern ag_fdnn_real_t ag__fdnn_real;
 
-/* Nonzero while a call is held: the one cheap check the hooks make before calling in. */
-extern int ag__fdnn_pending;
+/* While a call is held, AG_HOOK_FDNN is set in ag__hooks (ag__fdnn_pending(), src/engine.h):
+ * the one cheap check the hooks make before calling in. */
 
 /* The three calls, with their cuDNN signatures and statuses. Call only at the outermost cuDNN
  * level with every entry of ag__fdnn_real filled. */

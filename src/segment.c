@@ -15,6 +15,7 @@
 void ag__seg_init(ag_seg_t *s, int min, int max) {
   s->min = min < 1 ? 1 : min;
   s->max = max < s->min ? s->min : max;
+  s->period = s->max / 2 > s->min ? s->max / 2 : s->min;
   ag__seg_reset(s);
 }
 

@@ -27,6 +27,7 @@
 
 typedef struct ag_seg {
   int min, max;
+  int period; /* the engine ends a sequence at a repeat of its first launch from this length */
   int len;                          /* launches since the last cut */
   uint64_t hash;                    /* content hash of those launches */
   uint64_t ring[AG_SEG_WINDOW];

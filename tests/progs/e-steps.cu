@@ -12,7 +12,13 @@
  *            passed through between them;
  *   resync   every step is 200 launches; every fifth step one launch in the middle has another
  *            grid. The sequence holding it diverges; the engine must find its place again within
- *            a few launches, so that the rest of the step is still replayed.
+ *            a few launches, so that the rest of the step is still replayed;
+ *   period   every step is the same 6 launches with nothing between steps: no synchronisation,
+ *            no other call, until the end. These 6 contain no cut point of the segmenter's
+ *            window, so only their period can cut them: the engine must end a sequence where
+ *            its first launch comes round again, else sequences run to AUTOGRAPH_MAX_SEQ (256),
+ *            which 6 does not divide, and start at another phase of the body each time (three
+ *            phases, each learned separately and late).
  * The launches' grids follow a fixed table (distinct shapes, so the structure is not periodic
  * within a step). Every kernel folds the step number into the buffer, so the printed checksums
  * depend on every launch. Output: a checksum every few steps and overall, then the launch counts.
@@ -50,9 +56,10 @@ static void launch(unsigned *x, int j, int it, unsigned grid, cudaStream_t s) {
 int main(int argc, char **argv) {
   int steps = argc == 3 ? atoi(argv[2]) : 40;
   int mode = argc >= 2 ? (!strcmp(argv[1], "prefix") ? 0 : !strcmp(argv[1], "long") ? 1
-                          : !strcmp(argv[1], "resync") ? 2 : -1) : -1;
+                          : !strcmp(argv[1], "resync") ? 2
+                          : !strcmp(argv[1], "period") ? 3 : -1) : -1;
   if (mode < 0 || argc > 3 || steps <= 0) {
-    fprintf(stderr, "usage: e-steps prefix|long|resync [STEPS]\n");
+    fprintf(stderr, "usage: e-steps prefix|long|resync|period [STEPS]\n");
     return 2;
   }
   unsigned *x;
@@ -63,12 +70,13 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaMalloc((void **)&x, N * sizeof *x));
   CHECK_CUDA(cudaMemsetAsync(x, 0, N * sizeof *x, s));
   for (int it = 0; it < steps; it++) {
-    int n = mode == 0 ? (it < 10 ? 25 : 20) : mode == 1 ? 600 : 200;
+    int n = mode == 0 ? (it < 10 ? 25 : 20) : mode == 1 ? 600 : mode == 2 ? 200 : 6;
     for (int j = 0; j < n; j++) {
       unsigned g = grid_of(j);
       if (mode == 2 && it % 5 == 4 && j == 100) g = g % 32 + 1; /* diverges once */
       launch(x, j, it, g, s);
     }
+    if (mode == 3 && it < steps - 1) continue; /* nothing between the steps */
     CHECK_CUDA(cudaStreamSynchronize(s));
     if (it % 5 == 4 || it == steps - 1) {
       CHECK_CUDA(cudaMemcpy(h, x, sizeof h, cudaMemcpyDeviceToHost));
