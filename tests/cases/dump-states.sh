@@ -7,7 +7,8 @@
 #    "demoted" with the CUDA error as its reason, nothing replayed;
 #  - cudnn: cudnn-net: kernels launched inside cuDNN calls have path "cudnn" and name the call,
 #    the others have path "runtime" and no call.
-# Every run's output must equal the plain run's and every dump must pass dump-schema.sh.
+# Every run's output must equal the plain run's and every dump must pass dump-schema.sh; the
+# dumps with denied kernels must also be read by autograph-report, which lists them.
 . "$(dirname "$0")/dump-schema.sh"
 AG_EXPECT_REPLAY=1 ag_compare_prog e-long-loop -- launch
 d=$AG_TMP/deny.json
@@ -16,6 +17,11 @@ dump_check "$d" "states['denied'] == 1" "states['graphed'] >= 1" \
   "[(s['id'] < 0, s['length'], s['seen'], s['kernels'][0]['name']) for s in seqs if s['state'] == 'denied'] == [(True, 1, 500, 'el_step')]" \
   "all('AUTOGRAPH_DENY' in s['reason'] for s in seqs if s['state'] == 'denied')" \
   "totals['fallbacks']['denied'] == 500"
+report_denied() {
+  "$AG_ROOT/tools/autograph-report" "$1" >"$1.txt" 2>&1 || { cat "$1.txt" >&2; ag_fail "autograph-report rejects $1"; }
+  grep -Eq "^ +-[0-9]+ +1 .* denied " "$1.txt" || { cat "$1.txt" >&2; ag_fail "the report of $1 does not list the denied kernel"; }
+}
+report_denied "$d"
 
 d=$AG_TMP/demote.json
 AUTOGRAPH_DUMP=$d SIM_FAIL=cuGraphLaunch:1+ ag_rerun e-long-loop demote -- launch
@@ -29,6 +35,7 @@ AUTOGRAPH_DUMP=$d AG_EXPECT_REPLAY=1 ag_rerun e-nccl dump -- launch
 dump_check "$d" "states['denied'] == 1" \
   "[s['seen'] for s in seqs if s['state'] == 'denied'] == [12]" \
   "all('NCCL' in s['reason'] and s['kernels'][0]['name'].startswith('ncclDevKernel') for s in seqs if s['state'] == 'denied')"
+report_denied "$d"
 
 ag_compare_prog cudnn-net
 d=$AG_TMP/cudnn.json
