@@ -14,7 +14,7 @@
 
 #include "log.h"
 
-ag_config_t ag__config = {.log_level = AG_LOG_WARN, .repeats = 2, .min_seq = 2, .max_seq = 256,
+ag_config_t ag__config = {.log_level = AG_LOG_WARN, .repeats = 1, .min_seq = 2, .max_seq = 256,
                           .max_graphs = 512, .max_graph_mb = 2048,
                           .dump_max_seq = 1000, .trace_max_events = 1000000,
                           .hold_us = 1000};
@@ -28,7 +28,7 @@ static const ag_option_desc_t options[AG_OPT_COUNT_] = {
     [AG_OPT_DISABLE] = {"AUTOGRAPH_DISABLE", "0"},
     [AG_OPT_LOG] = {"AUTOGRAPH_LOG", "warn"},
     [AG_OPT_STATS] = {"AUTOGRAPH_STATS", ""},
-    [AG_OPT_REPEATS] = {"AUTOGRAPH_REPEATS", "2"},
+    [AG_OPT_REPEATS] = {"AUTOGRAPH_REPEATS", "1"},
     [AG_OPT_MIN_SEQ] = {"AUTOGRAPH_MIN_SEQ", "2"},
     [AG_OPT_MAX_SEQ] = {"AUTOGRAPH_MAX_SEQ", "256"},
     [AG_OPT_MAX_GRAPHS] = {"AUTOGRAPH_MAX_GRAPHS", "512"},

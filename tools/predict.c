@@ -70,7 +70,7 @@ static struct {
   int top;
   int steps_max;
   const char *dump;
-} opt = {.repeats = 2, .min_seq = 2, .max_seq = 256, .max_graphs = 512, .graph_launch_us = 2.5,
+} opt = {.repeats = 1, .min_seq = 2, .max_seq = 256, .max_graphs = 512, .graph_launch_us = 2.5,
          .graph_node_ns = 1.0, .update_us = 0.5, .top = 10, .steps_max = 50};
 
 /* ---- the trace, as read -------------------------------------------------------------------- */
@@ -1238,7 +1238,7 @@ static void usage(FILE *f) {
           "trace export) was taken of, by running the library's own engine over its launches.\n"
           "\n"
           "  --json              machine-readable output (schema autograph-predict, version 1)\n"
-          "  --repeats N         AUTOGRAPH_REPEATS (default 2)\n"
+          "  --repeats N         AUTOGRAPH_REPEATS (default 1)\n"
           "  --min-seq N         AUTOGRAPH_MIN_SEQ (default 2)\n"
           "  --max-seq N         AUTOGRAPH_MAX_SEQ (default 256)\n"
           "  --max-graphs N      AUTOGRAPH_MAX_GRAPHS (default 512)\n"

@@ -4,7 +4,7 @@
 # launches whose second phase, learned whole in the first WARM steps, is cut after K launches by
 # cudaMemcpyAsync + cudaStreamSynchronize in every later step). With AUTOGRAPH_MIN_SEQ=40 the
 # counts are exact: one cut, of sequence 2 (40 launches) after K launches, STEPS - WARM times;
-# phase A (sequence 1) replayed from step 3 on. Two settings of K/STEPS/WARM show the numbers
+# phase A (sequence 1) replayed from step 2 on (AUTOGRAPH_REPEATS=1). Two settings of K/STEPS/WARM show the numbers
 # follow the program, and a run with no mid-step copy shows no cut at all. The HTML page, loaded
 # in headless Chromium, draws the repeated step as three runs (40 replayed, K cut, 40 - K passed
 # through) with one cut mark naming the calls.
@@ -18,7 +18,7 @@ rep=$AG_ROOT/tools/autograph-report
 check() {
   local k=$1 steps=$2 warm=$3 d=$AG_TMP/dump-$1-$2-$3.json
   AG_EXPECT_REPLAY=1 ag_compare_prog e-cut "$k" "$steps" "$warm"
-  local cuts=$((steps - warm)) replayed=$((40 * (steps - 2) + 40 * (warm - 2)))
+  local cuts=$((steps - warm)) replayed=$((40 * (steps - 1) + 40 * (warm - 1)))
   local want="[{'sequence': 2, 'length': 40, 'after': $k, 'calls': ['cudaMemcpyAsync', 'cudaStreamSynchronize'], 'count': $cuts, 'launches': $((k * cuts))}]"
   [ "$cuts" = 0 ] && want="[]"
   ag_expect "$AG_STATS" "st['cuts'] == $want" "st['cuts_omitted'] == 0" \
