@@ -635,10 +635,13 @@ static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l, int any)
   if (AG_LIKELY(k->shape_known &&
                 !memcmp(k->shape, (const char *)l + offsetof(ag_launch_t, grid), sizeof k->shape)))
     return AG_UNLIKELY(any) ? ag__lattr_hash(k->shape_hash, l) : k->shape_hash;
+  /* Kernel, block and shared memory; not the grid. A kernel whose grid follows the data (the
+   * number of elements, of unique indices) is the same entry of its sequence with any grid, and
+   * a replay updates its node's grid like an argument (src/graph.c): with the grid in the hash,
+   * every sequence around such a kernel changed whenever the data did, and never repeated. */
   h = ag__mix64(k->id ^ ((uint64_t)l->shmem << 32));
-  h = ag__mix64(h ^ l->grid[0] ^ ((uint64_t)l->grid[1] << 32));
-  h = ag__mix64(h ^ l->grid[2] ^ ((uint64_t)l->block[0] << 32));
-  h = ag__mix64(h ^ l->block[1] ^ ((uint64_t)l->block[2] << 32));
+  h = ag__mix64(h ^ l->block[0] ^ ((uint64_t)l->block[1] << 32));
+  h = ag__mix64(h ^ l->block[2]);
   k->shape[0] = l->grid[0], k->shape[1] = l->grid[1], k->shape[2] = l->grid[2];
   k->shape[3] = l->block[0], k->shape[4] = l->block[1], k->shape[5] = l->block[2];
   k->shape[6] = l->shmem;

@@ -61,6 +61,7 @@ struct ag_graph {
   gnode_t *map;    /* per node */
   uint32_t *off;   /* held launch i's arguments at args + off[i] */
   uint8_t *args;
+  unsigned (*grid)[3]; /* held launch i's grid as its node has it (an update may change it) */
   uint8_t *fargs;  /* per node, AG_PAT_MAX_ARGS 8-byte slots: a fused node's parameters */
   void **ptrs;     /* scratch: parameter pointers of one node */
   uint32_t maxp;   /* its capacity */
@@ -329,6 +330,7 @@ static int destroy(kept_t *k) {
 static void release(ag_graph_t *g) {
   kept_t k = {g->exec, g->g};
   free(g->nodes), free(g->map), free(g->off), free(g->args), free(g->fargs), free(g->ptrs);
+  free(g->grid);
   free(g->varied);
   pthread_mutex_lock(&kept_lock);
   for (size_t i = 0; i < nkept;)
@@ -404,9 +406,11 @@ static int build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *are
   g->args = malloc(bytes ? bytes : 1);
   g->ptrs = calloc(g->maxp, sizeof *g->ptrs);
   g->varied = calloc(2 * (size_t)n, sizeof *g->varied);
-  if (!g->nodes || !g->map || !g->off || !g->args || !g->ptrs || !g->varied) goto fail;
+  g->grid = calloc((size_t)n, sizeof *g->grid);
+  if (!g->nodes || !g->map || !g->off || !g->args || !g->ptrs || !g->varied || !g->grid) goto fail;
   bytes = 0;
   for (int i = 0; i < n; i++) {
+    memcpy(g->grid[i], h[i].grid, sizeof g->grid[i]);
     g->off[i] = (uint32_t)bytes;
     memcpy(g->args + bytes, arena + h[i].off, h[i].k->param_bytes);
     bytes += h[i].k->param_bytes;
@@ -495,7 +499,11 @@ again:
     int changed = 0;
     for (int i = m->first; i < m->first + m->count; i++) { // NOLINT(clang-analyzer-unix.Malloc)
       const ag_kinfo_t *k = h[i].k;
-      if (k->param_bytes && memcmp(g->args + g->off[i], arena + h[i].off, k->param_bytes))
+      /* The grid is not part of a launch's structure (src/engine.c, struct_hash): a kernel
+       * whose grid follows the data is updated like an argument; CUDA lets an update change
+       * every field of a kernel node but its function. */
+      if ((k->param_bytes && memcmp(g->args + g->off[i], arena + h[i].off, k->param_bytes)) ||
+          memcmp(g->grid[i], h[i].grid, sizeof g->grid[i]))
         changed = 1;
     }
     if (!changed) continue;
@@ -528,12 +536,15 @@ again:
       /* The exec may now hold either version of this node: force an update next time. */
       for (int i = m->first; i < m->first + m->count; i++) {
         uint8_t *mine = g->args + g->off[i];
+        g->grid[i][0] = ~h[i].grid[0];
         if (!h[i].k->param_bytes) continue;
         memset(mine, 0, h[i].k->param_bytes);
         mine[0] = (uint8_t)~arena[h[i].off];
       }
       return r;
     }
+    for (int i = m->first; i < m->first + m->count; i++)
+      memcpy(g->grid[i], h[i].grid, sizeof g->grid[i]);
     (*updates)++;
   }
   if ((r = ag__real.cuGraphLaunch(g->exec, (CUstream)stream))) return r;

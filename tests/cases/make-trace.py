@@ -15,7 +15,7 @@ events, which the predictor must skip.
 Times are integer nanoseconds inside, so every expected value a test computes is exact.
 
 Used as a module (Trace) by tests, or from the command line:
-  make-trace.py train OUT [--steps N] [--kernels K] [--vary] [--gz] [--launch-us X]
+  make-trace.py train OUT [--steps N] [--kernels K] [--vary | --vary-grid] [--gz] [--launch-us X]
                           [--kernel-us X] [--host-gap-us X] [--sync NAME]
   make-trace.py trainloop OUT [--steps N] [--gz]   (the launch and ordering-call sequence of
                                                     tests/progs/train-loop.cu)
@@ -150,16 +150,18 @@ class Trace:
 
 
 def train(out, steps=10, kernels=8, vary=False, gz=False, launch_us=5.0, kernel_us=3.0,
-          host_gap_us=2.0, sync="cudaStreamSynchronize"):
-    """A training-like loop: each step launches the same `kernels` kernels (or, with vary, a
-    grid that changes every step) and ends with one ordering call."""
+          host_gap_us=2.0, sync="cudaStreamSynchronize", vary_grid=False):
+    """A training-like loop: each step launches the same `kernels` kernels (with vary, with a
+    block that changes every step; with vary_grid, a grid that does) and ends with one ordering
+    call."""
     tr = Trace()
     tr.call("cudaMalloc", 20000)
     for s in range(steps):
         tr.begin_step(s)
         for k in range(kernels):
-            grid = (1 + k + (s * 7 if vary else 0), 1, 1)
-            tr.launch("void k%d<float>(float*, int)" % k, grid=grid, block=(256, 1, 1),
+            grid = (1 + k + (s * 7 if vary_grid else 0), 1, 1)
+            block = (32 * (1 + (k + s) % 32) if vary else 256, 1, 1)
+            tr.launch("void k%d<float>(float*, int)" % k, grid=grid, block=block,
                       launch_ns=int(launch_us * 1000), kernel_ns=int(kernel_us * 1000),
                       host_gap_ns=int(host_gap_us * 1000))
             tr.call("cudaStreamIsCapturing", 300, host_gap_ns=0)  # harmless: ignored
@@ -210,7 +212,8 @@ def main():
     t.add_argument("out")
     t.add_argument("--steps", type=int, default=10)
     t.add_argument("--kernels", type=int, default=8)
-    t.add_argument("--vary", action="store_true")
+    t.add_argument("--vary", action="store_true", help="the block changes every step")
+    t.add_argument("--vary-grid", action="store_true", help="the grid changes every step")
     t.add_argument("--gz", action="store_true")
     t.add_argument("--launch-us", type=float, default=5.0)
     t.add_argument("--kernel-us", type=float, default=3.0)
@@ -223,7 +226,7 @@ def main():
     a = ap.parse_args()
     if a.cmd == "train":
         train(a.out, a.steps, a.kernels, a.vary, a.gz, a.launch_us, a.kernel_us, a.host_gap_us,
-              a.sync)
+              a.sync, a.vary_grid)
     else:
         trainloop(a.out, a.steps, a.gz)
 

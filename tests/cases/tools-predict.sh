@@ -17,6 +17,7 @@ d=$AG_TMP
 python3 "$mt" train "$d/t.json" --steps 10 --kernels 8 --launch-us 5.25 || ag_fail "make-trace.py failed"
 python3 "$mt" train "$d/t.json.gz" --steps 10 --kernels 8 --launch-us 5.25 --gz || ag_fail "make-trace.py failed"
 python3 "$mt" train "$d/vary.json" --steps 10 --kernels 8 --vary || ag_fail "make-trace.py failed"
+python3 "$mt" train "$d/vgrid.json" --steps 10 --kernels 8 --vary-grid || ag_fail "make-trace.py failed"
 
 # check JSON R EXTRA_ARGS… — runs the predictor and checks the exact expectations for repeats R.
 check() {
@@ -94,10 +95,14 @@ ag_expect "$d/nosteps.out" "st['steps'] == []" \
 "$pred" --json "$d/t.json" >"$d/def.json" || ag_fail "autograph-predict failed (defaults)"
 ag_expect "$d/def.json" "launches == 80" "replayed >= 0.5 * launches" "replayed <= 72"
 
-# Shapes that change every step never repeat: nothing is replayed, every launch is a mismatch
+# Blocks that change every step never repeat: nothing is replayed, every launch is a mismatch
 # or learning, and the share is below the fixed-shape one.
 "$pred" --json --min-seq 8 "$d/vary.json" >"$d/vary.out" || ag_fail "autograph-predict failed (vary)"
 ag_expect "$d/vary.out" "launches == 80" "replayed == 0" "graphs == 0" "st['sequences'] == 10"
+# Grids that change every step are not structure: the step is one sequence as with fixed grids,
+# built from step 1 and replayed from then on, each later replay updating its 8 nodes' grids.
+"$pred" --json --min-seq 8 "$d/vgrid.json" >"$d/vgrid.out" || ag_fail "autograph-predict failed (vary grid)"
+ag_expect "$d/vgrid.out" "launches == 80" "replayed == 72" "graphs == 1" "updates == 8 * 8"
 
 # gzip: the same prediction.
 "$pred" --json --min-seq 8 "$d/t.json.gz" >"$d/gz.json" || ag_fail "autograph-predict failed on .json.gz"
@@ -138,4 +143,4 @@ fi
 # The source-tree wrapper runs the same binary.
 BUILD=$BUILD "$AG_ROOT/tools/autograph-predict" --json --min-seq 8 "$d/t.json" >"$d/w.json" || ag_fail "tools/autograph-predict failed"
 cmp -s "$d/w.json" "$d/r1.json" || ag_fail "tools/autograph-predict output differs from the binary's"
-echo "tools-predict: exact replay, savings and per-step figures for repeats 1, 2 and 3; vary, gzip, text, dump"
+echo "tools-predict: exact replay, savings and per-step figures for repeats 1, 2 and 3; varying blocks and grids, gzip, text, dump"

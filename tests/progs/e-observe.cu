@@ -8,6 +8,10 @@
  *            allocator do), and another creates an event, records it on a stream of its own,
  *            synchronises on it and destroys it, over and over. Neither thread's calls can see
  *            the main thread's launches, so none of them may submit what the main stream holds.
+ *            Besides their own pace, after the first launch of every step the main thread has
+ *            each of them make one round of its calls and waits until it has (a host wait, no
+ *            CUDA call): so in every step at least one poll, record, synchronisation and
+ *            destruction comes while the main stream holds launches.
  *   streams  each step: launches on stream H, a synchronisation of another (idle) stream X in
  *            the middle, more launches on H, then cudaStreamQuery(H) polled until it succeeds,
  *            and the host reads what the last kernel wrote. The query of H observes H (a held
@@ -44,7 +48,10 @@
 #include <cuda_runtime.h>
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "prog.h"
@@ -57,9 +64,11 @@ static int steps = 120;
 static const unsigned GRID = N / BLOCK;
 static const int n = N;
 
-/* Three launches that leave in x a function of `it` and of what x held. */
-static void part(unsigned *x, int it, cudaStream_t s) {
+/* Three launches that leave in x a function of `it` and of what x held; `between`, when not
+ * NULL, is called after the first. */
+static void part(unsigned *x, int it, cudaStream_t s, void (*between)(int) = NULL) {
   PROG_LAUNCH(mx_acc, GRID, BLOCK, 0, s, x, (const unsigned *)x, n);
+  if (between) between(it);
   PROG_LAUNCH(mx_mad, GRID, BLOCK, 0, s, x, 69069u, (unsigned)it, n);
   PROG_LAUNCH(mx_mad, GRID, BLOCK, 0, s, x, 2654435761u, 12345u, n);
 }
@@ -87,13 +96,40 @@ static unsigned *mapped(void) {
 /* ---- poll ---------------------------------------------------------------------------------- */
 
 static int stop;
+/* Lockstep with the main thread: `asked` is the step that asked for a round of calls; each
+ * helper thread sets its `done` to it once it has made one. */
+static int asked, poll_done, record_done;
+
+static void wait_for(const int *done, int it) {
+  while (__atomic_load_n(done, __ATOMIC_ACQUIRE) != it && !__atomic_load_n(&stop, __ATOMIC_ACQUIRE))
+    sched_yield();
+}
+
+/* Called after the step's first launch (no sequence is shorter than 2, so one is being held
+ * there once the step is learned): a round of the other threads' calls. */
+static void lockstep(int it) {
+  __atomic_store_n(&asked, it + 1, __ATOMIC_RELEASE);
+  wait_for(&poll_done, it + 1);
+  wait_for(&record_done, it + 1);
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void *poller(void *arg) {
   cudaEvent_t old = (cudaEvent_t)arg;
   while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
+    int it = __atomic_load_n(&asked, __ATOMIC_ACQUIRE);
     cudaError_t e = cudaEventQuery(old);
     if (e != cudaSuccess && e != cudaErrorNotReady) CHECK_CUDA(e);
-    usleep(3);
+    __atomic_store_n(&poll_done, it, __ATOMIC_RELEASE);
+    /* A few microseconds between polls: usleep would sleep fifty or more (timer slack), and
+     * then most steps would pass between two polls. */
+    uint64_t t0 = now_ns();
+    while (now_ns() - t0 < 3000) sched_yield();
   }
   return NULL;
 }
@@ -103,11 +139,13 @@ static void *recorder(void *arg) {
   cudaStream_t mine;
   CHECK_CUDA(cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking));
   while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
+    int it = __atomic_load_n(&asked, __ATOMIC_ACQUIRE);
     cudaEvent_t ev;
     CHECK_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     CHECK_CUDA(cudaEventRecord(ev, mine));
     CHECK_CUDA(cudaEventSynchronize(ev));
     CHECK_CUDA(cudaEventDestroy(ev));
+    __atomic_store_n(&record_done, it, __ATOMIC_RELEASE);
     usleep(5);
   }
   CHECK_CUDA(cudaStreamDestroy(mine));
@@ -129,7 +167,7 @@ static void mode_poll(unsigned *x) {
     exit(1);
   }
   for (int it = 0; it < steps; it++) {
-    part(x, it, s);
+    part(x, it, s, lockstep);
     part(x, it + 1, s);
     fold(h, x, s);
     CHECK_CUDA(cudaEventRecord(done, s));
