@@ -11,15 +11,15 @@
  *            step is cut into several sequences, replayed one after the other with no launch
  *            passed through between them;
  *   resync   every step is 200 launches; every fifth step one launch in the middle has another
- *            grid. The sequence holding it diverges; the engine must find its place again within
+ *            block. The sequence holding it diverges; the engine must find its place again within
  *            a few launches, so that the rest of the step is still replayed;
- *   period   every step is the same 6 launches with nothing between steps: no synchronisation,
- *            no other call, until the end. These 6 contain no cut point of the segmenter's
+ *   period   every step is the same 9 launches with nothing between steps: no synchronisation,
+ *            no other call, until the end. These 9 contain no cut point of the segmenter's
  *            window, so only their period can cut them: the engine must end a sequence where
  *            its first launch comes round again, else sequences run to AUTOGRAPH_MAX_SEQ (256),
- *            which 6 does not divide, and start at another phase of the body each time (three
+ *            which 9 does not divide, and start at another phase of the body each time (nine
  *            phases, each learned separately and late).
- * The launches' grids follow a fixed table (distinct shapes, so the structure is not periodic
+ * The launches' blocks follow a fixed table (distinct shapes, so the structure is not periodic
  * within a step). Every kernel folds the step number into the buffer, so the printed checksums
  * depend on every launch. Output: a checksum every few steps and overall, then the launch counts.
  */
@@ -30,7 +30,7 @@
 #include "prog.h"
 #include "sim_kernel.h"
 
-enum { N = 4096, BLOCK = 128 };
+enum { N = 4096, GRID = 4 };
 
 __host__ __device__ static inline void step_body(unsigned long i, unsigned *x, unsigned k,
                                                  unsigned it, int n) {
@@ -46,11 +46,12 @@ SIM_KERNEL(es_step) {
   step_body(i, SIM_ARG(0, unsigned *), SIM_ARG(1, unsigned), SIM_ARG(2, unsigned), SIM_ARG(3, int));
 }
 
-/* Launch j of a step: its grid (1 to 32 blocks, covering the first grid * BLOCK elements). */
-static unsigned grid_of(int j) { return 1 + (unsigned)((j * 7 + j / 13) % 32); }
+/* Launch j of a step: its block, in warps (1 to 32: 32 to 1024 threads; GRID blocks cover the
+ * first GRID * block elements). The block is part of a launch's structure, the grid is not. */
+static unsigned warps_of(int j) { return 1 + (unsigned)((j * 7 + j / 13) % 32); }
 
-static void launch(unsigned *x, int j, int it, unsigned grid, cudaStream_t s) {
-  PROG_LAUNCH(es_step, grid, BLOCK, 0, s, x, (unsigned)j, (unsigned)it, (int)(grid * BLOCK));
+static void launch(unsigned *x, int j, int it, unsigned warps, cudaStream_t s) {
+  PROG_LAUNCH(es_step, GRID, 32 * warps, 0, s, x, (unsigned)j, (unsigned)it, (int)(GRID * 32 * warps));
 }
 
 int main(int argc, char **argv) {
@@ -70,9 +71,9 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaMalloc((void **)&x, N * sizeof *x));
   CHECK_CUDA(cudaMemsetAsync(x, 0, N * sizeof *x, s));
   for (int it = 0; it < steps; it++) {
-    int n = mode == 0 ? (it < 10 ? 25 : 20) : mode == 1 ? 600 : mode == 2 ? 200 : 6;
+    int n = mode == 0 ? (it < 10 ? 25 : 20) : mode == 1 ? 600 : mode == 2 ? 200 : 9;
     for (int j = 0; j < n; j++) {
-      unsigned g = grid_of(j);
+      unsigned g = warps_of(j);
       if (mode == 2 && it % 5 == 4 && j == 100) g = g % 32 + 1; /* diverges once */
       launch(x, j, it, g, s);
     }
