@@ -198,8 +198,8 @@ static int unusual;
 #define CAPTURE_ONE (1 << 16)
 
 /* Guard: running mean host time of one ordinary launch (ns), measured outside the lock for one
- * launch passed through in 32 (ag__launch), and how many were measured. */
-static uint64_t launch_ns, nsampled;
+ * launch in 32 (`sampled` counts ordinary launches, under the lock). */
+static uint64_t launch_ns, sampled;
 
 
 static void release_graph(ag_seq_t *s) {
@@ -417,7 +417,7 @@ static void replay(strm_t *S, ag_seq_t *s) {
   /* The guard: after a few replays, a sequence whose replay (graph launch plus node updates)
    * costs clearly more host time than launching its kernels one by one is not worth holding.
    * To confirm on a GPU: both costs here are modelled by the simulator. */
-  if (s->replays >= 16 && __atomic_load_n(&nsampled, __ATOMIC_RELAXED) >= 16 &&
+  if (s->replays >= 16 && sampled >= 16 * 32 &&
       s->replay_ns > 1.25 * (double)__atomic_load_n(&launch_ns, __ATOMIC_RELAXED) * s->n)
     demote(s, "replay does not pay");
 }
@@ -714,7 +714,6 @@ static int pass(const ag_launch_t *l, int sample) {
     int64_t ns = (int64_t)(ag__now_ns() - t0), old = (int64_t)__atomic_load_n(&launch_ns, __ATOMIC_RELAXED);
     /* A racy running mean is fine: it only steers the guard. */
     __atomic_store_n(&launch_ns, (uint64_t)(old ? old + (ns - old) / 16 : ns), __ATOMIC_RELAXED);
-    __atomic_store_n(&nsampled, __atomic_load_n(&nsampled, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
   } else {
     r = l->submit(l);
   }
@@ -1124,12 +1123,8 @@ int ag__launch(const ag_launch_t *l) {
     goto out;
   }
 pass:
-  {
-    /* The counter's new value also picks the launches measured for the guard. */
-    uint64_t np = __atomic_load_n(&ag__stats.passthrough, __ATOMIC_RELAXED) + 1;
-    __atomic_store_n(&ag__stats.passthrough, np, __ATOMIC_RELAXED);
-    sample = (np & 31) == 0;
-  }
+  STAT_INC(ag__stats.passthrough, 1);
+  sample = (sampled++ & 31) == 0;
   engine_unlock();
   r = pass(l, sample);
   if (AG_UNLIKELY(r) && st == 2) forget_failed(gen);
