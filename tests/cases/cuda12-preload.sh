@@ -5,10 +5,11 @@
 # simulated CUDA 12 runtime, with the one library build that serves CUDA 13. Each case checks,
 # as for 13, identical output with and without the library and exact launch counts by path; the
 # replay checks of each case apply unchanged. Then the statistics of the 12 and the 13 build of
-# four programs are compared: the same launches by path, the same replayed and passed-through
-# counts. (How the replayed launches are split into graphs may differ: the 13 build's first
-# launches make extra driver calls, cuLibraryLoadData and cuLibraryGetKernel, which move the
-# early cuts; docs/cuda-versions.md.)
+# four programs are compared: the same launches by path, and replayed counts within 5% of the
+# launches of each other. (They need not be equal: a launch's structural hash includes its
+# kernel's record number, which follows the order kernels are first seen in, and the 13 build's
+# runtime makes other calls before its first launches; so the content-defined cuts, and how a
+# step is split into graphs, may differ: docs/cuda-versions.md.)
 #
 # The cases find their programs in $BUILD/tests/progs; they run here with BUILD set to a shadow
 # of the build folder whose tests/progs is progs12 and which is otherwise the same.
@@ -78,8 +79,18 @@ stat_fields() {
 import json, sys
 s = json.load(open(sys.argv[1]))
 b = s["by_path"]
-print("launches=%d runtime=%d driver=%d cudnn=%d replayed=%d passthrough=%d" % (
-    s["launches"], b["runtime"], b["driver"], b["cudnn"], s["replayed"], s["passthrough"]))
+print("launches=%d runtime=%d driver=%d cudnn=%d" % (s["launches"], b["runtime"], b["driver"], b["cudnn"]))
+PY
+}
+# replayed_close S13 S12 — both replay, or neither, and within 5% of the launches of each other.
+replayed_close() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+print("replayed: 13 build %d, 12 build %d of %d" % (a["replayed"], b["replayed"], a["launches"]))
+assert a["replayed"] + a["passthrough"] == a["launches"] and b["replayed"] + b["passthrough"] == b["launches"]
+assert (a["replayed"] > 0) == (b["replayed"] > 0)
+sys.exit(0 if abs(a["replayed"] - b["replayed"]) <= 0.05 * a["launches"] else 1)
 PY
 }
 for prog in train-loop launch-variants driver-api multi-stream; do
@@ -95,6 +106,7 @@ for prog in train-loop launch-variants driver-api multi-stream; do
   cmp -s "$AG_TMP/x13.out" "$AG_TMP/x12.out" || { diff "$AG_TMP/x13.out" "$AG_TMP/x12.out" | head; ag_fail "$prog: output of the 12 and 13 builds differs"; }
   a=$(stat_fields "$AG_TMP/s13.json") b=$(stat_fields "$AG_TMP/s12.json")
   [ "$a" = "$b" ] || ag_fail "$prog: statistics differ: 13: $a; 12: $b"
+  replayed_close "$AG_TMP/s13.json" "$AG_TMP/s12.json" || ag_fail "$prog: the 12 and 13 builds replay different shares"
   case $a in launches=0\ *) ag_fail "$prog: no launches counted ($a)" ;; esac
   echo "ok   $prog: 12 and 13 builds: $a"
 done
