@@ -1,6 +1,6 @@
 /* segment.h — cutting the launch stream into sequences, and the table of sequences.
  *
- * The segmenter sees one structural hash per launch (kernel, grid, block, shared memory) and
+ * The segmenter sees one structural hash per launch (kernel, block, shared memory) and
  * says where a sequence ends: at a content-defined cut point, where a hash over the last
  * AG_SEG_WINDOW structural hashes hits a mask once the sequence is at least `min` long, or at
  * `max`. Each cut (and each ordering call, which the engine turns into ag__seg_reset) starts the

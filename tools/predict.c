@@ -943,9 +943,10 @@ static int cmp_exec(const void *a, const void *b) {
 
 static const char *const assumptions[] = {
     "Argument values are not in a trace: every launch sequence is assumed to keep fixed "
-    "arguments (no node updates) and fixed shapes; a sequence is identified by kernel name, "
-    "grid, block and shared memory. Varying arguments cost node updates on a GPU; varying "
-    "shapes are seen in the trace and lower the prediction.",
+    "arguments (no node updates) and fixed blocks; a sequence is identified by kernel name, "
+    "block and shared memory, and a grid that changes is a node update (counted). Varying "
+    "arguments cost node updates on a GPU; varying blocks are seen in the trace and lower the "
+    "prediction.",
     "Ordering calls are taken from the trace's runtime events, classified by the library's own "
     "table (cudaStreamSynchronize, cudaDeviceSynchronize, cudaMemcpy*, cudaMemset*, "
     "cudaEventRecord/Synchronize/Query, cudaStreamWaitEvent, cudaMalloc/cudaFree, …), and the "
