@@ -22,7 +22,10 @@
  *                             if alpha2 != 0: v = blend(z, alpha2, v, 1);
  *                             v = blend(bias, 1, v, 1); y = act(v)
  * so the fused call gives the same bits as conv(alpha1, 0) → AddTensor(alpha2, z, 1) →
- * AddTensor(1, bias, 1) → ActivationForward(1, 0).
+ * AddTensor(1, bias, 1) → ActivationForward(1, 0). The backward convolutions and batch
+ * normalization fix their orders of summation in the comments of their functions below; the
+ * training forward and the backward of batch norm run one thread per channel, which sums its
+ * elements alone, so no result depends on how threads are scheduled.
  */
 #ifndef CUDNNSIM_H
 #define CUDNNSIM_H

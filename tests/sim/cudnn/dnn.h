@@ -5,6 +5,9 @@
  * desc.c    tensor, filter, convolution and activation descriptors
  * ops.c     the compute calls; they validate on the calling thread, then launch one kernel of
  *           kernels.cu on the handle's stream and return: no arithmetic happens on the caller
+ * bn.c      batch normalization (training forward, backward, inference), the same way
+ * backend.c the backend (graph) API for single-convolution graphs: descriptors with a typed
+ *           attribute store, finalization, derived attributes, cudnnBackendExecute
  * twins.c   the kernels' CPU twins, which the simulated driver runs on its device thread
  *
  * Functions here return CUDNN_STATUS_SUCCESS or the status the public call should return.
