@@ -457,6 +457,8 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor,
   bk_desc_t *b = bk(descriptor);
   if (!b) return CUDNN_STATUS_BAD_PARAM;
   if (b->finalized) return CUDNN_STATUS_NOT_INITIALIZED;
+  /* No attribute of the simulated descriptors holds more than a few elements; a huge count is
+   * a caller's mistake, refused before it becomes a huge allocation. */
   size_t es = type_size(attributeType);
   if (!es || elementCount < 0 || elementCount > 4096) return CUDNN_STATUS_BAD_PARAM;
   if (elementCount > 0 && !arrayOfElements) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
