@@ -4,7 +4,9 @@ Run under tools/torch-sim. Every operation the simulator covers (creation, copie
 float32, float16, bfloat16, int64, int32 and bool, elementwise arithmetic and activations, pow,
 comparisons, reductions with max/min/argmax, softmax, log_softmax, cross-entropy and nll_loss,
 torch.cat, index_select and embeddings, layer norm, masked_fill, triu/tril, matmul, nn.Linear,
-SGD with momentum and Adam with PyTorch's foreach kernels), forward and, where it has one,
+conv2d (strides, padding, dilation, groups, channels-last), batch norm in training and eval mode,
+adaptive average pooling to 1x1, SGD with momentum and Adam with PyTorch's foreach kernels),
+forward and, where it has one,
 backward, is computed on the device and on the CPU from the same inputs; the results must agree
 within float32 tolerance (the GPU kernels' order of summation and fused multiply-adds differ from
 the CPU's). Dropout draws the device's own random numbers, so its contract is checked instead
@@ -238,6 +240,47 @@ for name, f in [("layer_norm_affine", lambda a, w_, b_: F.layer_norm(a, (5,), w_
     args = (x, y[0].repeat(26)[:128], w.reshape(-1).repeat(9)[:128]) if name.endswith("affine") else (ln_in, ln_w, ln_b)
     # sums over 64 rows of 128 in another order: a looser tolerance
     check(f"{name}_backward", lambda: grad_of("cuda", f, *args), lambda: grad_of("cpu", f, *args), rtol=1e-4, atol=1e-5)
+
+# Convolutions (cuDNN's backend API: forward, backward data, backward filter) and batch norm
+# (cuDNN's legacy calls), forward and backward of every input; the sums run in another order than
+# the CPU's: a looser tolerance.
+img = torch.randn(2, 4, 7, 7, generator=gen)
+for name, cin, cout, k, kw in [("conv3x3", 4, 6, 3, dict(padding=1)),
+                               ("conv3x3_stride2", 4, 6, 3, dict(stride=2, padding=1)),
+                               ("conv3x3_nopad", 4, 5, 3, {}),
+                               ("conv1x1", 4, 6, 1, {}),
+                               ("conv1x1_stride2", 4, 8, 1, dict(stride=2)),
+                               ("conv5x3_dilation2", 4, 3, (5, 3), dict(padding=(2, 1), dilation=2)),
+                               ("conv3x3_groups2", 4, 6, 3, dict(padding=1, groups=2))]:
+    ks = (k, k) if isinstance(k, int) else k
+    filt = torch.randn(cout, cin // kw.get("groups", 1), *ks, generator=gen)
+    f = lambda a, w_, kw=kw: F.conv2d(a, w_, **kw)
+    check(name, lambda: f(img.cuda(), filt.cuda()), lambda: f(img, filt), rtol=1e-4, atol=1e-5)
+    check(f"{name}_backward", lambda: grad_of("cuda", f, img, filt), lambda: grad_of("cpu", f, img, filt), rtol=1e-4, atol=1e-5)
+bias6 = torch.randn(6, generator=gen)
+f = lambda a, w_, b_: F.conv2d(a, w_, b_, padding=1)
+filt = torch.randn(6, 4, 3, 3, generator=gen)
+check("conv3x3_bias_backward", lambda: grad_of("cuda", f, img, filt, bias6), lambda: grad_of("cpu", f, img, filt, bias6), rtol=1e-4, atol=1e-5)
+f = lambda a, w_: F.conv2d(a.contiguous(memory_format=torch.channels_last), w_, stride=2, padding=1)
+check("conv3x3_channels_last_backward", lambda: grad_of("cuda", f, img, filt), lambda: grad_of("cpu", f, img, filt), rtol=1e-4, atol=1e-5)
+bn_w, bn_b = torch.rand(4, generator=gen) + 0.5, torch.randn(4, generator=gen)
+
+
+def bn_train(dev):
+    """Batch norm in training mode: output, then the running statistics it updated."""
+    rm, rv = torch.randn(4, generator=torch.Generator().manual_seed(1)).to(dev), torch.ones(4, device=dev) * 2
+    out = F.batch_norm(img.to(dev), rm, rv, bn_w.to(dev), bn_b.to(dev), training=True, momentum=0.3, eps=1e-4)
+    return torch.cat([out.reshape(-1), rm, rv])
+
+
+check("batch_norm_train", lambda: bn_train("cuda"), lambda: bn_train("cpu"), rtol=1e-4, atol=1e-5)
+f = lambda a, w_, b_: F.batch_norm(a, None, None, w_, b_, training=True)
+check("batch_norm_train_backward", lambda: grad_of("cuda", f, img, bn_w, bn_b), lambda: grad_of("cpu", f, img, bn_w, bn_b), rtol=1e-4, atol=1e-5)
+rm_e, rv_e = torch.randn(4, generator=gen), torch.rand(4, generator=gen) + 0.5
+f = lambda a, w_, b_: F.batch_norm(a, rm_e.to(a.device), rv_e.to(a.device), w_, b_, training=False)
+check("batch_norm_eval", lambda: f(img.cuda(), bn_w.cuda(), bn_b.cuda()), lambda: f(img, bn_w, bn_b))
+f = lambda a: F.adaptive_avg_pool2d(a, 1)
+check("adaptive_avg_pool2d_1_backward", lambda: grad_of("cuda", f, img), lambda: grad_of("cpu", f, img))
 
 # Dropout: the device draws its own random numbers (cuRAND's Philox, not the CPU's generator), so
 # the check is of the contract: every output is 0 or x / (1 - p), the mask says which, the kept

@@ -5,6 +5,9 @@
  * desc.c    tensor, filter, convolution and activation descriptors
  * ops.c     the compute calls; they validate on the calling thread, then launch one kernel of
  *           kernels.cu on the handle's stream and return: no arithmetic happens on the caller
+ * bn.c      batch normalization (training forward, backward, inference), the same way
+ * backend.c the backend (graph) API for single-convolution graphs: descriptors with a typed
+ *           attribute store, finalization, derived attributes, cudnnBackendExecute
  * twins.c   the kernels' CPU twins, which the simulated driver runs on its device thread
  *
  * Functions here return CUDNN_STATUS_SUCCESS or the status the public call should return.
@@ -26,11 +29,24 @@
 #define DNN_MAGIC_CONV 0x636f6e76u
 #define DNN_MAGIC_ACT 0x61637476u
 
+typedef enum {
+  DNN_K_CONV,
+  DNN_K_ADD,
+  DNN_K_ACT,
+  DNN_K_CBA,
+  DNN_K_CONV_BWD_DATA,
+  DNN_K_CONV_BWD_FILTER,
+  DNN_K_BN_TRAIN,
+  DNN_K_BN_INFER,
+  DNN_K_BN_BWD,
+  DNN_K_COUNT
+} dnn_kernel_t;
+
 struct cudnnContext {
   unsigned magic;
   CUcontext ctx;    /* context current at cudnnCreate; the module below belongs to it */
   CUmodule module;  /* the handle's copy of the device code */
-  CUfunction fn[4]; /* indexed by dnn_kernel_t */
+  CUfunction fn[DNN_K_COUNT]; /* indexed by dnn_kernel_t */
   cudaStream_t stream;
 };
 
@@ -76,7 +92,6 @@ struct cudnnActivationStruct {
     if (simc_should_fail(__func__)) return (status);                                      \
   } while (0)
 
-typedef enum { DNN_K_CONV, DNN_K_ADD, DNN_K_ACT, DNN_K_CBA } dnn_kernel_t;
 
 /* Nonzero when h is a live handle. */
 int dnn_handle_ok(cudnnHandle_t h);

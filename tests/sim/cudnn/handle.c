@@ -162,8 +162,10 @@ const char *cudnnGetErrorString(cudnnStatus_t status) {
 
 int dnn_handle_ok(cudnnHandle_t h) { return h && h->magic == DNN_MAGIC_HANDLE; }
 
-static const char *const kernel_names[] = {CUDNNSIM_K_CONV, CUDNNSIM_K_ADD, CUDNNSIM_K_ACT,
-                                           CUDNNSIM_K_CBA};
+static const char *const kernel_names[DNN_K_COUNT] = {
+    CUDNNSIM_K_CONV,          CUDNNSIM_K_ADD,      CUDNNSIM_K_ACT,
+    CUDNNSIM_K_CBA,           CUDNNSIM_K_CONV_BWD_DATA, CUDNNSIM_K_CONV_BWD_FILTER,
+    CUDNNSIM_K_BN_TRAIN,      CUDNNSIM_K_BN_INFER, CUDNNSIM_K_BN_BWD};
 
 cudnnStatus_t cudnnCreate(cudnnHandle_t *handle) {
   DNN_FAULT(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED);
@@ -183,7 +185,7 @@ cudnnStatus_t cudnnCreate(cudnnHandle_t *handle) {
                                             : CUDNN_STATUS_NOT_INITIALIZED;
     goto fail_free;
   }
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < DNN_K_COUNT; k++) {
     if (drv.module_function(&h->fn[k], h->module, kernel_names[k]) != CUDA_SUCCESS) {
       st = CUDNN_STATUS_INTERNAL_ERROR;
       goto fail_unload;

@@ -38,3 +38,45 @@ extern "C" __global__ void cudnnsim_conv_bias_act_fwd(cudnnsim_conv_t p, cudnnsi
   if (i < cudnnsim_count(&p.y))
     cudnnsim_cba_elem(&p, &zd, &bd, &act, alpha1, alpha2, x, f, z, bias, y, i);
 }
+
+extern "C" __global__ void cudnnsim_conv2d_bwd_data(cudnnsim_conv_t p, float alpha, float beta,
+                                                    const float *dy, const float *f, float *dx) {
+  long long i = cudnnsim_tid();
+  if (i < cudnnsim_count(&p.x)) cudnnsim_conv_bwd_data_elem(&p, alpha, beta, dy, f, dx, i);
+}
+
+extern "C" __global__ void cudnnsim_conv2d_bwd_filter(cudnnsim_conv_t p, float alpha, float beta,
+                                                      const float *x, const float *dy, float *dw) {
+  long long i = cudnnsim_tid();
+  if (i < cudnnsim_count(&p.f)) cudnnsim_conv_bwd_filter_elem(&p, alpha, beta, x, dy, dw, i);
+}
+
+extern "C" __global__ void cudnnsim_bn_fwd_train(cudnnsim_bn_t b, float alpha, float beta,
+                                                 const float *x, float *y, const float *scale,
+                                                 const float *bias, float factor, float *rmean,
+                                                 float *rvar, float *smean, float *sinv) {
+  long long j = cudnnsim_tid();
+  if (j < cudnnsim_bn_groups(&b))
+    cudnnsim_bn_fwd_train_group(&b, alpha, beta, x, y, scale, bias, factor, rmean, rvar, smean,
+                                sinv, j);
+}
+
+extern "C" __global__ void cudnnsim_bn_fwd_infer(cudnnsim_bn_t b, float alpha, float beta,
+                                                 const float *x, float *y, const float *scale,
+                                                 const float *bias, const float *emean,
+                                                 const float *evar) {
+  long long i = cudnnsim_tid();
+  if (i < cudnnsim_count(&b.y))
+    cudnnsim_bn_fwd_infer_elem(&b, alpha, beta, x, y, scale, bias, emean, evar, i);
+}
+
+extern "C" __global__ void cudnnsim_bn_bwd(cudnnsim_bn_t b, float alpha_d, float beta_d,
+                                           float alpha_p, float beta_p, const float *x,
+                                           const float *dy, float *dx, const float *scale,
+                                           float *dscale, float *dbias, const float *smean,
+                                           const float *sinv) {
+  long long j = cudnnsim_tid();
+  if (j < cudnnsim_bn_groups(&b))
+    cudnnsim_bn_bwd_group(&b, alpha_d, beta_d, alpha_p, beta_p, x, dy, dx, scale, dscale, dbias,
+                          smean, sinv, j);
+}

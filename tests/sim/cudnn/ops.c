@@ -60,6 +60,7 @@ static cudnnStatus_t conv_check(cudnnTensorDescriptor_t xd, cudnnFilterDescripto
   p->stride_h = cd->u, p->stride_w = cd->v;
   p->dil_h = cd->dil_h, p->dil_w = cd->dil_w;
   p->flip = cd->mode == CUDNN_CONVOLUTION;
+  p->groups = 1;
   return CUDNN_STATUS_SUCCESS;
 }
 

@@ -58,3 +58,73 @@ SIM_KERNEL(cudnnsim_conv_bias_act_fwd) {
       cudnnsim_cba_elem(&p, &zd, &bd, &act, alpha1, alpha2, x, f, z, bias, y, (long long)i);
   }
 }
+
+SIM_KERNEL(cudnnsim_conv2d_bwd_data) {
+  cudnnsim_conv_t p = SIM_ARG(0, cudnnsim_conv_t);
+  float alpha = SIM_ARG(1, float), beta = SIM_ARG(2, float);
+  const float *dy = SIM_ARG(3, const float *), *f = SIM_ARG(4, const float *);
+  float *dx = SIM_ARG(5, float *);
+  long long count = cudnnsim_count(&p.x);
+  SIM_FOR_EACH_THREAD(i) {
+    if ((long long)i < count) cudnnsim_conv_bwd_data_elem(&p, alpha, beta, dy, f, dx, (long long)i);
+  }
+}
+
+SIM_KERNEL(cudnnsim_conv2d_bwd_filter) {
+  cudnnsim_conv_t p = SIM_ARG(0, cudnnsim_conv_t);
+  float alpha = SIM_ARG(1, float), beta = SIM_ARG(2, float);
+  const float *x = SIM_ARG(3, const float *), *dy = SIM_ARG(4, const float *);
+  float *dw = SIM_ARG(5, float *);
+  long long count = cudnnsim_count(&p.f);
+  SIM_FOR_EACH_THREAD(i) {
+    if ((long long)i < count) cudnnsim_conv_bwd_filter_elem(&p, alpha, beta, x, dy, dw, (long long)i);
+  }
+}
+
+SIM_KERNEL(cudnnsim_bn_fwd_train) {
+  cudnnsim_bn_t b = SIM_ARG(0, cudnnsim_bn_t);
+  float alpha = SIM_ARG(1, float), beta = SIM_ARG(2, float);
+  const float *x = SIM_ARG(3, const float *);
+  float *y = SIM_ARG(4, float *);
+  const float *scale = SIM_ARG(5, const float *), *bias = SIM_ARG(6, const float *);
+  float factor = SIM_ARG(7, float);
+  float *rmean = SIM_ARG(8, float *), *rvar = SIM_ARG(9, float *);
+  float *smean = SIM_ARG(10, float *), *sinv = SIM_ARG(11, float *);
+  long long groups = cudnnsim_bn_groups(&b);
+  SIM_FOR_EACH_THREAD(j) {
+    if ((long long)j < groups)
+      cudnnsim_bn_fwd_train_group(&b, alpha, beta, x, y, scale, bias, factor, rmean, rvar, smean,
+                                  sinv, (long long)j);
+  }
+}
+
+SIM_KERNEL(cudnnsim_bn_fwd_infer) {
+  cudnnsim_bn_t b = SIM_ARG(0, cudnnsim_bn_t);
+  float alpha = SIM_ARG(1, float), beta = SIM_ARG(2, float);
+  const float *x = SIM_ARG(3, const float *);
+  float *y = SIM_ARG(4, float *);
+  const float *scale = SIM_ARG(5, const float *), *bias = SIM_ARG(6, const float *);
+  const float *emean = SIM_ARG(7, const float *), *evar = SIM_ARG(8, const float *);
+  long long count = cudnnsim_count(&b.y);
+  SIM_FOR_EACH_THREAD(i) {
+    if ((long long)i < count)
+      cudnnsim_bn_fwd_infer_elem(&b, alpha, beta, x, y, scale, bias, emean, evar, (long long)i);
+  }
+}
+
+SIM_KERNEL(cudnnsim_bn_bwd) {
+  cudnnsim_bn_t b = SIM_ARG(0, cudnnsim_bn_t);
+  float alpha_d = SIM_ARG(1, float), beta_d = SIM_ARG(2, float);
+  float alpha_p = SIM_ARG(3, float), beta_p = SIM_ARG(4, float);
+  const float *x = SIM_ARG(5, const float *), *dy = SIM_ARG(6, const float *);
+  float *dx = SIM_ARG(7, float *);
+  const float *scale = SIM_ARG(8, const float *);
+  float *dscale = SIM_ARG(9, float *), *dbias = SIM_ARG(10, float *);
+  const float *smean = SIM_ARG(11, const float *), *sinv = SIM_ARG(12, const float *);
+  long long groups = cudnnsim_bn_groups(&b);
+  SIM_FOR_EACH_THREAD(j) {
+    if ((long long)j < groups)
+      cudnnsim_bn_bwd_group(&b, alpha_d, beta_d, alpha_p, beta_p, x, dy, dx, scale, dscale, dbias,
+                            smean, sinv, (long long)j);
+  }
+}

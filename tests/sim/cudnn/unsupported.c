@@ -7,34 +7,10 @@ int cudnnActivationBackward(void);
 int cudnnActivationBackward(void) { return 3000; }
 int cudnnAdvVersionCheck(void);
 int cudnnAdvVersionCheck(void) { return 3000; }
-int cudnnBackendCreateDescriptor(void);
-int cudnnBackendCreateDescriptor(void) { return 3000; }
-int cudnnBackendDestroyDescriptor(void);
-int cudnnBackendDestroyDescriptor(void) { return 3000; }
-int cudnnBackendExecute(void);
-int cudnnBackendExecute(void) { return 3000; }
-int cudnnBackendFinalize(void);
-int cudnnBackendFinalize(void) { return 3000; }
-int cudnnBackendGetAttribute(void);
-int cudnnBackendGetAttribute(void) { return 3000; }
-int cudnnBackendInitialize(void);
-int cudnnBackendInitialize(void) { return 3000; }
 int cudnnBackendPopulateCudaGraph(void);
 int cudnnBackendPopulateCudaGraph(void) { return 3000; }
-int cudnnBackendSetAttribute(void);
-int cudnnBackendSetAttribute(void) { return 3000; }
 int cudnnBackendUpdateCudaGraph(void);
 int cudnnBackendUpdateCudaGraph(void) { return 3000; }
-int cudnnBatchNormalizationBackward(void);
-int cudnnBatchNormalizationBackward(void) { return 3000; }
-int cudnnBatchNormalizationBackwardEx(void);
-int cudnnBatchNormalizationBackwardEx(void) { return 3000; }
-int cudnnBatchNormalizationForwardInference(void);
-int cudnnBatchNormalizationForwardInference(void) { return 3000; }
-int cudnnBatchNormalizationForwardTraining(void);
-int cudnnBatchNormalizationForwardTraining(void) { return 3000; }
-int cudnnBatchNormalizationForwardTrainingEx(void);
-int cudnnBatchNormalizationForwardTrainingEx(void) { return 3000; }
 int cudnnBuildRNNDynamic(void);
 int cudnnBuildRNNDynamic(void) { return 3000; }
 int cudnnCTCLoss(void);
@@ -145,12 +121,6 @@ int cudnnGetAttnDescriptor(void);
 int cudnnGetAttnDescriptor(void) { return 3000; }
 int cudnnGetBackdoor(void);
 int cudnnGetBackdoor(void) { return 3000; }
-int cudnnGetBatchNormalizationBackwardExWorkspaceSize(void);
-int cudnnGetBatchNormalizationBackwardExWorkspaceSize(void) { return 3000; }
-int cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(void);
-int cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(void) { return 3000; }
-int cudnnGetBatchNormalizationTrainingExReserveSpaceSize(void);
-int cudnnGetBatchNormalizationTrainingExReserveSpaceSize(void) { return 3000; }
 int cudnnGetCTCLossDescriptor(void);
 int cudnnGetCTCLossDescriptor(void) { return 3000; }
 int cudnnGetCTCLossDescriptorEx(void);

@@ -1,0 +1,455 @@
+/* dnn-backend.cu — cuDNN's backend (graph) API for convolutions, and batch normalization.
+ *
+ * Builds, as cudnn_frontend does for PyTorch, the single-operation graphs of a convolution's
+ * forward, backward data and backward filter (tensor and convolution descriptors, the operation,
+ * the operation graph, engine heuristics, the first engine configuration they return, an
+ * execution plan, a variant pack), executes them and compares with a double-precision reference
+ * computed here: padding, stride, dilation, groups, strided (channels-last) tensors, alpha and
+ * beta. The plan must keep working after the graph and its tensors are destroyed. Batch norm
+ * (cudnnBatchNormalizationForwardTrainingEx, BackwardEx, ForwardInference) against the
+ * textbook formulas, running statistics included. On the simulator also: the statuses of misuse
+ * (attributes after finalization, unfinalized operands, a missing tensor in the variant pack,
+ * data types and graphs outside the simulated subset) and bit-identical repeated results.
+ * Runs unchanged on a GPU with the real cuDNN (tolerances cover its arithmetic).
+ */
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+
+static cudnnHandle_t dnn;
+static int simulated;
+
+static void fill(float *v, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i++) {
+    seed = seed * 1103515245u + 12345u;
+    v[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+  }
+}
+
+static float *dev_from(const float *h, size_t n) {
+  float *d;
+  CHECK_CUDA(cudaMalloc(&d, n * sizeof(float)));
+  CHECK_CUDA(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice));
+  return d;
+}
+
+static void to_host(float *h, const float *d, size_t n) {
+  CHECK_CUDA(cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
+static void near(float got, double want, double scale, const char *what, size_t i) {
+  if (!(fabs(got - want) <= 1e-4 * (scale + 1.0)))
+    CHECK_FAIL_("%s[%zu]: got %.8g, want %.8g", what, i, got, want);
+}
+
+/* ---- Descriptors ---- */
+
+typedef cudnnBackendDescriptor_t bd_t;
+
+static bd_t make(cudnnBackendDescriptorType_t t) {
+  bd_t d;
+  CHECK_DNN(cudnnBackendCreateDescriptor(t, &d));
+  return d;
+}
+
+static void set(bd_t d, cudnnBackendAttributeName_t n, cudnnBackendAttributeType_t t, int64_t c,
+                const void *v) {
+  CHECK_DNN(cudnnBackendSetAttribute(d, n, t, c, v));
+}
+
+/* A 4-d tensor (dims NCHW order), NCHW-packed or channels-last strides. */
+static bd_t tensor(int64_t uid, const int64_t dims[4], int channels_last,
+                   cudnnDataType_t dt = CUDNN_DATA_FLOAT) {
+  int64_t st[4];
+  if (channels_last) {
+    st[1] = 1, st[3] = dims[1], st[2] = dims[1] * dims[3], st[0] = dims[1] * dims[2] * dims[3];
+  } else {
+    st[3] = 1, st[2] = dims[3], st[1] = dims[2] * dims[3], st[0] = dims[1] * dims[2] * dims[3];
+  }
+  int64_t align = 16;
+  bd_t t = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
+  set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
+  set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, st);
+  set(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+  set(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+  CHECK_DNN(cudnnBackendFinalize(t));
+  return t;
+}
+
+static int64_t offset(const int64_t dims[4], int cl, int64_t n, int64_t c, int64_t h, int64_t w) {
+  return cl ? ((n * dims[2] + h) * dims[3] + w) * dims[1] + c
+            : ((n * dims[1] + c) * dims[2] + h) * dims[3] + w;
+}
+
+struct conv_case {
+  int64_t n, c, h, w, k, r, s, pad_h, pad_w, u, v, dil_h, dil_w, groups;
+  int channels_last;
+  float alpha, beta;
+};
+
+/* A graph of one operation of type `op` over x, w, y; returns its finalized plan and, in *ws,
+ * the workspace the plan needs. Everything but the plan is destroyed before returning. */
+static bd_t plan_for(cudnnBackendDescriptorType_t op, const struct conv_case *t, const int64_t xd[4],
+                     const int64_t wd[4], const int64_t yd[4], int64_t *ws) {
+  bd_t x = tensor('x', xd, t->channels_last), w = tensor('w', wd, t->channels_last),
+       y = tensor('y', yd, t->channels_last);
+  bd_t cv = make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  cudnnDataType_t ct = CUDNN_DATA_FLOAT;
+  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  int64_t two = 2, pad[2] = {t->pad_h, t->pad_w}, str[2] = {t->u, t->v}, dil[2] = {t->dil_h, t->dil_w};
+  set(cv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &ct);
+  set(cv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  set(cv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &two);
+  set(cv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
+  set(cv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
+  set(cv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, str);
+  set(cv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil);
+  CHECK_DNN(cudnnBackendFinalize(cv));
+
+  bd_t o = make(op);
+  cudnnBackendAttributeName_t nx, nw, ny, nc, na, nb;
+  if (op == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR) {
+    nx = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, nw = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W;
+    ny = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, nc = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC;
+    na = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, nb = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA;
+  } else if (op == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR) {
+    nx = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, nw = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W;
+    ny = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, nc = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC;
+    na = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, nb = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA;
+  } else {
+    nx = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, nw = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW;
+    ny = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, nc = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC;
+    na = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, nb = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA;
+  }
+  set(o, nx, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+  set(o, nw, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w);
+  set(o, ny, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+  set(o, nc, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cv);
+  set(o, na, CUDNN_TYPE_FLOAT, 1, &t->alpha);
+  set(o, nb, CUDNN_TYPE_FLOAT, 1, &t->beta);
+  CHECK_DNN(cudnnBackendFinalize(o));
+
+  bd_t g = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  set(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &o);
+  set(g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn);
+  CHECK_DNN(cudnnBackendFinalize(g));
+  int64_t count = 0;
+  CHECK_DNN(cudnnBackendGetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &count, &count));
+  CHECK_INT(count, >=, 1);
+
+  bd_t h = make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  cudnnBackendHeurMode_t hm = CUDNN_HEUR_MODE_INSTANT;
+  set(h, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g);
+  set(h, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &hm);
+  CHECK_DNN(cudnnBackendFinalize(h));
+  CHECK_DNN(cudnnBackendGetAttribute(h, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, NULL));
+  CHECK_INT(count, >=, 1);
+  bd_t cfg = make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  CHECK_DNN(cudnnBackendGetAttribute(h, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count, &cfg));
+
+  bd_t p = make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+  set(p, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn);
+  set(p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg);
+  CHECK_DNN(cudnnBackendFinalize(p));
+  CHECK_DNN(cudnnBackendGetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &count, ws));
+
+  bd_t all[] = {cfg, h, g, o, cv, x, w, y};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CHECK_DNN(cudnnBackendDestroyDescriptor(all[i]));
+  return p;
+}
+
+static void execute(bd_t plan, int64_t ws, void *x, void *w, void *y) {
+  void *work = NULL;
+  if (ws > 0) CHECK_CUDA(cudaMalloc(&work, (size_t)ws));
+  int64_t uids[3] = {'x', 'w', 'y'};
+  void *ptrs[3] = {x, w, y};
+  bd_t vp = make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  set(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+  set(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
+  set(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &work);
+  CHECK_DNN(cudnnBackendFinalize(vp));
+  CHECK_DNN(cudnnBackendExecute(dnn, plan, vp));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  CHECK_DNN(cudnnBackendDestroyDescriptor(vp));
+  if (work) CHECK_CUDA(cudaFree(work));
+}
+
+/* Forward, backward data and backward filter of one case against the reference. */
+static void conv_test(const struct conv_case *t) {
+  int64_t cpg = t->c / t->groups, kpg = t->k / t->groups;
+  int64_t p = (t->h + 2 * t->pad_h - (t->r - 1) * t->dil_h - 1) / t->u + 1;
+  int64_t q = (t->w + 2 * t->pad_w - (t->s - 1) * t->dil_w - 1) / t->v + 1;
+  int64_t xd[4] = {t->n, t->c, t->h, t->w}, wd[4] = {t->k, cpg, t->r, t->s}, yd[4] = {t->n, t->k, p, q};
+  size_t xs = (size_t)(t->n * t->c * t->h * t->w), wsz = (size_t)(t->k * cpg * t->r * t->s),
+         ys = (size_t)(t->n * t->k * p * q);
+  float *hx = (float *)malloc(xs * 4), *hw = (float *)malloc(wsz * 4), *hy = (float *)malloc(ys * 4);
+  float *got = (float *)malloc((xs > ys ? (xs > wsz ? xs : wsz) : (ys > wsz ? ys : wsz)) * 4);
+  double *rx = (double *)calloc(xs, 8), *rw = (double *)calloc(wsz, 8), *ry = (double *)calloc(ys, 8);
+  fill(hx, xs, 3), fill(hw, wsz, 4), fill(hy, ys, 5);
+  int cl = t->channels_last;
+  /* Every (output, tap) pair once: the forward sum, and both gradients given dy = hy. */
+  for (int64_t n = 0; n < t->n; n++)
+    for (int64_t k = 0; k < t->k; k++)
+      for (int64_t oh = 0; oh < p; oh++)
+        for (int64_t ow = 0; ow < q; ow++)
+          for (int64_t c = 0; c < cpg; c++)
+            for (int64_t r = 0; r < t->r; r++)
+              for (int64_t s = 0; s < t->s; s++) {
+                int64_t ih = oh * t->u - t->pad_h + r * t->dil_h, iw = ow * t->v - t->pad_w + s * t->dil_w;
+                if (ih < 0 || ih >= t->h || iw < 0 || iw >= t->w) continue;
+                int64_t xo = offset(xd, cl, n, (k / kpg) * cpg + c, ih, iw), wo = offset(wd, cl, k, c, r, s);
+                int64_t yo = offset(yd, cl, n, k, oh, ow);
+                ry[yo] += (double)hx[xo] * hw[wo];
+                rx[xo] += (double)hy[yo] * hw[wo];
+                rw[wo] += (double)hy[yo] * hx[xo];
+              }
+  struct {
+    cudnnBackendDescriptorType_t op;
+    float *out_host;
+    double *ref;
+    size_t count;
+    const char *what;
+  } ops[] = {{CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, hy, ry, ys, "fwd y"},
+             {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, hx, rx, xs, "bwd dx"},
+             {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, hw, rw, wsz, "bwd dw"}};
+  for (int i = 0; i < 3; i++) {
+    int64_t ws = 0;
+    bd_t plan = plan_for(ops[i].op, t, xd, wd, yd, &ws);
+    float *dx = dev_from(hx, xs), *dw = dev_from(hw, wsz), *dy = dev_from(hy, ys);
+    execute(plan, ws, dx, dw, dy);
+    float *out = i == 0 ? dy : i == 1 ? dx : dw;
+    to_host(got, out, ops[i].count);
+    for (size_t e = 0; e < ops[i].count; e++) {
+      double want = t->alpha * ops[i].ref[e] + (t->beta != 0.0f ? t->beta * ops[i].out_host[e] : 0.0);
+      near(got[e], want, fabs(ops[i].ref[e]) + 1.0, ops[i].what, e);
+    }
+    if (simulated) {
+      /* Fixed-order arithmetic: the same inputs give the same bits. */
+      float *again = (float *)malloc(ops[i].count * 4);
+      CHECK_CUDA(cudaMemcpy(dx, hx, xs * 4, cudaMemcpyHostToDevice));
+      CHECK_CUDA(cudaMemcpy(dw, hw, wsz * 4, cudaMemcpyHostToDevice));
+      CHECK_CUDA(cudaMemcpy(dy, hy, ys * 4, cudaMemcpyHostToDevice));
+      execute(plan, ws, dx, dw, dy);
+      to_host(again, out, ops[i].count);
+      CHECK(memcmp(again, got, ops[i].count * 4) == 0);
+      free(again);
+    }
+    CHECK_DNN(cudnnBackendDestroyDescriptor(plan));
+    CHECK_CUDA(cudaFree(dx));
+    CHECK_CUDA(cudaFree(dw));
+    CHECK_CUDA(cudaFree(dy));
+  }
+  free(hx), free(hw), free(hy), free(got), free(rx), free(rw), free(ry);
+}
+
+/* ---- Misuse (the simulator's statuses) ---- */
+
+static void status_test(void) {
+  int64_t d[4] = {1, 2, 4, 4};
+  bd_t t = tensor(1, d, 0);
+  int64_t uid = 2;
+  CHECK_INT(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid), ==,
+            CUDNN_STATUS_NOT_INITIALIZED);
+  int64_t got = 0, count = 0;
+  CHECK_DNN(cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &count, &got));
+  CHECK_INT(got, ==, 1);
+  CHECK_INT(count, ==, 1);
+  CHECK_INT(cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_FLOAT, 1, &count, &got), ==,
+            CUDNN_STATUS_BAD_PARAM);
+  bd_t u = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  CHECK_INT(cudnnBackendGetAttribute(u, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &count, &got), ==,
+            CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED);
+  CHECK_INT(cudnnBackendFinalize(u), ==, CUDNN_STATUS_BAD_PARAM); /* nothing set */
+  bd_t half = tensor(3, d, 0, CUDNN_DATA_HALF);
+  /* A forward operation over a half tensor: valid, outside the simulated subset. */
+  int64_t wd[4] = {2, 2, 3, 3};
+  bd_t w = tensor(4, wd, 0), cv = make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  cudnnDataType_t ct = CUDNN_DATA_FLOAT;
+  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  int64_t two = 2, pad[2] = {1, 1}, one[2] = {1, 1};
+  set(cv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &ct);
+  set(cv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  set(cv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &two);
+  set(cv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
+  set(cv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
+  set(cv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, one);
+  set(cv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, one);
+  CHECK_DNN(cudnnBackendFinalize(cv));
+  bd_t o = make(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  set(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &half);
+  set(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w);
+  set(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t);
+  set(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cv);
+  CHECK_INT(cudnnBackendFinalize(o), ==, CUDNN_STATUS_BAD_PARAM); /* x half, y float */
+  bd_t o2 = make(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  bd_t th = tensor(5, d, 0, CUDNN_DATA_HALF), wh = tensor(6, wd, 0, CUDNN_DATA_HALF);
+  set(o2, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &half);
+  set(o2, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &wh);
+  set(o2, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &th);
+  set(o2, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cv);
+  CHECK_INT(cudnnBackendFinalize(o2), ==, CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE);
+  /* A valid float operation; a graph of two operations is beyond the subset. */
+  bd_t o3 = make(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  bd_t x3 = tensor(7, d, 0);
+  set(o3, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x3);
+  set(o3, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w);
+  set(o3, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t);
+  set(o3, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cv);
+  CHECK_DNN(cudnnBackendFinalize(o3));
+  bd_t g = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  bd_t two_ops[2] = {o3, o3};
+  set(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 2, two_ops);
+  set(g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn);
+  CHECK_INT(cudnnBackendFinalize(g), ==, CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN);
+  /* A variant pack without y's pointer: BAD_PARAM at execution, nothing launched. */
+  struct conv_case c = {1, 2, 4, 4, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 1.0f, 0.0f};
+  int64_t xd[4] = {1, 2, 4, 4}, yd[4] = {1, 2, 4, 4}, ws = 0;
+  bd_t plan = plan_for(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &c, xd, wd, yd, &ws);
+  bd_t vp = make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  int64_t uids[2] = {'x', 'w'};
+  void *ptrs[2] = {&uids, &uids}, *work = NULL;
+  set(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 2, uids);
+  set(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 2, ptrs);
+  set(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &work);
+  CHECK_DNN(cudnnBackendFinalize(vp));
+  CHECK_INT(cudnnBackendExecute(dnn, plan, vp), ==, CUDNN_STATUS_BAD_PARAM);
+  CHECK_INT(cudnnBackendExecute(dnn, plan, u), ==, CUDNN_STATUS_BAD_PARAM); /* not a pack */
+  bd_t all[] = {t, u, half, w, cv, o, o2, th, wh, o3, x3, g, plan, vp};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CHECK_DNN(cudnnBackendDestroyDescriptor(all[i]));
+}
+
+/* ---- Batch normalization ---- */
+
+static cudnnTensorDescriptor_t tdesc(int n, int c, int h, int w) {
+  cudnnTensorDescriptor_t t;
+  CHECK_DNN(cudnnCreateTensorDescriptor(&t));
+  CHECK_DNN(cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+  return t;
+}
+
+static void bn_test(void) {
+  const int N = 3, C = 4, H = 5, W = 3, M = N * H * W;
+  const size_t xs = (size_t)N * C * H * W;
+  const double eps = 1e-5, factor = 0.1;
+  float hx[xs], hdy[xs], hs[C], hb[C], hrm[C], hrv[C], got[xs], sm[C], si[C], gs[C], gb[C];
+  fill(hx, xs, 7), fill(hdy, xs, 8), fill(hs, C, 9), fill(hb, C, 10), fill(hrm, C, 11);
+  for (int c = 0; c < C; c++) hrv[c] = 1.5f + 0.25f * c;
+  cudnnTensorDescriptor_t xd = tdesc(N, C, H, W), pd = tdesc(1, C, 1, 1);
+  float *x = dev_from(hx, xs), *dy = dev_from(hdy, xs), *s = dev_from(hs, C), *b = dev_from(hb, C);
+  float *rm = dev_from(hrm, C), *rv = dev_from(hrv, C), *y, *smean, *sinv, *dx, *ds, *db;
+  CHECK_CUDA(cudaMalloc(&y, xs * 4));
+  CHECK_CUDA(cudaMalloc(&dx, xs * 4));
+  CHECK_CUDA(cudaMalloc(&smean, C * 4));
+  CHECK_CUDA(cudaMalloc(&sinv, C * 4));
+  CHECK_CUDA(cudaMalloc(&ds, C * 4));
+  CHECK_CUDA(cudaMalloc(&db, C * 4));
+  float one = 1.0f, zero = 0.0f;
+  size_t ws = 0, rs = 0;
+  CHECK_DNN(cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
+      dnn, CUDNN_BATCHNORM_SPATIAL, CUDNN_BATCHNORM_OPS_BN, xd, xd, xd, pd, NULL, &ws));
+  CHECK_DNN(cudnnGetBatchNormalizationTrainingExReserveSpaceSize(dnn, CUDNN_BATCHNORM_SPATIAL,
+                                                                 CUDNN_BATCHNORM_OPS_BN, NULL, xd, &rs));
+  void *work = NULL, *reserve = NULL;
+  if (ws) CHECK_CUDA(cudaMalloc(&work, ws));
+  if (rs) CHECK_CUDA(cudaMalloc(&reserve, rs));
+  CHECK_DNN(cudnnBatchNormalizationForwardTrainingEx(
+      dnn, CUDNN_BATCHNORM_SPATIAL, CUDNN_BATCHNORM_OPS_BN, &one, &zero, xd, x, NULL, NULL, xd, y,
+      pd, s, b, factor, rm, rv, eps, smean, sinv, NULL, work, ws, reserve, rs));
+  size_t bws = 0;
+  CHECK_DNN(cudnnGetBatchNormalizationBackwardExWorkspaceSize(
+      dnn, CUDNN_BATCHNORM_SPATIAL, CUDNN_BATCHNORM_OPS_BN, xd, NULL, xd, NULL, xd, pd, NULL, &bws));
+  void *bwork = NULL;
+  if (bws) CHECK_CUDA(cudaMalloc(&bwork, bws));
+  CHECK_DNN(cudnnBatchNormalizationBackwardEx(
+      dnn, CUDNN_BATCHNORM_SPATIAL, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero, xd, x, NULL,
+      NULL, xd, dy, NULL, NULL, xd, dx, pd, s, NULL, ds, db, eps, smean, sinv, NULL, bwork, bws,
+      reserve, rs));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  float grm[C], grv[C], gdx[xs];
+  to_host(got, y, xs), to_host(grm, rm, C), to_host(grv, rv, C), to_host(sm, smean, C);
+  to_host(si, sinv, C), to_host(gdx, dx, xs), to_host(gs, ds, C), to_host(gb, db, C);
+  for (int c = 0; c < C; c++) {
+    double mean = 0, var = 0, sdy = 0, sdyx = 0;
+    for (int n = 0; n < N; n++)
+      for (int i = 0; i < H * W; i++) mean += hx[(n * C + c) * H * W + i];
+    mean /= M;
+    for (int n = 0; n < N; n++)
+      for (int i = 0; i < H * W; i++) var += pow(hx[(n * C + c) * H * W + i] - mean, 2);
+    double inv = 1.0 / sqrt(var / M + eps);
+    for (int n = 0; n < N; n++)
+      for (int i = 0; i < H * W; i++) {
+        size_t e = (size_t)(n * C + c) * H * W + i;
+        double xh = (hx[e] - mean) * inv;
+        near(got[e], xh * hs[c] + hb[c], 4.0, "bn y", e);
+        sdy += hdy[e], sdyx += hdy[e] * xh;
+      }
+    near(grm[c], (1 - factor) * hrm[c] + factor * mean, 1.0, "bn running mean", (size_t)c);
+    near(grv[c], (1 - factor) * hrv[c] + factor * var / (M - 1), 1.0, "bn running var", (size_t)c);
+    near(sm[c], mean, 1.0, "bn saved mean", (size_t)c);
+    near(si[c], inv, inv, "bn saved invstd", (size_t)c);
+    near(gb[c], sdy, fabs(sdy) + M, "bn dbias", (size_t)c);
+    near(gs[c], sdyx, fabs(sdyx) + M, "bn dscale", (size_t)c);
+    for (int n = 0; n < N; n++)
+      for (int i = 0; i < H * W; i++) {
+        size_t e = (size_t)(n * C + c) * H * W + i;
+        double xh = (hx[e] - mean) * inv;
+        near(gdx[e], hs[c] * inv * (hdy[e] - sdy / M - xh * sdyx / M), 4.0, "bn dx", e);
+      }
+  }
+  /* Inference from the running statistics, blended into y with beta = 0.5. */
+  float half = 0.5f, prev[xs];
+  to_host(prev, y, xs);
+  CHECK_DNN(cudnnBatchNormalizationForwardInference(dnn, CUDNN_BATCHNORM_SPATIAL, &one, &half, xd, x,
+                                                    xd, y, pd, s, b, rm, rv, eps));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  to_host(got, y, xs);
+  for (size_t e = 0; e < xs; e++) {
+    int c = (int)(e / (H * W)) % C;
+    double v = (hx[e] - grm[c]) / sqrt(grv[c] + eps) * hs[c] + hb[c];
+    near(got[e], v + 0.5 * prev[e], 4.0, "bn inference", e);
+  }
+  if (simulated) { /* outside the simulated subset */
+    CHECK_INT(cudnnBatchNormalizationForwardTrainingEx(
+                  dnn, CUDNN_BATCHNORM_SPATIAL, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, &one, &zero, xd,
+                  x, NULL, NULL, xd, y, pd, s, b, factor, rm, rv, eps, smean, sinv, NULL, NULL, 0,
+                  NULL, 0),
+              ==, CUDNN_STATUS_NOT_SUPPORTED);
+    CHECK_INT(cudnnBatchNormalizationForwardInference(dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd,
+                                                      x, xd, y, xd, s, b, rm, rv, eps),
+              ==, CUDNN_STATUS_BAD_PARAM); /* parameters shaped like x */
+  }
+  float *frees[] = {x, dy, s, b, rm, rv, y, dx, smean, sinv, ds, db};
+  for (size_t i = 0; i < sizeof frees / sizeof frees[0]; i++) CHECK_CUDA(cudaFree(frees[i]));
+  void *bufs[] = {work, reserve, bwork};
+  for (size_t i = 0; i < 3; i++)
+    if (bufs[i]) CHECK_CUDA(cudaFree(bufs[i]));
+  CHECK_DNN(cudnnDestroyTensorDescriptor(xd));
+  CHECK_DNN(cudnnDestroyTensorDescriptor(pd));
+}
+
+int main(void) {
+  CHECK_CUDA(cudaFree(0));
+  simulated = dlsym(RTLD_DEFAULT, "sim_cudnnsim_conv2d_bwd_data") != NULL;
+  CHECK_DNN(cudnnCreate(&dnn));
+  const struct conv_case cases[] = {
+      /* n  c  h  w  k  r  s ph pw  u  v dh dw  g  cl alpha beta */
+      {2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 1.0f, 0.0f},
+      {2, 4, 8, 8, 6, 3, 3, 1, 1, 2, 2, 1, 1, 1, 0, 1.0f, 0.0f},
+      {1, 4, 6, 6, 8, 1, 1, 0, 0, 2, 2, 1, 1, 1, 1, 1.0f, 0.0f},
+      {2, 4, 9, 7, 6, 3, 2, 2, 1, 1, 2, 2, 1, 2, 0, 1.0f, 0.0f},
+      {1, 2, 5, 5, 3, 3, 3, 0, 0, 1, 1, 1, 1, 1, 1, 0.5f, 1.0f},
+      {2, 3, 6, 5, 2, 2, 2, 1, 0, 1, 1, 1, 1, 1, 0, -2.0f, 0.25f},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_test(&cases[i]);
+  if (simulated) status_test();
+  bn_test();
+  CHECK_DNN(cudnnDestroy(dnn));
+  printf("dnn-backend: ok\n");
+  return 0;
+}
