@@ -9,6 +9,9 @@
 #           after another, no launch passed through once the step is learned (a few steps);
 #   resync  a launch with another grid in every fifth step: each divergence costs only a few
 #           launches (those held before it in its sequence, and itself), not the rest of the step;
+#   grids   40 launches a step whose arguments never change but whose grids do: the grid is
+#           not structure, so the step is replayed, its nodes' grids updated (a
+#           replay with stale grids changes the output);
 #   period  1000 steps of the same 9 launches with no call between them: the engine must cut
 #           where the body's period closes; without that rule 74% was replayed, 2,344 launches
 #           passed through and 9 graphs were built (sequences of 256 at nine phases of the
@@ -26,4 +29,6 @@ AG_EXPECT_REPLAY=1 ag_compare_prog e-steps resync 40 -- launch sync copy
 ag_expect "$AG_STATS" "replayed >= 0.95 * launches" "fb.get('mismatch', 0) <= 8 * 16"
 AG_EXPECT_REPLAY=1 ag_compare_prog e-steps period 1000 -- launch sync copy
 ag_expect "$AG_STATS" "replayed >= 0.95 * launches" "passthrough <= 3 * 256" "graphs <= 2"
+AG_EXPECT_REPLAY=1 ag_compare_prog e-steps grids 40 -- launch sync copy
+ag_expect "$AG_STATS" "replayed >= 0.95 * launches" "updates >= (40 - 2) * 20"
 echo "engine-steps: ok"

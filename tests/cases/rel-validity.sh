@@ -7,9 +7,10 @@
 #   invalid  a launch that fails (impossible block) every fourth iteration returns its error
 #            every time: it never enters a learned sequence, so it is never held;
 #   failsub  the K-th driver launch fails (SIM_FAIL=cuLaunchKernel:K, K = 1..16, and from the
-#            10th on): the program checks after each synchronisation that a launch that did not
-#            run was reported to it; some of those failures must be failed submissions of held
-#            launches (failed_submissions), or the sweep did not test the reporting;
+#            10th on; and each K again with every graph launch failing): the program checks
+#            after each synchronisation that a launch that did not run was reported to it;
+#            some of those failures must be failed submissions of held launches
+#            (failed_submissions), or the sweep did not test the reporting;
 #   failsleep the same with 20 ms pauses without a CUDA call in the middle of some iterations:
 #            held launches are then submitted by the helper thread, whose failures must reach
 #            the program's thread too (and some holds must have ended by the bound).
@@ -22,7 +23,10 @@ ag_expect "$AG_STATS" "fb['graph_error'] == 0" "demotions == 0"
 
 ag_compare_prog r-validity failsub -- launch
 failed=0
-for k in $(seq 1 16) 10+; do
+# Each K also with every graph launch failing (the sequence is demoted and the launches it held
+# are submitted one by one, and one of them is the K-th): held launches then fail at submission
+# however the steps were cut into sequences.
+for k in $(seq 1 16) 10+ $(seq -f '%g,cuGraphLaunch:1+' 1 16); do
   SIM_FAIL=cuLaunchKernel:$k ag_rerun r-validity "fail-$k" failsub -- launch
   failed=$((failed + $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("failed_submissions", 0))' "$AG_STATS")))
 done
@@ -33,8 +37,10 @@ echo "r-validity: $failed failed submissions, every one reported to the program"
 # library's helper thread, and its failures must reach the program's thread.
 ag_compare_prog r-validity failsleep -- launch
 failed=0 timeouts=0
+# Sequences of at least 4 launches: an iteration's four are one sequence, so the pause after
+# its second launch always comes while two are held, however the content-defined cuts fall.
 for k in $(seq 5 14); do
-  SIM_FAIL=cuLaunchKernel:$k ag_rerun r-validity "sleep-fail-$k" failsleep -- launch
+  AUTOGRAPH_MIN_SEQ=4 SIM_FAIL=cuLaunchKernel:$k ag_rerun r-validity "sleep-fail-$k" failsleep -- launch
   read -r f t < <(python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); print(s.get("failed_submissions", 0), s.get("hold_timeouts", 0))' "$AG_STATS")
   failed=$((failed + f)) timeouts=$((timeouts + t))
 done

@@ -3,11 +3,11 @@
  * BATCHES full batches of FULL rows and one last batch of LAST rows run through the same six
  * launches on one blocking stream: two over the fixed-size weights (their grid never changes),
  * then four over the batch (their grid follows the batch size), then a synchronous cudaMemcpy
- * of the batch's result. On the last batch the third launch's grid differs from every earlier
- * one: a library replaying the sequence as a graph must notice the launch no longer matches,
- * submit what it held and pass the rest through; replaying the full-size graph would process
- * rows past the end of the batch (they exist in the buffer, so the result changes instead of
- * faulting). Output: a checksum per batch and of all results, then the launch counts.
+ * of the batch's result. On the last batch the grids of the four launches over the batch differ
+ * from every earlier one: a library replaying the sequence as a graph must launch them with
+ * these grids (the grid is not part of a launch's structure: the graph's nodes are updated) or
+ * not replay them; replaying the full-size grids would process rows past the end of the batch
+ * (they exist in the buffer, so the result changes instead of faulting). Output: a checksum per batch and of all results, then the launch counts.
  */
 #include <cuda_runtime.h>
 

@@ -18,7 +18,11 @@
  *            window, so only their period can cut them: the engine must end a sequence where
  *            its first launch comes round again, else sequences run to AUTOGRAPH_MAX_SEQ (256),
  *            which 9 does not divide, and start at another phase of the body each time (nine
- *            phases, each learned separately and late).
+ *            phases, each learned separately and late);
+ *   grids    every step is 40 launches of a kernel whose arguments never change but whose grid
+ *            (1 to 4 blocks; every thread updates its element) changes from step to step: the
+ *            grid is not part of the structure, so the step is replayed, and each replay must
+ *            launch the nodes with this step's grids (stale grids update other elements).
  * The launches' blocks follow a fixed table (distinct shapes, so the structure is not periodic
  * within a step). Every kernel folds the step number into the buffer, so the printed checksums
  * depend on every launch. Output: a checksum every few steps and overall, then the launch counts.
@@ -46,6 +50,19 @@ SIM_KERNEL(es_step) {
   step_body(i, SIM_ARG(0, unsigned *), SIM_ARG(1, unsigned), SIM_ARG(2, unsigned), SIM_ARG(3, int));
 }
 
+/* Every thread of the grid updates its element: how many are updated is the grid's alone, the
+ * arguments never change. */
+__host__ __device__ static inline void grid_body(unsigned long i, unsigned *x, unsigned k) {
+  x[i] = x[i] * 0x2545f491u + k;
+}
+
+extern "C" __global__ void es_grid(unsigned *x, unsigned k) { grid_body(PROG_TID(), x, k); }
+
+SIM_KERNEL(es_grid) {
+  SIM_FOR_EACH_THREAD(i)
+  grid_body(i, SIM_ARG(0, unsigned *), SIM_ARG(1, unsigned));
+}
+
 /* Launch j of a step: its block, in warps (1 to 32: 32 to 1024 threads; GRID blocks cover the
  * first GRID * block elements). The block is part of a launch's structure, the grid is not. */
 static unsigned warps_of(int j) { return 1 + (unsigned)((j * 7 + j / 13) % 32); }
@@ -58,9 +75,10 @@ int main(int argc, char **argv) {
   int steps = argc == 3 ? atoi(argv[2]) : 40;
   int mode = argc >= 2 ? (!strcmp(argv[1], "prefix") ? 0 : !strcmp(argv[1], "long") ? 1
                           : !strcmp(argv[1], "resync") ? 2
-                          : !strcmp(argv[1], "period") ? 3 : -1) : -1;
+                          : !strcmp(argv[1], "period") ? 3
+                          : !strcmp(argv[1], "grids") ? 4 : -1) : -1;
   if (mode < 0 || argc > 3 || steps <= 0) {
-    fprintf(stderr, "usage: e-steps prefix|long|resync|period [STEPS]\n");
+    fprintf(stderr, "usage: e-steps prefix|long|resync|period|grids [STEPS]\n");
     return 2;
   }
   unsigned *x;
@@ -71,8 +89,10 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaMalloc((void **)&x, N * sizeof *x));
   CHECK_CUDA(cudaMemsetAsync(x, 0, N * sizeof *x, s));
   for (int it = 0; it < steps; it++) {
-    int n = mode == 0 ? (it < 10 ? 25 : 20) : mode == 1 ? 600 : mode == 2 ? 200 : 9;
-    for (int j = 0; j < n; j++) {
+    int n = mode == 0 ? (it < 10 ? 25 : 20) : mode == 1 ? 600 : mode == 2 ? 200 : mode == 3 ? 9 : 40;
+    for (int j = 0; j < n && mode == 4; j++)
+      PROG_LAUNCH(es_grid, 1 + (unsigned)(j + it * 3) % 4, 32 * warps_of(j), 0, s, x, (unsigned)j);
+    for (int j = 0; j < n && mode != 4; j++) {
       unsigned g = warps_of(j);
       if (mode == 2 && it % 5 == 4 && j == 100) g = g % 32 + 1; /* diverges once */
       launch(x, j, it, g, s);

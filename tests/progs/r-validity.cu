@@ -120,8 +120,8 @@ static void mode_invalid(void) {
 static unsigned long launched, failures, windows, ran_before;
 
 /* A launch whose failure is counted, not fatal. */
-static void counted_step(unsigned m, unsigned c, unsigned grid) {
-  vd_step<<<grid, BLOCK, 0, s>>>(x, count, m, c, N);
+static void counted_step(unsigned m, unsigned c, unsigned block) {
+  vd_step<<<N / block, block, 0, s>>>(x, count, m, c, N);
   cudaError_t peek = cudaPeekAtLastError(), e = cudaGetLastError();
   PROG_RT();
   launched++;
@@ -160,16 +160,17 @@ static void check_window(void) {
 
 static void mode_failsub(int sleepy) {
   for (int it = 0; it < 3 * ITERS; it++) {
-    counted_step(69069u, (unsigned)it, N / BLOCK);
-    counted_step(40503u, 7u, N / BLOCK);
+    counted_step(69069u, (unsigned)it, BLOCK);
+    counted_step(40503u, 7u, BLOCK);
     /* failsleep: a pause in the middle of every fourth iteration, with no CUDA call, longer than
      * the library's default bound on holds: what is held is submitted by another thread, and a
      * failure there must still reach this one. */
     if (sleepy && it % 4 == 1) usleep(20000);
-    /* Every fourth iteration the third launch has another shape: held launches diverge from
-     * the learned sequence there and are submitted one by one. */
-    counted_step(2654435761u, 12345u, it % 4 == 3 ? 1 : N / BLOCK);
-    counted_step(1103515245u, 1u, N / BLOCK);
+    /* Every fourth iteration the third launch has another block (a launch's structure; its
+     * grid is not): held launches diverge from the learned sequence there and are submitted
+     * one by one. */
+    counted_step(2654435761u, 12345u, it % 4 == 3 ? BLOCK / 2 : BLOCK);
+    counted_step(1103515245u, 1u, BLOCK);
     check_window();
   }
   printf("failsub: no launch was lost silently\n");
