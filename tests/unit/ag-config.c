@@ -64,7 +64,7 @@ int main(void) {
   set("", "", ""); /* empty means unset */
   CHECK_INT(ag__config_parse(&c, fake_env, NULL), ==, 0);
   CHECK_INT(c.log_level, ==, AG_LOG_WARN);
-  CHECK_INT(c.repeats, ==, 2);
+  CHECK_INT(c.repeats, ==, 1);
   CHECK_INT(c.min_seq, ==, 2);
   CHECK_INT(c.max_seq, ==, 256);
   CHECK_INT(c.max_graphs, ==, 512);
@@ -95,7 +95,7 @@ int main(void) {
   set(NULL, NULL, NULL);
   CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 5);
   CHECK_INT(nwarn, ==, 5);
-  CHECK_INT(c.repeats, ==, 2);
+  CHECK_INT(c.repeats, ==, 1);
   CHECK_INT(c.min_seq, ==, 2);
   CHECK_INT(c.max_seq, ==, 256);
   CHECK_INT(c.max_graphs, ==, 512);

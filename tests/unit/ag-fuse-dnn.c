@@ -145,18 +145,18 @@ int main(void) {
 
   /* First sight of a convolution: it runs at once (learning), nothing held. */
   CHECK_INT(conv(IG), ==, CUDNN_STATUS_SUCCESS);
-  CHECK_INT(ag__fdnn_pending, ==, 0);
+  CHECK_INT(ag__fdnn_pending(), ==, 0);
   add(), act(ybuf);
   expect("conv add act ");
 
   /* Learned: conv and add are held, the in-place ReLU makes one fused call. */
   CHECK_INT(conv(IG), ==, CUDNN_STATUS_SUCCESS);
-  CHECK_INT(ag__fdnn_pending, ==, 1);
+  CHECK_INT(ag__fdnn_pending(), ==, 1);
   CHECK_INT(add(), ==, CUDNN_STATUS_SUCCESS);
   expect("");
   CHECK_INT(act(ybuf), ==, CUDNN_STATUS_SUCCESS);
   expect("cba ");
-  CHECK_INT(ag__fdnn_pending, ==, 0);
+  CHECK_INT(ag__fdnn_pending(), ==, 0);
   CHECK_INT(ag__stats_fused_count("cudnn_conv_bias_act"), ==, 1);
 
   /* Out of place with IMPLICIT_GEMM: no identity form allowed, the originals run. */
@@ -179,7 +179,7 @@ int main(void) {
   expect("conv add ");
   CHECK_INT(ag__fdnn_conv(H, &two, T(1), xbuf, FD, wbuf, CD, IG, wsbuf, sizeof wsbuf, &one, T(2), ybuf),
             ==, CUDNN_STATUS_SUCCESS);
-  CHECK_INT(ag__fdnn_pending, ==, 0);
+  CHECK_INT(ag__fdnn_pending(), ==, 0);
   expect("conv ");
 
   /* tanh: the originals run, then the activation. */
@@ -206,7 +206,7 @@ int main(void) {
   CHECK_INT(act(ybuf), ==, CUDNN_STATUS_SUCCESS);
   expect("cba conv add act ");
   conv(IG);
-  CHECK_INT(ag__fdnn_pending, ==, 0);
+  CHECK_INT(ag__fdnn_pending(), ==, 0);
   add(), act(ybuf);
   expect("conv add act ");
   cba_status = CUDNN_STATUS_SUCCESS;
@@ -227,7 +227,7 @@ int main(void) {
   /* reset forgets what was learned. */
   ag__fdnn_reset();
   conv(PG);
-  CHECK_INT(ag__fdnn_pending, ==, 0);
+  CHECK_INT(ag__fdnn_pending(), ==, 0);
   expect("conv ");
   printf("ag-fuse-dnn: ok\n");
   return 0;
