@@ -18,27 +18,11 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "dnn-test.h"
 
 static cudnnHandle_t dnn;
 static int simulated;
 
-static void fill(float *v, size_t n, unsigned seed) {
-  for (size_t i = 0; i < n; i++) {
-    seed = seed * 1103515245u + 12345u;
-    v[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-  }
-}
-
-static float *dev_from(const float *h, size_t n) {
-  float *d;
-  CHECK_CUDA(cudaMalloc(&d, n * sizeof(float)));
-  CHECK_CUDA(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice));
-  return d;
-}
-
-static void to_host(float *h, const float *d, size_t n) {
-  CHECK_CUDA(cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost));
-}
 
 static cudnnTensorDescriptor_t tensor(int n, int c, int h, int w) {
   cudnnTensorDescriptor_t t;
