@@ -14,7 +14,8 @@
  *              in a .nv_fatbin section follow each other 8-byte aligned, padded with zeros
  *   entry      u16 kind (1 PTX, 2 cubin), u32 header_size at +4 (64, 80, 96 or 112), u64 size at
  *              +8, u32 arch at +28, u64 flags at +40 (0x8000 zstd, 0x2000 LZ4), u64
- *              decompressed_size at +56. A compressed payload is one zstd frame padded to 8.
+ *              decompressed_size at +56. A compressed payload is one zstd frame, or one raw
+ *              LZ4 block (nvcc before 12.8, and -compress-mode=speed), padded to 8.
  *   cubin      ELF, e_machine 190; a kernel is an STT_FUNC symbol with st_other & 0x10 and owns a
  *              section ".nv.info.<name>" of type 0x70000000 whose sh_info is the kernel's text
  *              section. Its records are u8 format, u8 attribute, then by format: 1 two pad bytes,
@@ -335,6 +336,18 @@ out:
 
 /* ---- fatbin containers --------------------------------------------------------------------- */
 
+/* Makes w->zbuf hold at least `want` bytes. Returns 0 or -AG_ENOMEM. */
+static int zbuf_reserve(walk_t *w, uint64_t want) {
+  if (want <= w->zcap) return 0;
+  uint8_t *nb = malloc(want);
+  if (!nb)
+    return fail(w, w->at, -AG_ENOMEM, "out of memory (%llu bytes)", (unsigned long long)want);
+  free(w->zbuf);
+  w->zbuf = nb;
+  w->zcap = want;
+  return 0;
+}
+
 /* Decompresses a zstd entry payload into w->zbuf. Returns 0 or -AG_E…. */
 static int inflate_entry(walk_t *w, const uint8_t *src, size_t n, uint64_t want, size_t *outlen) {
   /* The payload is one frame padded to 8 bytes: decompress exactly the frame. */
@@ -349,14 +362,8 @@ static int inflate_entry(walk_t *w, const uint8_t *src, size_t n, uint64_t want,
       (csize != ZSTD_CONTENTSIZE_UNKNOWN && csize != want))
     return fail(w, w->at, -AG_ECORRUPT, "zstd: implausible decompressed size %llu",
                 (unsigned long long)want);
-  if (want > w->zcap) {
-    uint8_t *nb = malloc(want);
-    if (!nb) return fail(w, w->at, -AG_ENOMEM, "out of memory (%llu bytes)",
-                         (unsigned long long)want);
-    free(w->zbuf);
-    w->zbuf = nb;
-    w->zcap = want;
-  }
+  int rc = zbuf_reserve(w, want);
+  if (rc) return rc;
   if (!w->dctx && !(w->dctx = ZSTD_createDCtx()))
     return fail(w, w->at, -AG_ELIB, "zstd: cannot create a context");
   size_t got = ZSTD_decompressDCtx(w->dctx, w->zbuf, want, src, frame);
@@ -364,6 +371,59 @@ static int inflate_entry(walk_t *w, const uint8_t *src, size_t n, uint64_t want,
     return fail(w, w->at, -AG_ECORRUPT, "zstd: %s",
                 ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short output");
   *outlen = got;
+  return 0;
+}
+
+/* Reads an LZ4 length extension (bytes added while they are 255) onto *len; `cap` bounds it.
+ * Returns 0, or 1 when the input ends or the length passes cap. */
+static int lz4_more(const uint8_t *src, size_t n, size_t *i, size_t *len, size_t cap) {
+  unsigned b;
+  do {
+    if (*i >= n) return 1;
+    b = src[(*i)++];
+    *len += b;
+    if (*len > cap) return 1;
+  } while (b == 255);
+  return 0;
+}
+
+/* Decompresses an LZ4 entry payload (one raw block: sequences of a token, literals, a 16-bit
+ * offset and a match; the last sequence has literals only) into w->zbuf: exactly `want` bytes,
+ * the padding after the block ignored. Every length and offset is checked against the input
+ * and the output produced so far. Returns 0 or -AG_E…. */
+static int lz4_entry(walk_t *w, const uint8_t *src, size_t n, uint64_t want, size_t *outlen) {
+  if (!want || want > AG_IMAGE_CAP)
+    return fail(w, w->at, -AG_ECORRUPT, "LZ4: implausible decompressed size %llu",
+                (unsigned long long)want);
+  int rc = zbuf_reserve(w, want);
+  if (rc) return rc;
+  uint8_t *out = w->zbuf;
+  size_t o = 0, i = 0, cap = (size_t)want;
+  while (o < cap) {
+    if (i >= n)
+      return fail(w, w->at, -AG_ETRUNC, "LZ4: the block ends after %zu of %zu bytes", o, cap);
+    unsigned tok = src[i++];
+    size_t lit = tok >> 4, match = tok & 15u, off;
+    if (lit == 15 && lz4_more(src, n, &i, &lit, cap))
+      return fail(w, w->at, -AG_ECORRUPT, "LZ4: bad literal length at %zu", i);
+    if (lit > n - i || lit > cap - o)
+      return fail(w, w->at, -AG_ECORRUPT, "LZ4: %zu literals overrun the block at %zu", lit, i);
+    memcpy(out + o, src + i, lit);
+    o += lit, i += lit;
+    if (o == cap) break; /* the last sequence: literals only */
+    if (n - i < 2) return fail(w, w->at, -AG_ETRUNC, "LZ4: the block ends inside a sequence");
+    off = (size_t)src[i] | (size_t)src[i + 1] << 8;
+    i += 2;
+    if (!off || off > o)
+      return fail(w, w->at, -AG_ECORRUPT, "LZ4: match offset %zu with %zu bytes out", off, o);
+    if (match == 15 && lz4_more(src, n, &i, &match, cap))
+      return fail(w, w->at, -AG_ECORRUPT, "LZ4: bad match length at %zu", i);
+    match += 4;
+    if (match > cap - o)
+      return fail(w, w->at, -AG_ECORRUPT, "LZ4: a match of %zu overruns the output", match);
+    for (size_t k = 0; k < match; k++, o++) out[o] = out[o - off]; /* may overlap itself */
+  }
+  *outlen = cap;
   return 0;
 }
 
@@ -393,8 +453,9 @@ static int walk_entries(walk_t *w, const uint8_t *p, size_t n) {
       if (rc) return rc;
       img = w->zbuf;
     } else if (flags & FLAG_LZ4) {
-      return fail(w, w->at, -AG_EUNSUP, "LZ4-compressed entry (flags 0x%llx)",
-                  (unsigned long long)flags);
+      int rc = lz4_entry(w, img, len, rd64(e + 56), &len);
+      if (rc) return rc;
+      img = w->zbuf;
     }
     int rc = walk_cubin(w, img, len, (int)rd32(e + 28));
     if (rc) return rc;

@@ -13,7 +13,8 @@ PROGS    := $(patsubst tests/progs/%.cu,$(BUILD)/tests/progs/%,$(wildcard tests/
 KSRC     := $(wildcard tests/kernels/*.cu)
 CUBINS   := $(patsubst tests/kernels/%.cu,$(BUILD)/tests/kernels/%.cubin,$(KSRC))
 FATBINS  := $(patsubst tests/kernels/%.cu,$(BUILD)/tests/kernels/%.fatbin,$(KSRC)) \
-            $(patsubst tests/kernels/%.cu,$(BUILD)/tests/kernels/%.z.fatbin,$(KSRC))
+            $(patsubst tests/kernels/%.cu,$(BUILD)/tests/kernels/%.z.fatbin,$(KSRC)) \
+            $(patsubst tests/kernels/%.cu,$(BUILD)/tests/kernels/%.lz4.fatbin,$(KSRC))
 AG_TEST_ALL += $(UNIT_C) $(UNIT_CU) $(PROGS) $(CUBINS) $(FATBINS)
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(AG_SRC_OBJS) $(BUILD)/sim/libcuda.so.1
@@ -40,6 +41,11 @@ $(BUILD)/tests/kernels/%.fatbin: tests/kernels/%.cu
 $(BUILD)/tests/kernels/%.z.fatbin: tests/kernels/%.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -fatbin -Xfatbin -compress-all -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ $<
+
+# LZ4 entries, as nvcc before 12.8 wrote them (PyTorch 2.5's wheels carry them).
+$(BUILD)/tests/kernels/%.lz4.fatbin: tests/kernels/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -fatbin -compress-mode=speed -Xfatbin -compress-all -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ $<
 
 # These test the per-thread default stream entry points (the _ptsz/_ptds exports).
 $(BUILD)/tests/progs/ptsz: NVCCFLAGS += --default-stream per-thread
