@@ -81,14 +81,17 @@ endef
 
 .PHONY: asan ubsan tsan check
 
-# Everything `make test` builds; a target of the sub-make, where BUILD is the sanitizer's.
+# Everything `make test` builds but the CUDA 12 builds of the test programs (cuda12-preload, their
+# only user, is skipped under the sanitizers: it runs the library's same code through the
+# simulated 12 runtime, and the sanitizer stages are most of CI's time); a target of the
+# sub-make, where BUILD is the sanitizer's.
 # AG_TEST_ALL is only complete once every fragment is read, and fragments included after this
 # one (tests/fuzz/build.mk: the corpus replay drivers, the r-late libraries) add to it, so the
 # list is expanded in the recipe, not as a prerequisite (which make expands when it reads the
 # rule). BUILD and the flags reach the nested make through the command line and environment.
 .PHONY: san-build
 san-build: all
-	+$(MAKE) --no-print-directory $(AG_TEST_ALL)
+	+$(MAKE) --no-print-directory $(filter-out $(PROGS12),$(AG_TEST_ALL))
 
 asan:
 	$(call san-run,$(ASAN_BUILD),$(ASAN_FLAGS),$(ASAN_NVFLAGS),$(ASAN_RT),$(ASAN_ENV))

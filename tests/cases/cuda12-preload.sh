@@ -14,6 +14,10 @@
 # The cases find their programs in $BUILD/tests/progs; they run here with BUILD set to a shadow
 # of the build folder whose tests/progs is progs12 and which is otherwise the same.
 . "$(dirname "$0")/lib.sh"
+# The sanitizer stages do not build the 12 programs (tests/check.mk, san-build): the library's
+# code they run is the code the 13 programs run, and CI's time is mostly the sanitizer stages'.
+[ -z "${AG_SAN_PRELOAD:-}" ] ||
+  ag_skip "skipped under sanitizers: the CUDA 12 programs run the library code the 13 ones do (tests/check.mk)"
 p12=$BUILD/tests/progs12
 [ -d "$p12" ] || ag_skip "skipped: no CUDA 12 programs ($p12); install the toolkit with tools/setup --cuda12, then make"
 [ -f "$AG_SIM/libcudart.so.12" ] || ag_skip "skipped: the simulated CUDA 12 runtime ($AG_SIM/libcudart.so.12) is not built"
