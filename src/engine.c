@@ -621,19 +621,18 @@ static int call_rule(ag_call_t *call) {
 
 /* ---- launches ----------------------------------------------------------------------------- */
 
-/* The shape (grid, block, shared memory) is compared as one block of seven unsigneds. */
-_Static_assert(offsetof(ag_launch_t, block) == offsetof(ag_launch_t, grid) + 3 * sizeof(unsigned) &&
-                   offsetof(ag_launch_t, shmem) == offsetof(ag_launch_t, grid) + 6 * sizeof(unsigned),
-               "ag_launch_t: grid, block and shmem must be contiguous");
-_Static_assert(sizeof(((ag_kinfo_t *)0)->shape) == 7 * sizeof(unsigned), "ag_kinfo_t: shape");
+/* The block and shared memory are compared as one block of four unsigneds. */
+_Static_assert(offsetof(ag_launch_t, shmem) == offsetof(ag_launch_t, block) + 3 * sizeof(unsigned),
+               "ag_launch_t: block and shmem must be contiguous");
+_Static_assert(sizeof(((ag_kinfo_t *)0)->shape) == 4 * sizeof(unsigned), "ag_kinfo_t: shape");
 
 static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l, int any) {
   uint64_t h;
-  /* A kernel is mostly launched with one shape: the last one's hash is kept with the kernel.
-   * The comparison reads the struct's bytes from grid on, not the grid array, which the seven
-   * unsigneds run past. */
+  /* A kernel is mostly launched with one block: the last one's hash is kept with the kernel,
+   * whatever the grid (a kernel whose grid follows the data hits it too). The comparison reads
+   * the struct's bytes from block on, not the block array, which the four unsigneds run past. */
   if (AG_LIKELY(k->shape_known &&
-                !memcmp(k->shape, (const char *)l + offsetof(ag_launch_t, grid), sizeof k->shape)))
+                !memcmp(k->shape, (const char *)l + offsetof(ag_launch_t, block), sizeof k->shape)))
     return AG_UNLIKELY(any) ? ag__lattr_hash(k->shape_hash, l) : k->shape_hash;
   /* Kernel, block and shared memory; not the grid. A kernel whose grid follows the data (the
    * number of elements, of unique indices) is the same entry of its sequence with any grid, and
@@ -642,9 +641,8 @@ static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l, int any)
   h = ag__mix64(k->id ^ ((uint64_t)l->shmem << 32));
   h = ag__mix64(h ^ l->block[0] ^ ((uint64_t)l->block[1] << 32));
   h = ag__mix64(h ^ l->block[2]);
-  k->shape[0] = l->grid[0], k->shape[1] = l->grid[1], k->shape[2] = l->grid[2];
-  k->shape[3] = l->block[0], k->shape[4] = l->block[1], k->shape[5] = l->block[2];
-  k->shape[6] = l->shmem;
+  k->shape[0] = l->block[0], k->shape[1] = l->block[1], k->shape[2] = l->block[2];
+  k->shape[3] = l->shmem;
   k->shape_hash = h, k->shape_known = 1;
   if (AG_UNLIKELY(ag__dump_armed))
     ag__dump_shape(h, k, l, ag__tls.lib ? AG_PATH_CUDNN : l->path,

@@ -48,9 +48,9 @@ typedef struct ag_kinfo {
   const void *img;  /* the driver-loaded image it came from (for unloading), or NULL */
   const void *fatbin; /* the registered fatbin it was found in (host stubs), or NULL */
   int dev;          /* the device of `ctx` (a device reset forgets it), or -1 when unknown */
-  /* The engine's cache of the last launch shape (grid, block, shared memory) and its
-   * structural hash. Engine lock. */
-  unsigned shape[7];
+  /* The engine's cache of the last launch's block and shared memory (what its structural hash
+   * covers besides the kernel; not the grid) and that hash. Engine lock. */
+  unsigned shape[4];
   int shape_known;
   uint64_t shape_hash;
 } ag_kinfo_t;
