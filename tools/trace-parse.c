@@ -430,7 +430,9 @@ static int read_string(parser_t *p) {
         if (c2 != 'u') return syntax(p, at2, c2, "the low half of a surrogate pair");
         if (hex4(p, &lo)) return -AG_EINVAL;
         u = lo >= 0xdc00 && lo < 0xe000 ? 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00) : 0xfffd;
-      } else if (u >= 0xd800 && u < 0xe000) {
+      } else if ((u >= 0xd800 && u < 0xe000) || u == 0) {
+        /* A lone surrogate half has no code point; U+0000 would cut the C string the name
+         * is delivered as (name_len would disagree with strlen). Both become U+FFFD. */
         u = 0xfffd;
       }
       if (u < 0x80) {

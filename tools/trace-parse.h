@@ -14,7 +14,9 @@
  * cat, ph, ts, dur (microseconds, kept as integer nanoseconds, exact for the "123.456" form
  * Kineto prints), pid and tid (numbers, or strings: then a hash of the string), and from
  * "args": correlation, External id, stream, device, "shared memory", grid and block (arrays
- * of three integers). Other members are checked for syntax and skipped.
+ * of three integers). Other members are checked for syntax and skipped. Strings are decoded
+ * to UTF-8; an escaped lone surrogate half and an escaped U+0000 (\u0000) become U+FFFD, so a
+ * delivered string never holds a NUL before its end.
  *
  * Functions return 0 or -AG_E… and fill an ag_trace_err_t: `msg` says what went wrong,
  * `offset` is the byte offset in the JSON text (after decompression) and, for gzip input,
