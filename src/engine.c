@@ -367,16 +367,20 @@ static void demote(ag_seq_t *s, const char *why) {
   STAT_INC(ag__stats.demotions, 1);
 }
 
-/* The launches S holds form the complete sequence s: build its graph if needed, update,
- * launch. */
-static void replay(strm_t *S, ag_seq_t *s) {
-  int n = S->seg.len, pushed, r = 0;
+/* The n launches S holds form the complete sequence s (n == s->n): build its graph if needed,
+ * update, launch. Or they are a proper prefix of s, whose graph is built (n < s->n, s READY):
+ * the graph runs with its later nodes disabled (src/graph.h); returns AG_GRAPH_NO_PREFIX when
+ * that cannot be done, having launched nothing (the caller submits the launches). Else 0: the
+ * launches ran, from the graph or, when the graph path failed (s is then demoted), one by one. */
+static int replay(strm_t *S, ag_seq_t *s, int n) {
+  int whole = n == s->n, pushed, r = 0;
   uint64_t t0, t1, updates = 0;
 
   pushed = ag__ctx_enter(S->ctx);
   if (pushed < 0) {
+    if (!whole) return AG_GRAPH_NO_PREFIX;
     submit_held(S, n, AG_FB_GRAPH_ERROR);
-    return;
+    return 0;
   }
   ag__tls.quiet++;
   if (s->state == AG_SEQ_BUILD) {
@@ -393,33 +397,53 @@ static void replay(strm_t *S, ag_seq_t *s) {
     if (AG_UNLIKELY(ag__trace_armed)) ag__trace_build(S->stream, s, n, trace_tb, r);
   }
   t0 = ag__now_ns();
-  if (r == 0) r = ag__graph_replay(s->graph, S->held, S->arena, S->stream, &updates);
+  if (r == 0)
+    r = whole ? ag__graph_replay(s->graph, S->held, S->arena, S->stream, &updates)
+              : ag__graph_replay_prefix(s->graph, S->held, n, S->arena, S->stream, &updates);
   t1 = ag__now_ns();
   ag__tls.quiet--;
   ag__ctx_leave(pushed);
   STAT_INC(ag__stats.updates, updates);
+  if (r == AG_GRAPH_NO_PREFIX) return r;
   if (r) {
     char why[64];
     snprintf(why, sizeof why, "graph path failed (CUDA error %d)", r);
     demote(s, why);
     submit_held(S, n, AG_FB_GRAPH_ERROR);
-    return;
+    return 0;
   }
   STAT_INC(ag__stats.ops_replayed, (uint64_t)(n - held_launches(S, n)));
   n = held_launches(S, n);
   STAT_INC(ag__stats.replayed, (uint64_t)n);
   STAT_INC(ag__stats.graph_launches, 1);
+  if (!whole) STAT_INC(ag__stats.prefix_replays, 1);
   ag__seqtab_touch(E.tab, s);
-  s->replays++;
   s->updates += updates;
   if (AG_UNLIKELY(ag__trace_armed)) ag__trace_replay(S->stream, s, n, t0, t1, updates);
+  if (!whole) return 0;
+  s->replays++;
   s->replay_ns += ((double)(t1 - t0) - s->replay_ns) / (double)(s->replays < 16 ? s->replays : 16);
   /* The guard: after a few replays, a sequence whose replay (graph launch plus node updates)
    * costs clearly more host time than launching its kernels one by one is not worth holding.
+   * Prefix replays do not enter it: their cost is that of the whole graph's launch.
    * To confirm on a GPU: both costs here are modelled by the simulator. */
   if (s->replays >= 16 && sampled >= 16 * 32 &&
       s->replay_ns > 1.25 * (double)__atomic_load_n(&launch_ns, __ATOMIC_RELAXED) * s->n)
     demote(s, "replay does not pay");
+  return 0;
+}
+
+/* A READY sequence of which S's first m entries are a proper prefix at least two thirds of its
+ * length, or NULL. The bound keeps what a prefix replay costs beyond the launches it saves
+ * (toggling the later nodes off, and on again at the next whole replay: at most a third of the
+ * nodes each way) below what it saves. To confirm on a GPU: the cost of cuGraphNodeSetEnabled
+ * against a launch's (the simulator charges it as a node update). */
+static ag_seq_t *find_ready_prefix(const strm_t *S, int m) {
+  for (ag_seq_t *s = ag__seqtab_first(E.tab, S->hashes[0]); s; s = s->next_first)
+    if (s->state == AG_SEQ_READY && s->n > m && 3 * m >= 2 * s->n && s->graph &&
+        !memcmp(s->hashes, S->hashes, (size_t)m * sizeof *S->hashes))
+      return s;
+  return NULL;
 }
 
 /* Finds a BUILD/READY sequence whose first m structural hashes are S's first m and whose length
@@ -442,11 +466,13 @@ static void seg_restart(strm_t *S) {
 /* Ends S's current sequence. `content` says the segmenter cut it (then `hash` is its content
  * hash); otherwise a call that observes the stream, or the bound on holds (`reason`, the
  * fallback that an incomplete held sequence is counted under) ended it.
- * A held run that is a complete known sequence is replayed. One that is not (it ended early,
- * as a proper prefix of the sequence it was held as) is submitted, and then counted as an
- * occurrence of its own sequence like any run that was not held (issue 12): a step that always
- * ends at the same call becomes a sequence of its own, graphed after AUTOGRAPH_REPEATS. A run
- * ended by the bound on holds is not counted (see below). */
+ * A held run that is a complete known sequence is replayed. One that ended early, at a call, as
+ * a proper prefix of at least two thirds of a sequence whose graph is built, is replayed from
+ * that graph with the later nodes disabled (a step cut short by a synchronisation, the last
+ * step before a report). Any other is submitted, and then counted as an occurrence of its own
+ * sequence like any run that was not held (issue 12): a step that always ends at the same call
+ * becomes a sequence of its own, graphed after AUTOGRAPH_REPEATS. A run ended by the bound on
+ * holds is not counted (see below). */
 static void finish(strm_t *S, int content, uint64_t hash, int reason) {
   int n = S->seg.len;
   if (!n) goto out;
@@ -454,9 +480,9 @@ static void finish(strm_t *S, int content, uint64_t hash, int reason) {
     ag_seq_t *s = find_prefix(S, n, n);
     int r = 0;
     if (s)
-      replay(S, s);
-    else
-      r = submit_held(S, n, content ? AG_FB_MISMATCH : reason);
+      replay(S, s, n);
+    else if (content || !(s = find_ready_prefix(S, n)) || replay(S, s, n))
+      s = NULL, r = submit_held(S, n, content ? AG_FB_MISMATCH : reason);
     stop_holding(S);
     /* A run that failed at submission is never learned (issue 11); nor is one ended by the
      * bound on holds: the program waits on the device there, and graphing the run would only

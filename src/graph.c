@@ -50,6 +50,7 @@ typedef struct gnode {
   int first, count;          /* the held launches [first, first + count) it stands for */
   const ag_pattern_t *pat;   /* NULL: an original launch */
   CUfunction fn;             /* the fused kernel */
+  int op;                    /* a stream operation's kind (AG_OP_…), 0 for a kernel */
 } gnode_t;
 
 struct ag_graph {
@@ -66,6 +67,7 @@ struct ag_graph {
   void **ptrs;     /* scratch: parameter pointers of one node */
   uint32_t maxp;   /* its capacity */
   int nofuse;      /* built without substitution, for good */
+  int off_from;    /* nodes [off_from, nn) are disabled in the exec (a prefix replay); nn: none */
   /* For the dump, per held launch: [2i] parameters (bit j: parameter j < 64) that an update
    * changed, [2i+1] those of them whose change did not look like an address. */
   uint64_t *varied;
@@ -420,7 +422,8 @@ static int build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *are
     gnode_t *m = &g->map[g->nn++];
     const ag_pattern_t *p = NULL;
     m->first = i, m->count = 1;
-    if (fuse) {
+    m->op = is_op(&h[i]) ? h[i].k->fkind : 0;
+    if (fuse && !m->op) {
       ag_pat_launch_t l[AG_PAT_MAX_OPS];
       int avail = n - i < AG_PAT_MAX_OPS ? n - i : AG_PAT_MAX_OPS;
       /* Patterns match runs of kernel launches only, and a launch with attributes is never
@@ -457,6 +460,7 @@ static int build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *are
       goto fail;
   }
   if ((r = ag__real.cuGraphInstantiateWithFlags(&g->exec, g->g, 0))) goto fail;
+  g->off_from = g->nn;
   *out = g;
   return 0;
 fail:
@@ -487,11 +491,16 @@ static int rebuild_plain(ag_graph_t *g, const ag_held_t *h, const uint8_t *arena
   return 0;
 }
 
-int ag__graph_replay(ag_graph_t *g, const ag_held_t *h, const uint8_t *arena, void *stream,
-                     uint64_t *updates) {
+/* Brings nodes [0, upto) of the exec up to the held launches h (updating those whose
+ * arguments or grid differ, counted in *updates). With `upto` < g->nn only a prefix of the
+ * launches is held: a fused node whose conditions no longer hold cannot be rebuilt then
+ * (AG_GRAPH_NO_PREFIX). */
+static int update_nodes(ag_graph_t *g, const ag_held_t *h, const uint8_t *arena, int upto,
+                        uint64_t *updates) {
   CUresult r;
+  int whole = upto == g->nn;
 again:
-  for (int j = 0; j < g->nn; j++) {
+  for (int j = 0; j < upto; j++) {
     /* After rebuild_plain, g->map is the new graph's array (release() freed the old one and
      * the struct assignment installed the new one); the analyzer does not follow the struct
      * copy and takes the old pointer for the current one. */
@@ -511,10 +520,12 @@ again:
       ag_pat_launch_t l[AG_PAT_MAX_OPS];
       pat_view(l, h + m->first, m->count, arena);
       if (!ag__pattern_check(m->pat, l)) {
+        if (!whole) return AG_GRAPH_NO_PREFIX;
         ag__log(AG_LOG_INFO, "the conditions of %s no longer hold on a later occurrence: graph "
                 "of %d launches rebuilt without substitution", ag__pattern_name(m->pat), g->n);
         if ((r = rebuild_plain(g, h, arena))) return r;
         /* The plain graph has no fused node: this comparison cannot be reached again. */
+        upto = g->nn;
         goto again;
       }
     }
@@ -547,14 +558,57 @@ again:
       memcpy(g->grid[i], h[i].grid, sizeof g->grid[i]);
     (*updates)++;
   }
+  return 0;
+}
+
+/* Makes nodes [0, from) enabled and [from, nn) disabled in the exec, changing only what differs
+ * from the present state. A failed change leaves the state unknown: the caller drops the graph
+ * (the engine demotes its sequence). */
+static int set_enabled_from(ag_graph_t *g, int from) {
+  CUresult r;
+  for (int j = from; j < g->off_from; j++)
+    if ((r = ag__real.cuGraphNodeSetEnabled(g->exec, g->nodes[j], 0))) return r;
+  for (int j = g->off_from; j < from; j++)
+    if ((r = ag__real.cuGraphNodeSetEnabled(g->exec, g->nodes[j], 1))) return r;
+  g->off_from = from;
+  return 0;
+}
+
+/* Counts one more run of each fused node among nodes [0, upto). */
+static void count_fused(const ag_graph_t *g, int upto) {
+  if (g->nn == g->n) return;
+  uint64_t runs[AG_FUSED_PATTERNS] = {0};
+  for (int j = 0; j < upto; j++)
+    if (g->map[j].pat) runs[ag__pattern_index(g->map[j].pat)]++;
+  for (int i = 0; i < AG_FUSED_PATTERNS; i++)
+    if (runs[i]) ag__stats_fused(ag__pattern_name(ag__pattern_at(i)), runs[i]);
+}
+
+int ag__graph_replay_prefix(ag_graph_t *g, const ag_held_t *h, int m, const uint8_t *arena,
+                            void *stream, uint64_t *updates) {
+  int upto = 0, r;
+  if (m <= 0 || m >= g->n || !ag__real.cuGraphNodeSetEnabled) return AG_GRAPH_NO_PREFIX;
+  /* The nodes standing for launches [0, m) must end exactly at m (not inside a fused node), and
+   * every later node must be one CUDA can disable: kernel, memset or memcpy nodes. */
+  while (upto < g->nn && g->map[upto].first < m) upto++;
+  if (g->map[upto - 1].first + g->map[upto - 1].count != m) return AG_GRAPH_NO_PREFIX;
+  for (int j = upto; j < g->nn; j++)
+    if (g->map[j].op == AG_OP_EVENT_RECORD || g->map[j].op == AG_OP_EVENT_WAIT)
+      return AG_GRAPH_NO_PREFIX;
+  if ((r = update_nodes(g, h, arena, upto, updates))) return r;
+  if ((r = set_enabled_from(g, upto))) return r;
   if ((r = ag__real.cuGraphLaunch(g->exec, (CUstream)stream))) return r;
-  if (g->nn < g->n) {
-    /* Each fused node ran once more: counted per pattern. */
-    uint64_t runs[AG_FUSED_PATTERNS] = {0};
-    for (int j = 0; j < g->nn; j++)
-      if (g->map[j].pat) runs[ag__pattern_index(g->map[j].pat)]++;
-    for (int i = 0; i < AG_FUSED_PATTERNS; i++)
-      if (runs[i]) ag__stats_fused(ag__pattern_name(ag__pattern_at(i)), runs[i]);
-  }
+  count_fused(g, upto);
+  return 0;
+}
+
+int ag__graph_replay(ag_graph_t *g, const ag_held_t *h, const uint8_t *arena, void *stream,
+                     uint64_t *updates) {
+  CUresult r;
+  if ((r = update_nodes(g, h, arena, g->nn, updates))) return r;
+  if (g->off_from < g->nn && (r = set_enabled_from(g, g->nn))) return r;
+  if ((r = ag__real.cuGraphLaunch(g->exec, (CUstream)stream))) return r;
+  /* Each fused node ran once more: counted per pattern. */
+  count_fused(g, g->nn);
   return 0;
 }

@@ -5,7 +5,8 @@
  * through the real driver (ag__real): one by one as ordinary launches, or as a graph built
  * explicitly with cuGraphCreate + cuGraphAddKernelNode (each node depending on the previous
  * one, so stream order is kept) + cuGraphInstantiateWithFlags. Replaying a graph first applies
- * the arguments that differ from the graph's with cuGraphExecKernelNodeSetParams. The caller
+ * the arguments that differ from the graph's with cuGraphExecKernelNodeSetParams; a proper
+ * prefix of its launches is replayed with the later nodes disabled. The caller
  * makes the right context current. Functions return 0 or a CUresult (never an AG_E… code:
  * the engine only needs to know that the graph path failed).
  */
@@ -64,6 +65,19 @@ int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *
  * launches the graph on `stream`. */
 int ag__graph_replay(ag_graph_t *g, const ag_held_t *h, const uint8_t *arena, void *stream,
                      uint64_t *updates);
+
+/* The held launches h[0..m-1] are a proper prefix of the graph's launches (a step that ended
+ * early, at a call that observes its stream): updates their nodes, disables the nodes after
+ * them (cuGraphNodeSetEnabled; a disabled node runs as an empty node) and launches the graph.
+ * The nodes stay disabled until the next replay enables what it needs, so toggles are paid
+ * only when prefix and whole replays alternate. Returns AG_GRAPH_NO_PREFIX, having launched
+ * nothing, when the prefix cannot be served: the driver lacks cuGraphNodeSetEnabled, the
+ * prefix ends inside a fused node, a later node is an event record or wait (CUDA cannot
+ * disable those), or a fused node among the prefix no longer matches (rebuilding it needs the
+ * whole sequence). */
+#define AG_GRAPH_NO_PREFIX (-1)
+int ag__graph_replay_prefix(ag_graph_t *g, const ag_held_t *h, int m, const uint8_t *arena,
+                            void *stream, uint64_t *updates);
 
 /* Estimated device memory of a graph of n kernel nodes (bytes). */
 size_t ag__graph_cost(int n);

@@ -51,6 +51,7 @@
   XX(cuGraphInstantiateWithFlags, 11040)                                  \
   XX(cuGraphExecDestroy, 10000)                                           \
   XX(cuGraphExecKernelNodeSetParams, 12000)                               \
+  XX(cuGraphNodeSetEnabled, 11060)                                        \
   XX(cuGraphLaunch, 10000)                                                \
   XX(cuModuleLoadData, 2000)                                              \
   XX(cuModuleGetFunction, 2000)

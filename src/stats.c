@@ -300,6 +300,7 @@ size_t ag__stats_json(char *buf, size_t size) {
   ag__json_key(&j, "hold_timeouts"), ag__json_u64(&j, load(&ag__stats.hold_timeouts));
   ag__json_key(&j, "ops_replayed"), ag__json_u64(&j, load(&ag__stats.ops_replayed));
   ag__json_key(&j, "failed_submissions"), ag__json_u64(&j, load(&ag__stats.failed_submissions));
+  ag__json_key(&j, "prefix_replays"), ag__json_u64(&j, load(&ag__stats.prefix_replays));
   ag__json_key(&j, "by_path");
   ag__json_begin(&j, '{');
   for (int i = 0; i < AG_PATH_COUNT_; i++)

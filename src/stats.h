@@ -43,6 +43,8 @@ typedef struct ag_stats {
   uint64_t ops_replayed;       /* stream operations (memsets, event records and waits) performed
                                 * as nodes of replayed graphs, src/engine.c */
   uint64_t failed_submissions; /* held launches whose submission failed (reported later) */
+  uint64_t prefix_replays;     /* graph launches that ran a proper prefix of their sequence,
+                                * the later nodes disabled (counted in graph_launches too) */
 } ag_stats_t;
 
 extern ag_stats_t ag__stats;

@@ -332,6 +332,7 @@ static void *cur_ctx;
 typedef struct fnode {
   uint32_t fn;
   unsigned grid[3], block[3], shmem;
+  int off; /* disabled in its exec (cuGraphNodeSetEnabled) */
 } fnode_t;
 
 typedef struct fgraph {
@@ -430,6 +431,7 @@ static CUresult CUDAAPI f_cuGraphAddKernelNode(CUgraphNode *node, CUgraph g, con
   n->grid[0] = p->gridDimX, n->grid[1] = p->gridDimY, n->grid[2] = p->gridDimZ;
   n->block[0] = p->blockDimX, n->block[1] = p->blockDimY, n->block[2] = p->blockDimZ;
   n->shmem = p->sharedMemBytes;
+  n->off = 0;
   *node = (CUgraphNode)(uintptr_t)fg->n;
   return CUDA_SUCCESS;
 }
@@ -533,12 +535,28 @@ static CUresult CUDAAPI f_cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphN
   return CUDA_SUCCESS;
 }
 
+/* A kernel node's handle is its index + 1 in its graph (and exec); stream operations share one
+ * handle and are not followed. A toggle costs as a node update does. */
+static CUresult CUDAAPI f_cuGraphNodeSetEnabled(CUgraphExec e, CUgraphNode n, unsigned on) {
+  fexec_t *x = execs.v[(uintptr_t)e - 1];
+  vclock += (uint64_t)(opt.update_us * 1000.0);
+  if (n == op_node()) return CUDA_SUCCESS;
+  if ((uintptr_t)n - 1 >= x->n) return CUDA_ERROR_INVALID_VALUE;
+  x->nodes[(uintptr_t)n - 1].off = !on;
+  return CUDA_SUCCESS;
+}
+
 static CUresult CUDAAPI f_cuGraphLaunch(CUgraphExec e, CUstream s) {
   fexec_t *x = execs.v[(uintptr_t)e - 1];
-  replay_t r = {(uint32_t)rlaunch.n, (uint32_t)x->n, (uint32_t)((uintptr_t)e - 1)};
+  /* The engine disables only a graph's last nodes (a prefix replay): the enabled ones run. */
+  size_t on = 0;
+  while (on < x->n && !x->nodes[on].off) on++;
+  for (size_t i = on; i < x->n; i++)
+    if (!x->nodes[i].off) fail_check("a graph was launched with a disabled node before an enabled one");
+  replay_t r = {(uint32_t)rlaunch.n, (uint32_t)on, (uint32_t)((uintptr_t)e - 1)};
   squeue_t *q = squeue_of(s);
   fake_graph_launches++;
-  if (!q || q->tail - q->head < x->n) {
+  if (!q || q->tail - q->head < on) {
     fail_check("a graph was launched for more launches than were held");
     return CUDA_SUCCESS;
   }
@@ -546,7 +564,7 @@ static CUresult CUDAAPI f_cuGraphLaunch(CUgraphExec e, CUstream s) {
     fail_check("out of memory");
     return CUDA_SUCCESS;
   }
-  for (size_t i = 0; i < x->n; i++) {
+  for (size_t i = 0; i < on; i++) {
     launch_t *l = &L.v[q->v[q->head + i]];
     if (l->fn != x->nodes[i].fn) fail_check("a replayed graph's kernels differ from the launches it replaced");
     l->state = L_REPLAYED;
@@ -556,7 +574,7 @@ static CUresult CUDAAPI f_cuGraphLaunch(CUgraphExec e, CUstream s) {
       return CUDA_SUCCESS;
     }
   }
-  q->head += x->n;
+  q->head += on;
   x->replays++;
   vclock += (uint64_t)(opt.graph_launch_us * 1000.0 + opt.graph_node_ns * (double)x->n);
   return CUDA_SUCCESS;
@@ -631,6 +649,7 @@ static void engine_start(void) {
   ag__real.cuGraphExecDestroy = f_cuGraphExecDestroy;
   ag__real.cuGraphExecKernelNodeSetParams = f_cuGraphExecKernelNodeSetParams;
   ag__real.cuGraphLaunch = f_cuGraphLaunch;
+  ag__real.cuGraphNodeSetEnabled = f_cuGraphNodeSetEnabled;
   ag__real.driver_version = 13000;
   ag__real_mark_ready();
   __atomic_store_n(&ag__enabled, 1, __ATOMIC_RELAXED);
@@ -1019,7 +1038,8 @@ static void print_text(const char *path, int gz, const seqcount_t *sc) {
   else
     printf("the last quarter of the launches (no steps)\n");
   printf("  passed through        %" PRIu64 "\n", st->passthrough);
-  printf("  graphs                %" PRIu64 ", graph launches %" PRIu64 "\n", st->graphs, st->graph_launches);
+  printf("  graphs                %" PRIu64 ", graph launches %" PRIu64 " (%" PRIu64
+         " of a step's prefix)\n", st->graphs, st->graph_launches, st->prefix_replays);
   printf("  sequences             %" PRIu64 " seen, %" PRIu64 " graphed, %" PRIu64 " still learning, %" PRIu64 " demoted\n",
          sc->total, sc->by_state[AG_SEQ_READY], sc->by_state[AG_SEQ_COUNTING] + sc->by_state[AG_SEQ_BUILD],
          sc->by_state[AG_SEQ_DEMOTED]);
@@ -1154,6 +1174,7 @@ static size_t render_json(char *buf, size_t size, const char *path, int gz, cons
   j_u64(&j, "passthrough", st->passthrough);
   j_u64(&j, "graphs", st->graphs);
   j_u64(&j, "graph_launches", st->graph_launches);
+  j_u64(&j, "prefix_replays", st->prefix_replays);
   j_u64(&j, "updates", st->updates);
   j_u64(&j, "sequences", sc->total);
   j_u64(&j, "sequences_graphed", sc->by_state[AG_SEQ_READY]);

@@ -2,9 +2,10 @@
 # engine-steps.sh — learning steps that end early, steps longer than a sequence, and finding the
 # place again after a divergence (issue 12, §3; tests/progs/e-steps.cu, 40 steps per mode).
 # Identical output with the library in every mode, and:
-#   prefix  after ten steps of 25 launches, steps end after the first 20: their end, held as a
-#           prefix of a known sequence, must become a sequence of its own (a held run ending
-#           early is counted), so nearly everything is replayed (26% when it is not);
+#   prefix  after ten steps of 25 launches, steps end after the first 15: their end, held as a
+#           prefix of a known sequence too short to be replayed from its graph (under two
+#           thirds), must become a sequence of its own (a held run ending early is counted), so
+#           nearly everything is replayed;
 #   long    600 launches a step with AUTOGRAPH_MAX_SEQ=64: several graphs a step, replayed one
 #           after another, no launch passed through once the step is learned (a few steps);
 #   resync  a launch with another grid in every fifth step: each divergence costs only a few
@@ -12,6 +13,16 @@
 #   grids   40 launches a step whose arguments never change but whose grids do: the grid is
 #           not structure, so the step is replayed, its nodes' grids updated (a
 #           replay with stale grids changes the output);
+#   partial 12 launches and a memset a step, every third step from the sixth cut short after
+#           10 launches by a synchronisation: each cut-short step is replayed from the step's
+#           graph with its last nodes disabled (prefix_replays), and the output stays identical
+#           (a graph that ran its disabled nodes, or a whole step after it that did not run
+#           them again, changes the checksums);
+#   partial-event  the same ending in an event record, which CUDA cannot disable: no prefix
+#           replay, nothing demoted (the simulator refuses to disable an event node, which
+#           would fail the graph path), the cut-short steps learned as a sequence of their
+#           own. AUTOGRAPH_MIN_SEQ=10 in both: a cut-short step is long enough to be learned,
+#           and no cut point falls inside a step;
 #   period  1000 steps of the same 9 launches with no call between them: the engine must cut
 #           where the body's period closes; without that rule 74% was replayed, 2,344 launches
 #           passed through and 9 graphs were built (sequences of 256 at nine phases of the
@@ -20,7 +31,7 @@
 . "$(dirname "$0")/lib.sh"
 ag_need e-steps
 AG_EXPECT_REPLAY=1 ag_compare_prog e-steps prefix 40 -- launch sync copy
-ag_expect "$AG_STATS" "replayed >= 0.9 * launches" "graphs >= 2"
+ag_expect "$AG_STATS" "replayed >= 0.9 * launches" "graphs >= 2" "prefix_replays == 0"
 AUTOGRAPH_MAX_SEQ=64 AG_EXPECT_REPLAY=1 ag_compare_prog e-steps long 40 -- launch sync copy
 ag_expect "$AG_STATS" "replayed >= 0.95 * launches" "graph_launches >= (40 - 3) * (600 // 64)" \
   "passthrough <= 3 * 600 + fb.get('hold_timeout', 0)"
@@ -31,4 +42,10 @@ AG_EXPECT_REPLAY=1 ag_compare_prog e-steps period 1000 -- launch sync copy
 ag_expect "$AG_STATS" "replayed >= 0.95 * launches" "passthrough <= 3 * 256" "graphs <= 2"
 AG_EXPECT_REPLAY=1 ag_compare_prog e-steps grids 40 -- launch sync copy
 ag_expect "$AG_STATS" "replayed >= 0.95 * launches" "updates >= (40 - 2) * 20"
+AUTOGRAPH_MIN_SEQ=10 AG_EXPECT_REPLAY=1 ag_compare_prog e-steps partial 40 -- launch sync copy
+ag_expect "$AG_STATS" "prefix_replays == 12" "graphs == 1" "demotions == 0" \
+  "replayed >= 0.95 * launches"
+AUTOGRAPH_MIN_SEQ=10 AG_EXPECT_REPLAY=1 ag_compare_prog e-steps partial-event 40 -- launch sync copy
+ag_expect "$AG_STATS" "prefix_replays == 0" "graphs == 2" "demotions == 0" "sequences == 2" \
+  "replayed >= 0.9 * launches"
 echo "engine-steps: ok"

@@ -2,7 +2,7 @@
  *
  * Builds a graph explicitly (kernel, memcpy, memset, host and empty nodes), instantiates,
  * uploads and launches it, reads and updates kernel-node parameters (the func read back is the
- * host stub), updates an executable graph; captures a stream into a graph, queries the capture,
+ * host stub), updates an executable graph, disables and enables its nodes; captures a stream into a graph, queries the capture,
  * and checks that a synchronisation inside a capture is rejected and invalidates it.
  */
 #include <cuda_runtime.h>
@@ -92,6 +92,45 @@ int main() {
   CHECK_CUDA(cudaMemcpy(h, d2, sizeof h, cudaMemcpyDeviceToHost));
   CHECK_INT(h[0], ==, 7);
   CHECK_INT(hosts, ==, 3);
+
+  /* Disabled nodes run as empty nodes, their successors still after them; only kernel, memset
+   * and memcpy nodes can be disabled, named by the node of the graph the exec came from. */
+  unsigned on = 7;
+  CHECK_CUDA(cudaGraphNodeGetEnabled(ge, nk, &on));
+  CHECK_INT(on, ==, 1);
+  CHECK_CUDA(cudaGraphNodeSetEnabled(ge, nk, 0));
+  CHECK_CUDA(cudaGraphNodeGetEnabled(ge, nk, &on));
+  CHECK_INT(on, ==, 0);
+  CHECK_CUDA(cudaGraphLaunch(ge, s)); /* memset, (no add), copy: zeros */
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  CHECK_CUDA(cudaMemcpy(h, d2, sizeof h, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < n; i++) CHECK_INT(h[i], ==, 0);
+  CHECK_CUDA(cudaGraphNodeSetEnabled(ge, nk, 1));
+  CHECK_CUDA(cudaGraphNodeSetEnabled(ge, ncp, 0));
+  CHECK_CUDA(cudaGraphLaunch(ge, s)); /* the copy is off: d2 keeps its zeros, d gets 7 */
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  CHECK_CUDA(cudaMemcpy(h, d2, sizeof h, cudaMemcpyDeviceToHost));
+  CHECK_INT(h[0], ==, 0);
+  CHECK_CUDA(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+  CHECK_INT(h[0], ==, 7);
+  CHECK_CUDA(cudaGraphNodeSetEnabled(ge, ncp, 1));
+  CHECK_CUDA(cudaGraphNodeSetEnabled(ge, nset, 0));
+  CHECK_CUDA(cudaGraphLaunch(ge, s)); /* no memset: 7 + 7 */
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  CHECK_CUDA(cudaMemcpy(h, d2, sizeof h, cudaMemcpyDeviceToHost));
+  CHECK_INT(h[0], ==, 14);
+  CHECK_CUDA(cudaGraphNodeSetEnabled(ge, nset, 1));
+  CHECK_STATUS_EQ(cudaErrorInvalidValue, cudaGraphNodeSetEnabled(ge, nh, 0));
+  CHECK_STATUS_EQ(cudaErrorInvalidValue, cudaGraphNodeSetEnabled(ge, ne, 0));
+  CHECK_STATUS_EQ(cudaErrorInvalidValue, cudaGraphNodeGetEnabled(ge, nk, NULL));
+  (void)cudaGetLastError();
+  cudaGraph_t other;
+  cudaGraphNode_t onode;
+  CHECK_CUDA(cudaGraphCreate(&other, 0));
+  CHECK_CUDA(cudaGraphAddKernelNode(&onode, other, NULL, 0, &kp));
+  CHECK_STATUS_EQ(cudaErrorInvalidValue, cudaGraphNodeSetEnabled(ge, onode, 0));
+  (void)cudaGetLastError();
+  CHECK_CUDA(cudaGraphDestroy(other));
   CHECK_CUDA(cudaGraphExecDestroy(ge));
   CHECK_CUDA(cudaGraphDestroy(g));
 

@@ -256,6 +256,7 @@ struct CUgraphNode_st {
   size_t index;
   CUgraphNode *deps;
   size_t ndeps;
+  int disabled; /* an exec node turned off by cuGraphNodeSetEnabled: runs as an empty node */
   union {
     drv_launch_t k;
     drv_copy_t c;

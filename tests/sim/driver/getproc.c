@@ -212,6 +212,8 @@
   X("cuGraphExecKernelNodeSetParams", 10010, cuGraphExecKernelNodeSetParams)            \
   X("cuGraphExecKernelNodeSetParams", 12000, cuGraphExecKernelNodeSetParams_v2)         \
   X("cuGraphExecMemsetNodeSetParams", 10020, cuGraphExecMemsetNodeSetParams)            \
+  X("cuGraphNodeSetEnabled", 11060, cuGraphNodeSetEnabled)                              \
+  X("cuGraphNodeGetEnabled", 11060, cuGraphNodeGetEnabled)                              \
   X("cuGraphExecMemcpyNodeSetParams", 10020, cuGraphExecMemcpyNodeSetParams)            \
   X("cuGraphExecEventRecordNodeSetEvent", 11010, cuGraphExecEventRecordNodeSetEvent)    \
   X("cuGraphExecEventWaitNodeSetEvent", 11010, cuGraphExecEventWaitNodeSetEvent)        \

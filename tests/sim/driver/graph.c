@@ -664,12 +664,54 @@ CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, CUgraphExecUpdat
   return CUDA_SUCCESS;
 }
 
+/* Enabling and disabling exec nodes: only kernel, memset and memcpy nodes (CUDA's note), named
+ * by the node of the graph the exec was instantiated from. A disabled node is an empty node
+ * until enabled again; its parameters are kept (and may still be set). The change applies to
+ * later launches only: a launched graph reads its nodes when it runs, so the change waits for
+ * launched work, as parameter updates do. */
+static CUresult exec_enabled_node(CUgraphExec e, CUgraphNode n, struct CUgraphNode_st **out) {
+  CUresult r = exec_check(e);
+  if (r) return r;
+  struct CUgraphNode_st *x = exec_node(e, n);
+  if (!x || (x->type != CU_GRAPH_NODE_TYPE_KERNEL && x->type != CU_GRAPH_NODE_TYPE_MEMSET &&
+             x->type != CU_GRAPH_NODE_TYPE_MEMCPY))
+    return CUDA_ERROR_INVALID_VALUE;
+  *out = x;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphNodeSetEnabled(CUgraphExec e, CUgraphNode n, unsigned int on) {
+  DRV_FAIL("cuGraphNodeSetEnabled", CUDA_ERROR_INVALID_VALUE);
+  simc_spin_ns(simc_cost(SIMC_NODE_UPDATE_NS));
+  struct CUgraphNode_st *x;
+  CUresult r = exec_enabled_node(e, n, &x);
+  if (r) return r;
+  pthread_mutex_lock(&drv_lock);
+  drv_wait_all_locked();
+  x->disabled = !on;
+  pthread_mutex_unlock(&drv_lock);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphNodeGetEnabled(CUgraphExec e, CUgraphNode n, unsigned int *on) {
+  DRV_FAIL("cuGraphNodeGetEnabled", CUDA_ERROR_INVALID_VALUE);
+  struct CUgraphNode_st *x;
+  CUresult r = exec_enabled_node(e, n, &x);
+  if (r) return r;
+  if (!on) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&drv_lock);
+  *on = !x->disabled;
+  pthread_mutex_unlock(&drv_lock);
+  return CUDA_SUCCESS;
+}
+
 /* ---- launch ---- */
 
 static void graph_op_run(drv_op_t *op) {
   struct CUgraph_st *g = op->arg;
   for (size_t i = 0; i < g->n; i++) {
     struct CUgraphNode_st *n = g->nodes[i];
+    if (n->disabled) continue; /* an empty node: its dependencies still order what follows */
     switch (n->type) {
     case CU_GRAPH_NODE_TYPE_KERNEL: drv_launch_run(&n->u.k); break;
     case CU_GRAPH_NODE_TYPE_MEMCPY: drv_copy_run(&n->u.c); break;

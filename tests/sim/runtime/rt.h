@@ -125,6 +125,8 @@
   X(cuGraphLaunch, 10000, 10000)                                                            \
   X(cuGraphExecDestroy, 10000, 0)                                                           \
   X(cuGraphExecKernelNodeSetParams, 12000, 0)                                               \
+  X(cuGraphNodeSetEnabled, 11060, 0)                                                        \
+  X(cuGraphNodeGetEnabled, 11060, 0)                                                        \
   X(cuGraphExecUpdate, 12000, 0)
 
 typedef struct rt_drv {

@@ -176,6 +176,18 @@ cudaError_t CUDARTAPI cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec,
   return rt_ret(RT_CU(0, cuGraphInstantiateWithFlags, pGraphExec, graph, flags));
 }
 
+cudaError_t CUDARTAPI cudaGraphNodeSetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
+                                              unsigned int isEnabled) {
+  RT_BEGIN("cudaGraphNodeSetEnabled", cudaErrorInvalidValue);
+  return rt_ret(RT_CU(0, cuGraphNodeSetEnabled, hGraphExec, hNode, isEnabled));
+}
+
+cudaError_t CUDARTAPI cudaGraphNodeGetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
+                                              unsigned int *isEnabled) {
+  RT_BEGIN("cudaGraphNodeGetEnabled", cudaErrorInvalidValue);
+  return rt_ret(RT_CU(0, cuGraphNodeGetEnabled, hGraphExec, hNode, isEnabled));
+}
+
 static cudaError_t rt_cudaGraphUpload(int pt, cudaGraphExec_t exec, cudaStream_t s) {
   RT_BEGIN("cudaGraphUpload", cudaErrorInvalidValue);
   return rt_ret(RT_CU(pt, cuGraphUpload, exec, s));

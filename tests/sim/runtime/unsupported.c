@@ -265,12 +265,8 @@ int cudaGraphNodeGetDependencies(void);
 int cudaGraphNodeGetDependencies(void) { return rt_unsupported(801, "cudaGraphNodeGetDependencies"); }
 int cudaGraphNodeGetDependentNodes(void);
 int cudaGraphNodeGetDependentNodes(void) { return rt_unsupported(801, "cudaGraphNodeGetDependentNodes"); }
-int cudaGraphNodeGetEnabled(void);
-int cudaGraphNodeGetEnabled(void) { return rt_unsupported(801, "cudaGraphNodeGetEnabled"); }
 int cudaGraphNodeGetType(void);
 int cudaGraphNodeGetType(void) { return rt_unsupported(801, "cudaGraphNodeGetType"); }
-int cudaGraphNodeSetEnabled(void);
-int cudaGraphNodeSetEnabled(void) { return rt_unsupported(801, "cudaGraphNodeSetEnabled"); }
 int cudaGraphNodeSetParams(void);
 int cudaGraphNodeSetParams(void) { return rt_unsupported(801, "cudaGraphNodeSetParams"); }
 int cudaGraphReleaseUserObject(void);
