@@ -46,17 +46,15 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "dump.h"
 #include "fuse-dnn.h"
 #include "graph.h"
 #include "kinfo.h"
 #include "launch-attrs.h"
 #include "log.h"
+#include "observe.h"
 #include "real.h"
 #include "registry.h"
 #include "segment.h"
-#include "stats.h"
-#include "trace.h"
 
 __thread ag_tls_t ag__tls;
 int ag__init_state = AG_INIT_NONE;
@@ -64,11 +62,6 @@ int ag__enabled;
 unsigned ag__hooks;
 
 /* ---- engine state (under `lock`) ---------------------------------------------------------- */
-
-/* Counters only written under the engine lock: a relaxed load and store, no locked instruction
- * (the exit report reads them with relaxed loads and tolerates a launch in flight). */
-#define STAT_INC(field, n) \
-  __atomic_store_n(&(field), __atomic_load_n(&(field), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
 
 /* The engine lock. Every launch takes it, so it is a bare futex lock (0 free, 1 held, 2 held
  * with waiters; Drepper, "Futexes Are Tricky", mutex 2): one locked instruction each way and no
@@ -208,9 +201,7 @@ static void release_graph(ag_seq_t *s) {
 }
 
 static void on_evict(ag_seq_t *s) {
-  STAT_INC(ag__stats.evictions, 1);
-  if (ag__dump_armed) ag__dump_graph_gone(s, 1);
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_evict(s);
+  ag__obs_graph_gone(s, 1);
   release_graph(s);
 }
 
@@ -218,7 +209,7 @@ static void on_evict(ag_seq_t *s) {
  * off). Each stream record's buffers are allocated when the record is first used. */
 static int engine_setup(void) {
   E.tab = ag__seqtab_new(ag__config.max_graphs, (size_t)ag__config.max_graph_mb << 20, on_evict);
-  if (E.tab && ag__dump_armed) ag__seqtab_on_free(E.tab, ag__dump_seq_freed);
+  if (E.tab) ag__obs_table(E.tab);
   /* AUTOGRAPH_HOLD_US=0: no hold can be bounded, so nothing is held (sequences are still
    * learned and reported). */
   if (ag__config.hold_us == 0) __atomic_store_n(&helper_state, -1, __ATOMIC_RELEASE);
@@ -320,7 +311,7 @@ static int held_launches(const strm_t *S, int n) {
 static int submit_held(strm_t *S, int n, int reason) {
   int pushed, r, first = -1, nfailed = 0;
   if (!n) return 0;
-  uint64_t trace_t0 = AG_UNLIKELY(ag__trace_armed) ? ag__now_ns() : 0;
+  uint64_t t0 = ag__obs_clock();
   pushed = ag__ctx_enter(S->ctx);
   ag__tls.quiet++;
   if (pushed < 0) {
@@ -330,19 +321,11 @@ static int submit_held(strm_t *S, int n, int reason) {
   }
   ag__tls.quiet--;
   ag__ctx_leave(pushed);
-  if (r) {
-    ag__log(AG_LOG_WARN, "%d of %d held launches failed at submission (CUDA error %d): "
-            "reported to the thread that made them", nfailed, n, r);
-    STAT_INC(ag__stats.failed_submissions, (uint64_t)nfailed);
-    if (first >= 0 && !__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED)) {
-      pending_owner = S->held[first].owner;
-      __atomic_store_n(&ag__pending_err, r, __ATOMIC_RELEASE);
-    }
+  if (r && first >= 0 && !__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED)) {
+    pending_owner = S->held[first].owner;
+    __atomic_store_n(&ag__pending_err, r, __ATOMIC_RELEASE);
   }
-  n = held_launches(S, n);
-  STAT_INC(ag__stats.passthrough, (uint64_t)n);
-  STAT_INC(ag__stats.fallbacks[reason], (uint64_t)n);
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_flush(S->stream, n, reason, trace_t0, r, S->cand);
+  ag__obs_submitted(S->stream, n, held_launches(S, n), reason, t0, r, nfailed, S->cand);
   return r;
 }
 
@@ -358,13 +341,9 @@ static void stop_holding(strm_t *S) {
 }
 
 static void demote(ag_seq_t *s, const char *why) {
-  ag__log(AG_LOG_INFO, "sequence %016llx (%d launches) demoted: %s",
-          (unsigned long long)s->key.hash, s->n, why);
   ag__seqtab_demote(E.tab, s);
-  if (ag__dump_armed) ag__dump_demoted(s, why), ag__dump_graph_gone(s, 0);
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_demote(s, why);
+  ag__obs_demoted(s, why);
   release_graph(s);
-  STAT_INC(ag__stats.demotions, 1);
 }
 
 /* The n launches S holds form the complete sequence s (n == s->n): build its graph if needed,
@@ -385,16 +364,13 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
   ag__tls.quiet++;
   if (s->state == AG_SEQ_BUILD) {
     ag_graph_t *g;
-    uint64_t trace_tb = AG_UNLIKELY(ag__trace_armed) ? ag__now_ns() : 0;
+    uint64_t tb = ag__obs_clock();
     r = ag__graph_build(&g, S->held, n, S->arena);
     if (r == 0) {
       s->graph = g;
       ag__seqtab_ready(E.tab, s, ag__graph_cost(n));
-      STAT_INC(ag__stats.graphs, 1);
-      ag__log(AG_LOG_DEBUG, "sequence %016llx: graph of %d launches built",
-              (unsigned long long)s->key.hash, n);
     }
-    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_build(S->stream, s, n, trace_tb, r);
+    ag__obs_built(S->stream, s, n, tb, r);
   }
   t0 = ag__now_ns();
   if (r == 0)
@@ -403,7 +379,7 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
   t1 = ag__now_ns();
   ag__tls.quiet--;
   ag__ctx_leave(pushed);
-  STAT_INC(ag__stats.updates, updates);
+  ag__obs_updates(updates);
   if (r == AG_GRAPH_NO_PREFIX) return r;
   if (r) {
     char why[64];
@@ -412,14 +388,10 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
     submit_held(S, n, AG_FB_GRAPH_ERROR);
     return 0;
   }
-  STAT_INC(ag__stats.ops_replayed, (uint64_t)(n - held_launches(S, n)));
-  n = held_launches(S, n);
-  STAT_INC(ag__stats.replayed, (uint64_t)n);
-  STAT_INC(ag__stats.graph_launches, 1);
-  if (!whole) STAT_INC(ag__stats.prefix_replays, 1);
+  int launches = held_launches(S, n);
+  ag__obs_replayed(S->stream, s, launches, n - launches, whole, t0, t1, updates);
   ag__seqtab_touch(E.tab, s);
   s->updates += updates;
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_replay(S->stream, s, n, t0, t1, updates);
   if (!whole) return 0;
   s->replays++;
   s->replay_ns += ((double)(t1 - t0) - s->replay_ns) / (double)(s->replays < 16 ? s->replays : 16);
@@ -488,8 +460,8 @@ static void finish(strm_t *S, int content, uint64_t hash, int reason) {
      * bound on holds: the program waits on the device there, and graphing the run would only
      * make every later occurrence wait for the bound. */
     if (s || r || (!content && reason == AG_FB_HOLD_TIMEOUT)) goto out;
-  } else if (AG_UNLIKELY(ag__trace_armed)) {
-    ag__trace_pass(n, content);
+  } else {
+    ag__obs_run_passed(n, content);
   }
   if (n >= ag__config.min_seq) {
     int added;
@@ -498,8 +470,7 @@ static void finish(strm_t *S, int content, uint64_t hash, int reason) {
     ag_seq_t *s = ag__seqtab_find(E.tab, h, S->hashes, S->kids, n, &added);
     if (s) {
       S->fin_gen = S->seg_gen, S->fin_hash = h, S->fin_n = n;
-      if (added) STAT_INC(ag__stats.sequences, 1);
-      if (s->state == AG_SEQ_DEMOTED) STAT_INC(ag__stats.fallbacks[AG_FB_DEMOTED], (uint64_t)n);
+      ag__obs_counted(s, n, added);
       if (++s->count >= (uint64_t)ag__config.repeats && s->state == AG_SEQ_COUNTING)
         ag__seqtab_to_build(E.tab, s);
     }
@@ -558,9 +529,9 @@ static void cut_partners(void *stream, int blocking, const strm_t *except) {
 
 /* Cuts S, naming `why` as the cause (the trace, the statistics' runs). */
 static void cut_because(strm_t *S, const char *why) {
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(why);
+  ag__obs_cause(why);
   cut(S);
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+  ag__obs_cause(NULL);
 }
 
 /* Work submitted to S (a launch, a stream operation) is ordered after work on its
@@ -569,9 +540,9 @@ static void cut_because(strm_t *S, const char *why) {
  * hold. */
 static inline void partners_first(strm_t *S) {
   if (AG_LIKELY(!E.mixed) || !S->blocking) return;
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause("legacy default stream (implicit synchronisation)");
+  ag__obs_cause("legacy default stream (implicit synchronisation)");
   cut_partners(S->stream, S->blocking, S);
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+  ag__obs_cause(NULL);
 }
 
 /* Cuts what a call observing `stream` observes: its own record and its partners' (above). NULL
@@ -670,9 +641,8 @@ static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l, int any)
   k->shape[0] = l->block[0], k->shape[1] = l->block[1], k->shape[2] = l->block[2];
   k->shape[3] = l->shmem;
   k->shape_hash = h, k->shape_known = 1;
-  if (AG_UNLIKELY(ag__dump_armed))
-    ag__dump_shape(h, k, l, ag__tls.lib ? AG_PATH_CUDNN : l->path,
-                    ag__tls.lib ? ag__tls.lib_call : NULL);
+  ag__obs_shape(h, k, l, ag__tls.lib ? AG_PATH_CUDNN : l->path,
+                ag__tls.lib ? ag__tls.lib_call : NULL);
   /* Launch attributes (src/launch-attrs.h): a launch with others is another entry. */
   return AG_UNLIKELY(any) ? ag__lattr_hash(h, l) : h;
 }
@@ -789,10 +759,9 @@ static strm_t *__attribute__((noinline)) strm_lookup(void *stream, void *ctx) {
   if (!S) {
     S = free_s ? free_s : old;
     if (S->stream) {
-      if (AG_UNLIKELY(ag__trace_armed) && S->holding)
-        ag__trace_cause("more streams than the engine follows at once");
+      if (S->holding) ag__obs_cause("more streams than the engine follows at once");
       strm_drop(S); /* cut first */
-      if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+      ag__obs_cause(NULL);
     }
     if (strm_alloc(S) != 0) return NULL;
     S->stream = stream, S->ctx = ctx;
@@ -844,7 +813,7 @@ static inline __attribute__((always_inline)) int advance(strm_t *S, ag_kinfo_t *
     if (AG_LIKELY(__atomic_load_n(&helper_state, __ATOMIC_RELAXED) >= 0) &&
         (S->cand = find_prefix(S, 1, 0)) != NULL) {
       hold_begins(S);
-      if (AG_UNLIKELY(ag__trace_armed)) ag__trace_hold(S->stream);
+      ag__obs_hold(S->stream);
     }
   } else {
     S->hashes[i] = h;
@@ -859,7 +828,7 @@ static inline __attribute__((always_inline)) int advance(strm_t *S, ag_kinfo_t *
     if (hold(S, i, k, l, bytes) == 0) {
       held = 1;
     } else {
-      if (AG_UNLIKELY(ag__trace_armed) && i) ag__trace_cause("out of memory");
+      if (i) ag__obs_cause("out of memory");
       submit_held(S, i, AG_FB_FLUSHED);
       stop_holding(S);
     }
@@ -897,28 +866,25 @@ static int __attribute__((noinline)) step_unusual(const ag_launch_t *l, void *st
       CUresult r = ag__real.cuStreamIsCapturing
                        ? ag__real.cuStreamIsCapturing((CUstream)stream, &st)
                        : CUDA_ERROR_NOT_FOUND;
-      if (AG_UNLIKELY(ag__trace_armed) && S->holding) ag__trace_cause("capture in progress");
+      if (S->holding) ag__obs_cause("capture in progress");
       cut_all();
-      if (r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE)
-        STAT_INC(ag__stats.fallbacks[AG_FB_CAPTURING], 1);
+      ag__obs_capture_pass(r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE);
       return 1;
     }
     if (u) {
       /* A call that changes what a launch's submission depends on is in progress on another
        * thread: this launch runs now, under whatever value is in force, as it would without
        * us. */
-      if (AG_UNLIKELY(ag__trace_armed) && S->holding) ag__trace_cause("attribute or limit change");
+      if (S->holding) ag__obs_cause("attribute or limit change");
       cut_all();
       return 1;
     }
     return 0;
   }
-  if (AG_UNLIKELY(ag__trace_armed) && S->holding) ag__trace_cause_fallback(reason - 1);
+  if (S->holding) ag__obs_cause_fallback(reason - 1);
   cut(S);
-  STAT_INC(ag__stats.fallbacks[reason - 1], 1);
-  if (AG_UNLIKELY(ag__dump_armed) && reason == AG_FB_DENIED + 1)
-    ag__dump_denied(k, l, ag__tls.lib ? AG_PATH_CUDNN : l->path,
-                    ag__tls.lib ? ag__tls.lib_call : NULL);
+  ag__obs_fallback(reason - 1, k, l, ag__tls.lib ? AG_PATH_CUDNN : l->path,
+                   ag__tls.lib ? ag__tls.lib_call : NULL);
   return 1;
 }
 
@@ -938,8 +904,7 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
   }
   partners_first(S);
   if (AG_UNLIKELY(!k)) {
-    if (AG_UNLIKELY(ag__trace_armed) && S->holding)
-      ag__trace_cause("launch not holdable (kernel not identified)");
+    if (S->holding) ag__obs_cause("launch not holdable (kernel not identified)");
     cut(S);
     return 0;
   }
@@ -994,10 +959,9 @@ static void forget_failed(uint32_t gen) {
  * the sequence is demoted. Called under the lock. */
 static void hold_timeout(strm_t *S) {
   ag_seq_t *s = S->cand;
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause("hold bound (AUTOGRAPH_HOLD_US)");
-  STAT_INC(ag__stats.hold_timeouts, 1);
+  ag__obs_hold_timeout();
   finish(S, 0, 0, AG_FB_HOLD_TIMEOUT);
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+  ag__obs_cause(NULL);
   if (s && s->state != AG_SEQ_DEMOTED && ++s->timeouts >= 4 && s->timeouts > s->replays)
     demote(s, "holds reach the bound (the program waits on the device without calling CUDA)");
 }
@@ -1092,18 +1056,15 @@ int ag__launch(const ag_launch_t *l) {
   unsigned hooks = __atomic_load_n(&ag__hooks, __ATOMIC_ACQUIRE);
   if (AG_UNLIKELY(hooks)) {
     if (hooks & AG_HOOK_FDNN) ag__fdnn_flush();
-    if (hooks & AG_HOOK_DUMP) ag__dump_poll(0);
+    if (hooks & AG_HOOK_DUMP) ag__obs_poll(0);
   }
 
   stream = l->stream;
   if (!stream) stream = l->per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
   engine_lock();
-  /* Every counter of the launch path is written here, under the lock: no atomics per launch. */
-  STAT_INC(ag__stats.launches, 1);
+  /* Every counter of the launch path is written under the lock: no atomics per launch. */
   path = AG_UNLIKELY(ag__tls.lib) ? AG_PATH_CUDNN : l->path;
-  /* The runtime's count is launches less the others' (stats.c): one store fewer per launch. */
-  if (AG_UNLIKELY(path != AG_PATH_RUNTIME)) STAT_INC(ag__stats.by_path[path], 1);
-  STAT_INC(l->call->count, 1);
+  ag__obs_launch(l->call, path);
   if (AG_UNLIKELY(!E.live)) {
     if (E.off || !ag__real_ready() || (!E.tab && engine_setup() != 0)) goto pass;
     __atomic_store_n(&E.live, 1, __ATOMIC_RELEASE); /* after the driver table: see ag__op */
@@ -1112,8 +1073,7 @@ int ag__launch(const ag_launch_t *l) {
   if (AG_UNLIKELY(stream == CU_STREAM_PER_THREAD)) {
     /* Never held: only the owning thread can submit to its per-thread stream, and a flush may
      * have to happen on another thread. */
-    if (AG_UNLIKELY(ag__trace_armed) && E.nhold)
-      ag__trace_cause("launch on the per-thread default stream");
+    if (E.nhold) ag__obs_cause("launch on the per-thread default stream");
     cut_stream(stream);
     goto pass;
   }
@@ -1121,8 +1081,7 @@ int ag__launch(const ag_launch_t *l) {
     /* The thread's first CUDA call: the runtime binds its context only now, inside the call
      * (nvcc 12's <<<>>> reaches cudaLaunchKernel with nothing before it on a new thread). Not
      * held, so that no record is keyed by a context the launch will not run in. */
-    if (AG_UNLIKELY(ag__trace_armed) && E.nhold)
-      ag__trace_cause("launch before the thread has a context");
+    if (E.nhold) ag__obs_cause("launch before the thread has a context");
     cut_all();
     goto pass;
   }
@@ -1136,7 +1095,7 @@ int ag__launch(const ag_launch_t *l) {
     ag__tls.quiet--;
     engine_lock();
     if (k) k = ag__kinfo_add(k);
-    if (k) STAT_INC(ag__stats.kernels, 1);
+    if (k) ag__obs_kernel_learned();
   }
   st = step(l, stream, ctx, k, &gen);
   if (st == 1) {
@@ -1147,7 +1106,7 @@ int ag__launch(const ag_launch_t *l) {
     goto out;
   }
 pass:
-  STAT_INC(ag__stats.passthrough, 1);
+  ag__obs_passed_one();
   sample = (sampled++ & 31) == 0;
   engine_unlock();
   r = pass(l, sample);
@@ -1298,8 +1257,7 @@ int ag__op(ag_op_t *op) {
 out:
   engine_unlock();
   if (op->call && !ag__tls.lib && r != AG_OP_ORDER) {
-    AG_STAT_ADD(ag__stats.ordering, 1);
-    count_call(op->call, op->call->family);
+    ag__obs_call(op->call, op->call->family, 1);
   }
   if (r == AG_OP_HELD && AG_UNLIKELY(__atomic_load_n(&helper_state, __ATOMIC_ACQUIRE) == 0) &&
       !ag__hold_offline)
@@ -1330,10 +1288,7 @@ void ag__flush_all(void) {
 
 /* ---- ordering and library calls ------------------------------------------------------------ */
 
-static inline void count_call(ag_call_t *call, int family) {
-  if (call) AG_STAT_ADD(call->count, 1);
-  AG_STAT_ADD(ag__stats.families[family], 1);
-}
+static inline void count_call(ag_call_t *call, int family) { ag__obs_call(call, family, 0); }
 
 /* Submits what an ordering call on `stream` can observe (call_rule), and when the call ends a
  * stream, forgets that stream's record (its handle may come back as another stream). */
@@ -1372,15 +1327,14 @@ void ag__order_enter(ag_call_t *call, void *stream) {
   if (call && call->family == AG_FAM_DEVICE) ag__tls.ctx = NULL;
   if (!ag__tls.quiet) {
     if (!ag__tls.lib) {
-      AG_STAT_ADD(ag__stats.ordering, 1);
-      count_call(call, call ? call->family : AG_FAM_UNCLASSIFIED);
+      ag__obs_call(call, call ? call->family : AG_FAM_UNCLASSIFIED, 1);
     }
     if (ag__enabled) {
-      if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(call ? call->name : "unclassified call");
+      ag__obs_cause(call ? call->name : "unclassified call");
       order_cut(call, stream);
-      if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+      ag__obs_cause(NULL);
     }
-    if (AG_UNLIKELY(ag__dump_armed)) ag__dump_poll(1);
+    ag__obs_poll(1);
   }
   ag__tls.quiet++;
 }
@@ -1495,9 +1449,9 @@ int ag__setting_enter(ag_call_t *call, const void *obj, uint64_t what, uint64_t 
   same = e && e->known && e->value == value;
   if (!same) {
     /* Held launches were valid under the value in force: they run before it changes. */
-    if (AG_UNLIKELY(ag__trace_armed) && E.nhold) ag__trace_cause(call ? call->name : "setting");
+    if (E.nhold) ag__obs_cause(call ? call->name : "setting");
     cut_all();
-    if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+    ag__obs_cause(NULL);
   }
   engine_unlock();
   ag__tls.quiet++;
@@ -1567,9 +1521,7 @@ void ag__func_of_kernel(const void *func, const void *kernel) {
 static void seq_gone(ag_seq_t *s, void *arg) {
   (void)arg;
   if (!s->graph) return;
-  STAT_INC(ag__stats.forgot_graphs, 1);
-  if (ag__dump_armed) ag__dump_graph_gone(s, 0);
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_evict(s);
+  ag__obs_graph_gone(s, 0);
   release_graph(s);
 }
 
@@ -1579,9 +1531,7 @@ static void forget_sequences(size_t n, uint32_t *ids, int lost, const char *why)
   size_t m = 0;
   if (n && E.tab) m = ag__seqtab_forget(E.tab, ids, lost ? 0 : n, lost, seq_gone, NULL);
   free(ids);
-  STAT_INC(ag__stats.forgot_kernels, (uint64_t)n);
-  STAT_INC(ag__stats.forgot_sequences, (uint64_t)m);
-  if (n) ag__log(AG_LOG_DEBUG, "%s: %zu kernels and %zu sequences forgotten", why, n, m);
+  ag__obs_forgot(n, m, why);
 }
 
 /* Forgets what an ending module (kind 0: `arg` is its handle), fatbin (1: the registered
@@ -1595,7 +1545,7 @@ static void forget(int kind, const void *arg, const char *why) {
   int lost = 0;
   size_t n;
   engine_lock();
-  if (AG_UNLIKELY(ag__trace_armed) && E.nhold) ag__trace_cause(why);
+  if (E.nhold) ag__obs_cause(why);
   cut_all();
   if (kind == 2 && ((const ag_kforget_t *)arg)->dev == AG_DEV_CURRENT) {
     /* The runtime's current device is that of the thread's current context; without one (or
@@ -1655,7 +1605,7 @@ static void at_exit(void) {
   /* Held launches run before the report, so that replayed + passthrough == launches. Nothing is
    * held after this: the helper thread must not call the driver while the process tears down,
    * and launches made by later exit handlers go straight through. */
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause("exit");
+  ag__obs_cause("exit");
   ag__flush_all();
   if (ag__enabled) {
     engine_lock();
@@ -1668,17 +1618,15 @@ static void at_exit(void) {
               "that made the launch made no CUDA call after it",
               __atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED));
   }
-  if (ag__enabled) ag__stats_report();
-  if (ag__enabled && ag__dump_armed) ag__dump_write(AG_DUMP_EXIT);
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_write();
+  ag__obs_exit(ag__enabled);
 }
 
 static void atfork_prepare(void) {
   /* The child must not inherit held work it cannot submit; take the lock so that no thread is
    * in the middle of changing the engine's state when the process is copied. */
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause("fork");
+  ag__obs_cause("fork");
   ag__flush_all();
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_cause(NULL);
+  ag__obs_cause(NULL);
   engine_lock();
 }
 
@@ -1708,9 +1656,8 @@ static void atfork_child(void) {
     E.s[i].seg.len = 0, E.s[i].arena_used = 0, E.s[i].cand = NULL;
   }
   ag__kinfo_reset();
-  ag__stats_reset();
   ag__registry_atfork_child();
-  ag__trace_atfork_child();
+  ag__obs_atfork_child();
 }
 
 void ag__init(void) {
@@ -1721,8 +1668,7 @@ void ag__init(void) {
     return; /* done, or running on some thread: the caller forwards untouched meanwhile */
   ag__config_load();
   if (!ag__config.disable) {
-    ag__dump_init();
-    ag__trace_init();
+    ag__obs_init();
     atexit(at_exit);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     ag__log(AG_LOG_DEBUG, "initialised (stats %s, repeats %d, sequences %d..%d)",
