@@ -51,7 +51,6 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "prog.h"
@@ -113,12 +112,6 @@ static void lockstep(int it) {
   wait_for(&record_done, it + 1);
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void *poller(void *arg) {
   cudaEvent_t old = (cudaEvent_t)arg;
   while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
@@ -128,8 +121,8 @@ static void *poller(void *arg) {
     __atomic_store_n(&poll_done, it, __ATOMIC_RELEASE);
     /* A few microseconds between polls: usleep would sleep fifty or more (timer slack), and
      * then most steps would pass between two polls. */
-    uint64_t t0 = now_ns();
-    while (now_ns() - t0 < 3000) sched_yield();
+    uint64_t t0 = prog_now_ns();
+    while (prog_now_ns() - t0 < 3000) sched_yield();
   }
   return NULL;
 }

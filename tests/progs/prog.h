@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 
@@ -38,6 +39,13 @@ static unsigned long prog_runtime_launches_, prog_driver_launches_, prog_cudnn_c
     CHECK_CUDA(cudaGetLastError());                                                       \
     PROG_RT();                                                                            \
   } while (0)
+
+/* CLOCK_MONOTONIC in nanoseconds: for bounded waits and durations (never for the output). */
+static inline uint64_t prog_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* FNV-1a over raw bytes: a checksum that sees every bit of a float. */
 static inline uint64_t prog_hash(const void *p, size_t n, uint64_t h = 1469598103934665603ull) {

@@ -159,8 +159,7 @@ int main(int argc, char **argv) {
   if (argc > 1) rounds = atoi(argv[1]);
   if (argc > 2) seed = (unsigned)strtoul(argv[2], NULL, 0);
   CHECK(rounds >= 4);
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  uint64_t t0 = prog_now_ns();
   CHECK_CUDA(cudaFree(0)); /* initialise before the threads race */
   CHECK_INT(pthread_barrier_init(&start, NULL, THREADS), ==, 0);
   pthread_t t[THREADS];
@@ -171,7 +170,6 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < THREADS; i++) CHECK_INT(pthread_join(t[i], NULL), ==, 0);
   rss_end_kib = vm_kib("VmRSS");
-  clock_gettime(CLOCK_MONOTONIC, &t1);
   printf("rounds=%d seed=%u\n", rounds, seed);
   for (int i = 0; i < THREADS; i++)
     printf("thread %d: %016llx\n", i, (unsigned long long)w[i].hash);
@@ -180,7 +178,7 @@ int main(int argc, char **argv) {
           "soak: threads=%d streams=%d launches=%lu duration_s=%.2f peak_rss_kib=%ld "
           "rss_quarter_kib=%ld rss_end_kib=%ld\n",
           THREADS, 2 * THREADS, prog_runtime_launches_,
-          (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9,
+          (double)(prog_now_ns() - t0) * 1e-9,
           vm_kib("VmHWM"), rss_quarter_kib, rss_end_kib);
   prog_print_launches();
   return 0;
