@@ -282,6 +282,32 @@ check("batch_norm_eval", lambda: f(img.cuda(), bn_w.cuda(), bn_b.cuda()), lambda
 f = lambda a: F.adaptive_avg_pool2d(a, 1)
 check("adaptive_avg_pool2d_1_backward", lambda: grad_of("cuda", f, img), lambda: grad_of("cpu", f, img))
 
+# Pooling. Max pooling: ResNet's stem (3x3, stride 2, padding 1), its indices (the backward
+# routes each gradient by them), dilation with ceil mode, and the channels-last kernels. Average
+# pooling: the padding counted or not, ceil mode, a divisor override, channels-last, and windows
+# that tile the input (stride = kernel: PyTorch's non-overlapping backward, a 7x7 input leaves
+# its last row and column outside every window).
+to_cl = lambda a: a.contiguous(memory_format=torch.channels_last)
+for name, f in [("max_pool2d", lambda a: F.max_pool2d(a, 3, 2, 1)),
+                ("max_pool2d_dilation_ceil", lambda a: F.max_pool2d(a, (3, 2), (1, 2), (1, 0), dilation=2, ceil_mode=True)),
+                ("max_pool2d_channels_last", lambda a: F.max_pool2d(to_cl(a), 3, 2, 1)),
+                ("max_pool2d_channels_last_dilation", lambda a: F.max_pool2d(to_cl(a), (3, 2), (1, 2), (1, 0), dilation=2)),
+                ("max_pool2d_module", lambda a: torch.nn.MaxPool2d(2)(a)),
+                ("avg_pool2d", lambda a: F.avg_pool2d(a, 3, 2, 1)),
+                ("avg_pool2d_exclude_pad", lambda a: F.avg_pool2d(a, 3, 2, 1, count_include_pad=False)),
+                ("avg_pool2d_ceil", lambda a: F.avg_pool2d(a, (3, 2), (2, 3), 1, ceil_mode=True, count_include_pad=False)),
+                ("avg_pool2d_divisor", lambda a: F.avg_pool2d(a, 3, 2, 1, divisor_override=4)),
+                ("avg_pool2d_channels_last", lambda a: F.avg_pool2d(to_cl(a), 3, 2, 1, count_include_pad=False)),
+                ("avg_pool2d_channels_last_ceil", lambda a: F.avg_pool2d(to_cl(a), 3, 2, 1, ceil_mode=True)),
+                ("avg_pool2d_tiled", lambda a: F.avg_pool2d(a, 2)),
+                ("avg_pool2d_tiled_divisor", lambda a: F.avg_pool2d(a, 2, divisor_override=3)),
+                ("avg_pool2d_channels_last_tiled", lambda a: F.avg_pool2d(to_cl(a), (2, 3), divisor_override=5))]:
+    check(name, lambda: f(img.cuda()), lambda: f(img))
+    check(f"{name}_backward", lambda: grad_of("cuda", f, img), lambda: grad_of("cpu", f, img))
+for name, f in [("max_pool2d_indices", lambda a: F.max_pool2d(a, 3, 2, 1, return_indices=True)[1]),
+                ("max_pool2d_channels_last_indices", lambda a: F.max_pool2d(to_cl(a), 3, 2, 1, return_indices=True)[1])]:
+    check(name, lambda: f(img.cuda()), lambda: f(img))
+
 # Dropout: the device draws its own random numbers (cuRAND's Philox, not the CPU's generator), so
 # the check is of the contract: every output is 0 or x / (1 - p), the mask says which, the kept
 # share is near 1 - p, the backward scales the incoming gradient by the same mask, the same seed

@@ -1,7 +1,7 @@
 /* twins.h — what the files of the CPU twins of PyTorch's kernels share: element types and their
  * conversions (dtype.c), the twin record, and the resolvers of the kernels outside the
  * elementwise, reduction and foreach frameworks of twins.c (nn.c: softmax, losses, dropout,
- * indexing, concatenation, normalisation).
+ * indexing, concatenation, normalisation; pool.c: 2-D max and average pooling).
  *
  * Internal to libtorchtwins.so (its version script exports simtw_twin only).
  */
@@ -63,6 +63,8 @@ typedef struct simtw_nn {
 
 /* Fills k when the demangled name dm is one of nn.c's kernels; returns 1, else 0. */
 int simtw_nn_resolve(const char *dm, simtw_nn_t *k);
+/* The same for pool.c's kernels (2-D max and average pooling). */
+int simtw_pool_resolve(const char *dm, simtw_nn_t *k);
 
 /* Philox4x32-10 (Salmon et al., as cuRAND implements it): the 4 words of block ctr under key. */
 void simtw_philox(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
