@@ -308,6 +308,30 @@ for name, f in [("max_pool2d_indices", lambda a: F.max_pool2d(a, 3, 2, 1, return
                 ("max_pool2d_channels_last_indices", lambda a: F.max_pool2d(to_cl(a), 3, 2, 1, return_indices=True)[1])]:
     check(name, lambda: f(img.cuda()), lambda: f(img))
 
+# gather, scatter, scatter_add (each one's backward is another of them), the scalar scatter, and
+# advanced indexing with index tensors: a[i0], a[i0, i1] and index_put_ without accumulation.
+# Repeated indices only where the result does not depend on the order (scatter_add; gather).
+sg_idx = torch.tensor([[4, 0, 2], [2, 1, 3], [0, 0, 4], [1, 4, 4], [3, 2, 0], [0, 1, 2]])
+sg_perm = torch.tensor([[3, 1, 4, 0, 2], [0, 2, 1, 4, 3], [4, 3, 2, 1, 0]])
+i0, i1 = torch.tensor([4, 0, -1]), torch.tensor([1, 3, 3])
+for name, f in [("gather", lambda a: torch.gather(a, 1, sg_idx.to(a.device))),
+                ("gather_dim0", lambda a: torch.gather(a, 0, sg_idx.to(a.device))),
+                ("gather_strided", lambda a: torch.gather(a.t(), 1, sg_idx[:5].to(a.device))),
+                ("gather_3d", lambda a: torch.gather(a.reshape(2, 3, 5), 2, sg_idx.reshape(2, 3, 3).to(a.device))),
+                ("scatter", lambda a: torch.zeros(3, 5, device=a.device).scatter(1, sg_perm.to(a.device), a[:3])),
+                ("scatter_dim0", lambda a: a.clone().scatter(0, sg_idx[:2].to(a.device), a[4:, :3] * 3)),
+                ("scatter_add", lambda a: torch.zeros(6, 5, device=a.device).scatter_add(1, sg_idx.to(a.device), a[:, :3])),
+                ("scatter_add_dim0", lambda a: a.clone().scatter_add(0, (sg_idx % 5).to(a.device), a[:, 2:])),
+                ("index_tensor", lambda a: a[i0.to(a.device)] * 1.0),
+                ("index_tensor2", lambda a: a[i0.to(a.device), i1.to(a.device)] * 1.0),
+                ("index_put", lambda a: a.clone().index_put_((i0.to(a.device),), a[1:4] * 2)),
+                ("index_put2", lambda a: a.clone().index_put_((i0.to(a.device), i1.to(a.device)), a[0, :3] - 1))]:
+    check(name, lambda: f(x.cuda()), lambda: f(x))
+    if not name.startswith("index_tensor"):  # the backward of a[i] accumulates (a sort on the GPU: no twin)
+        check(f"{name}_backward", lambda: grad_of("cuda", f, x), lambda: grad_of("cpu", f, x))
+check("scatter_scalar", lambda: x.cuda().scatter_(1, sg_idx.cuda(), 2.5), lambda: x.clone().scatter_(1, sg_idx, 2.5))
+check("gather_long", lambda: torch.gather((x * 10).long().cuda(), 1, sg_idx.cuda()), lambda: torch.gather((x * 10).long(), 1, sg_idx))
+
 # Dropout: the device draws its own random numbers (cuRAND's Philox, not the CPU's generator), so
 # the check is of the contract: every output is 0 or x / (1 - p), the mask says which, the kept
 # share is near 1 - p, the backward scales the incoming gradient by the same mask, the same seed

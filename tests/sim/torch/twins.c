@@ -319,6 +319,10 @@ static uint64_t oc_get(const char *oc, int n, int arg, uint32_t idx) {
   return off;
 }
 
+uint64_t simtw_oc_get(const char *oc, int n, int arg, uint32_t idx) { return oc_get(oc, n, arg, idx); }
+
+size_t simtw_oc_size(int n) { return oc_size(n); }
+
 /* ---- frameworks ---- */
 
 enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN };
@@ -891,7 +895,7 @@ static twin_t *resolve(const char *name) {
     t.fw = FW_ARANGE; /* the int64 instantiation (the fourth type of the dispatch) */
     t.out_dt = DT_I64;
     t.op = &OPS[0];
-  } else if (simtw_nn_resolve(dm, &t.nn) || simtw_pool_resolve(dm, &t.nn)) {
+  } else if (simtw_nn_resolve(dm, &t.nn) || simtw_pool_resolve(dm, &t.nn) || simtw_scatter_resolve(dm, &t.nn)) {
     t.fw = FW_NN;
     t.op = &OPS[0];
   } else {

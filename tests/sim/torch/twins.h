@@ -65,6 +65,13 @@ typedef struct simtw_nn {
 int simtw_nn_resolve(const char *dm, simtw_nn_t *k);
 /* The same for pool.c's kernels (2-D max and average pooling). */
 int simtw_pool_resolve(const char *dm, simtw_nn_t *k);
+/* The same for scatter.c's kernels (gather, scatter, scatter_add). */
+int simtw_scatter_resolve(const char *dm, simtw_nn_t *k);
+
+/* OffsetCalculator<n, uint32_t> at oc (twins.c): the byte offset of linear element idx in tensor
+ * arg (of n), and the calculator's size in bytes. */
+uint64_t simtw_oc_get(const char *oc, int n, int arg, uint32_t idx);
+size_t simtw_oc_size(int n);
 
 /* Philox4x32-10 (Salmon et al., as cuRAND implements it): the 4 words of block ctr under key. */
 void simtw_philox(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
