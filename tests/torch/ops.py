@@ -5,7 +5,9 @@ float32, float16, bfloat16, int64, int32 and bool, elementwise arithmetic and ac
 comparisons, reductions with max/min/argmax, softmax, log_softmax, cross-entropy and nll_loss,
 torch.cat, index_select and embeddings, layer norm, masked_fill, triu/tril, matmul, nn.Linear,
 conv2d (strides, padding, dilation, groups, channels-last), batch norm in training and eval mode,
-adaptive average pooling to 1x1, SGD with momentum and Adam with PyTorch's foreach kernels),
+adaptive average pooling to 1x1, 2-D max pooling (with indices) and average pooling (NCHW and
+channels-last), gather, scatter, scatter_add, indexing with index tensors and index_put_, SGD
+with momentum and Adam with PyTorch's foreach kernels),
 forward and, where it has one,
 backward, is computed on the device and on the CPU from the same inputs; the results must agree
 within float32 tolerance (the GPU kernels' order of summation and fused multiply-adds differ from
@@ -329,6 +331,8 @@ for name, f in [("gather", lambda a: torch.gather(a, 1, sg_idx.to(a.device))),
     check(name, lambda: f(x.cuda()), lambda: f(x))
     if not name.startswith("index_tensor"):  # the backward of a[i] accumulates (a sort on the GPU: no twin)
         check(f"{name}_backward", lambda: grad_of("cuda", f, x), lambda: grad_of("cpu", f, x))
+for name, f in [("max_dim", lambda a: a.max(-1)[0]), ("min_dim0", lambda a: a.min(0)[0])]:
+    check(f"{name}_backward", lambda: grad_of("cuda", f, x), lambda: grad_of("cpu", f, x))  # a scatter of the gradient
 check("scatter_scalar", lambda: x.cuda().scatter_(1, sg_idx.cuda(), 2.5), lambda: x.clone().scatter_(1, sg_idx, 2.5))
 check("gather_long", lambda: torch.gather((x * 10).long().cuda(), 1, sg_idx.cuda()), lambda: torch.gather((x * 10).long(), 1, sg_idx))
 
