@@ -79,7 +79,7 @@ static void run_maxpool_fw_nchw(const simtw_nn_t *k, dim3 grid, dim3 block, void
   (void)grid, (void)block;
   int64_t n = arg_idx(args, 0, k->p[0]);
   const float *in = ARG(const float *, 1);
-  int64_t channels = ARG(int64_t, 2), height = ARG(int64_t, 3), width = ARG(int64_t, 4);
+  int64_t height = ARG(int64_t, 3), width = ARG(int64_t, 4); /* channels (2) is not needed */
   int pooled_h = ARG(int, 5), pooled_w = ARG(int, 6);
   win_t g = win_read(args, 7, 1);
   float *out = ARG(float *, 15);
@@ -91,7 +91,6 @@ static void run_maxpool_fw_nchw(const simtw_nn_t *k, dim3 grid, dim3 block, void
     while (hstart < 0) hstart += g.dh;
     while (wstart < 0) wstart += g.dw;
     int64_t idx = (int64_t)hstart * width + wstart;
-    (void)channels;
     out[i] = max_window(in + plane * height * width, width, 1, height, width, &g, oh, ow, &idx);
     mask[i] = idx;
   }

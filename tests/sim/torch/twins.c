@@ -36,7 +36,7 @@
  * reductions add in index order, which differs from a GPU's tree order by float rounding only.
  * Arithmetic has twins for float32 only; copies, casts, fills, comparisons, where and
  * masked_fill for every element type of dtype.c. The kernels outside these frameworks are in
- * nn.c and pool.c.
+ * nn.c, pool.c and scatter.c.
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
