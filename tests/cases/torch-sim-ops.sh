@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # torch-sim-ops.sh — real PyTorch (the PyPI CUDA wheel) on the simulator: every covered
 # operation (creation, copies and casts, elementwise arithmetic and activations, comparisons,
-# reductions, softmax, cross-entropy, cat, indexing, layer norm, matmul, nn.Linear, conv2d, batch
-# norm, adaptive average pooling, SGD and Adam;
+# reductions, softmax, cross-entropy, cat, index_select and embeddings, layer norm, matmul,
+# nn.Linear, conv2d, batch norm, adaptive average pooling, 2-D max and average pooling (NCHW and
+# channels-last, max pooling's indices), gather, scatter, scatter_add, indexing with index tensors
+# and index_put_, SGD and Adam;
 # forward and backward) equals the CPU's within float32 tolerance, dropout keeps its contract and
 # Philox its known answers (tests/torch/ops.py), and a kernel without a CPU twin (cumsum's) fails,
 # named by the simulator on stderr. Then the same script with libautograph preloaded prints the

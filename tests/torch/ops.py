@@ -5,7 +5,9 @@ float32, float16, bfloat16, int64, int32 and bool, elementwise arithmetic and ac
 comparisons, reductions with max/min/argmax, softmax, log_softmax, cross-entropy and nll_loss,
 torch.cat, index_select and embeddings, layer norm, masked_fill, triu/tril, matmul, nn.Linear,
 conv2d (strides, padding, dilation, groups, channels-last), batch norm in training and eval mode,
-adaptive average pooling to 1x1, SGD with momentum and Adam with PyTorch's foreach kernels),
+adaptive average pooling to 1x1, 2-D max pooling (with indices) and average pooling (NCHW and
+channels-last), gather, scatter, scatter_add, indexing with index tensors and index_put_, SGD
+with momentum and Adam with PyTorch's foreach kernels),
 forward and, where it has one,
 backward, is computed on the device and on the CPU from the same inputs; the results must agree
 within float32 tolerance (the GPU kernels' order of summation and fused multiply-adds differ from
@@ -281,6 +283,58 @@ f = lambda a, w_, b_: F.batch_norm(a, rm_e.to(a.device), rv_e.to(a.device), w_, 
 check("batch_norm_eval", lambda: f(img.cuda(), bn_w.cuda(), bn_b.cuda()), lambda: f(img, bn_w, bn_b))
 f = lambda a: F.adaptive_avg_pool2d(a, 1)
 check("adaptive_avg_pool2d_1_backward", lambda: grad_of("cuda", f, img), lambda: grad_of("cpu", f, img))
+
+# Pooling. Max pooling: ResNet's stem (3x3, stride 2, padding 1), its indices (the backward
+# routes each gradient by them), dilation with ceil mode, and the channels-last kernels. Average
+# pooling: the padding counted or not, ceil mode, a divisor override, channels-last, and windows
+# that tile the input (stride = kernel: PyTorch's non-overlapping backward, a 7x7 input leaves
+# its last row and column outside every window).
+to_cl = lambda a: a.contiguous(memory_format=torch.channels_last)
+for name, f in [("max_pool2d", lambda a: F.max_pool2d(a, 3, 2, 1)),
+                ("max_pool2d_dilation_ceil", lambda a: F.max_pool2d(a, (3, 2), (1, 2), (1, 0), dilation=2, ceil_mode=True)),
+                ("max_pool2d_channels_last", lambda a: F.max_pool2d(to_cl(a), 3, 2, 1)),
+                ("max_pool2d_channels_last_dilation", lambda a: F.max_pool2d(to_cl(a), (3, 2), (1, 2), (1, 0), dilation=2)),
+                ("max_pool2d_module", lambda a: torch.nn.MaxPool2d(2)(a)),
+                ("avg_pool2d", lambda a: F.avg_pool2d(a, 3, 2, 1)),
+                ("avg_pool2d_exclude_pad", lambda a: F.avg_pool2d(a, 3, 2, 1, count_include_pad=False)),
+                ("avg_pool2d_ceil", lambda a: F.avg_pool2d(a, (3, 2), (2, 3), 1, ceil_mode=True, count_include_pad=False)),
+                ("avg_pool2d_divisor", lambda a: F.avg_pool2d(a, 3, 2, 1, divisor_override=4)),
+                ("avg_pool2d_channels_last", lambda a: F.avg_pool2d(to_cl(a), 3, 2, 1, count_include_pad=False)),
+                ("avg_pool2d_channels_last_ceil", lambda a: F.avg_pool2d(to_cl(a), 3, 2, 1, ceil_mode=True)),
+                ("avg_pool2d_tiled", lambda a: F.avg_pool2d(a, 2)),
+                ("avg_pool2d_tiled_divisor", lambda a: F.avg_pool2d(a, 2, divisor_override=3)),
+                ("avg_pool2d_channels_last_tiled", lambda a: F.avg_pool2d(to_cl(a), (2, 3), divisor_override=5))]:
+    check(name, lambda: f(img.cuda()), lambda: f(img))
+    check(f"{name}_backward", lambda: grad_of("cuda", f, img), lambda: grad_of("cpu", f, img))
+for name, f in [("max_pool2d_indices", lambda a: F.max_pool2d(a, 3, 2, 1, return_indices=True)[1]),
+                ("max_pool2d_channels_last_indices", lambda a: F.max_pool2d(to_cl(a), 3, 2, 1, return_indices=True)[1])]:
+    check(name, lambda: f(img.cuda()), lambda: f(img))
+
+# gather, scatter, scatter_add (each one's backward is another of them), the scalar scatter, and
+# advanced indexing with index tensors: a[i0], a[i0, i1] and index_put_ without accumulation.
+# Repeated indices only where the result does not depend on the order (scatter_add; gather).
+sg_idx = torch.tensor([[4, 0, 2], [2, 1, 3], [0, 0, 4], [1, 4, 4], [3, 2, 0], [0, 1, 2]])
+sg_perm = torch.tensor([[3, 1, 4, 0, 2], [0, 2, 1, 4, 3], [4, 3, 2, 1, 0]])
+i0, i1 = torch.tensor([4, 0, -1]), torch.tensor([1, 3, 3])
+for name, f in [("gather", lambda a: torch.gather(a, 1, sg_idx.to(a.device))),
+                ("gather_dim0", lambda a: torch.gather(a, 0, sg_idx.to(a.device))),
+                ("gather_strided", lambda a: torch.gather(a.t(), 1, sg_idx[:5].to(a.device))),
+                ("gather_3d", lambda a: torch.gather(a.reshape(2, 3, 5), 2, sg_idx.reshape(2, 3, 3).to(a.device))),
+                ("scatter", lambda a: torch.zeros(3, 5, device=a.device).scatter(1, sg_perm.to(a.device), a[:3])),
+                ("scatter_dim0", lambda a: a.clone().scatter(0, sg_idx[:2].to(a.device), a[4:, :3] * 3)),
+                ("scatter_add", lambda a: torch.zeros(6, 5, device=a.device).scatter_add(1, sg_idx.to(a.device), a[:, :3])),
+                ("scatter_add_dim0", lambda a: a.clone().scatter_add(0, (sg_idx % 5).to(a.device), a[:, 2:])),
+                ("index_tensor", lambda a: a[i0.to(a.device)] * 1.0),
+                ("index_tensor2", lambda a: a[i0.to(a.device), i1.to(a.device)] * 1.0),
+                ("index_put", lambda a: a.clone().index_put_((i0.to(a.device),), a[1:4] * 2)),
+                ("index_put2", lambda a: a.clone().index_put_((i0.to(a.device), i1.to(a.device)), a[0, :3] - 1))]:
+    check(name, lambda: f(x.cuda()), lambda: f(x))
+    if not name.startswith("index_tensor"):  # the backward of a[i] accumulates (a sort on the GPU: no twin)
+        check(f"{name}_backward", lambda: grad_of("cuda", f, x), lambda: grad_of("cpu", f, x))
+for name, f in [("max_dim", lambda a: a.max(-1)[0]), ("min_dim0", lambda a: a.min(0)[0])]:
+    check(f"{name}_backward", lambda: grad_of("cuda", f, x), lambda: grad_of("cpu", f, x))  # a scatter of the gradient
+check("scatter_scalar", lambda: x.cuda().scatter_(1, sg_idx.cuda(), 2.5), lambda: x.clone().scatter_(1, sg_idx, 2.5))
+check("gather_long", lambda: torch.gather((x * 10).long().cuda(), 1, sg_idx.cuda()), lambda: torch.gather((x * 10).long(), 1, sg_idx))
 
 # Dropout: the device draws its own random numbers (cuRAND's Philox, not the CPU's generator), so
 # the check is of the contract: every output is 0 or x / (1 - p), the mask says which, the kept

@@ -36,7 +36,7 @@
  * reductions add in index order, which differs from a GPU's tree order by float rounding only.
  * Arithmetic has twins for float32 only; copies, casts, fills, comparisons, where and
  * masked_fill for every element type of dtype.c. The kernels outside these frameworks are in
- * nn.c.
+ * nn.c, pool.c and scatter.c.
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -318,6 +318,10 @@ static uint64_t oc_get(const char *oc, int n, int arg, uint32_t idx) {
   }
   return off;
 }
+
+uint64_t simtw_oc_get(const char *oc, int n, int arg, uint32_t idx) { return oc_get(oc, n, arg, idx); }
+
+size_t simtw_oc_size(int n) { return oc_size(n); }
 
 /* ---- frameworks ---- */
 
@@ -891,7 +895,7 @@ static twin_t *resolve(const char *name) {
     t.fw = FW_ARANGE; /* the int64 instantiation (the fourth type of the dispatch) */
     t.out_dt = DT_I64;
     t.op = &OPS[0];
-  } else if (simtw_nn_resolve(dm, &t.nn)) {
+  } else if (simtw_nn_resolve(dm, &t.nn) || simtw_pool_resolve(dm, &t.nn) || simtw_scatter_resolve(dm, &t.nn)) {
     t.fw = FW_NN;
     t.op = &OPS[0];
   } else {

@@ -1,7 +1,8 @@
 /* twins.h — what the files of the CPU twins of PyTorch's kernels share: element types and their
  * conversions (dtype.c), the twin record, and the resolvers of the kernels outside the
  * elementwise, reduction and foreach frameworks of twins.c (nn.c: softmax, losses, dropout,
- * indexing, concatenation, normalisation).
+ * indexing, concatenation, normalisation; pool.c: 2-D max and average pooling; scatter.c:
+ * scatter, gather and advanced indexing), and the OffsetCalculator reader they share.
  *
  * Internal to libtorchtwins.so (its version script exports simtw_twin only).
  */
@@ -63,6 +64,15 @@ typedef struct simtw_nn {
 
 /* Fills k when the demangled name dm is one of nn.c's kernels; returns 1, else 0. */
 int simtw_nn_resolve(const char *dm, simtw_nn_t *k);
+/* The same for pool.c's kernels (2-D max and average pooling). */
+int simtw_pool_resolve(const char *dm, simtw_nn_t *k);
+/* The same for scatter.c's kernels (gather, scatter, scatter_add). */
+int simtw_scatter_resolve(const char *dm, simtw_nn_t *k);
+
+/* OffsetCalculator<n, uint32_t> at oc (twins.c): the byte offset of linear element idx in tensor
+ * arg (of n), and the calculator's size in bytes. */
+uint64_t simtw_oc_get(const char *oc, int n, int arg, uint32_t idx);
+size_t simtw_oc_size(int n);
 
 /* Philox4x32-10 (Salmon et al., as cuRAND implements it): the 4 words of block ctr under key. */
 void simtw_philox(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
