@@ -27,6 +27,19 @@ static int64_t arg_idx(void **args, int i, int size) {
 }
 
 static int imin(int a, int b) { return a <= b ? a : b; }
+
+/* Element i of a (batch, channels, height, width) tensor laid out NCHW or, when `nhwc`,
+ * channels-last: its four coordinates. */
+static void split4(int64_t i, int nhwc, int64_t channels, int64_t height, int64_t width,
+                   int64_t *b, int64_t *c, int64_t *h, int64_t *w) {
+  if (nhwc) {
+    *c = i % channels, *w = i / channels % width, *h = i / channels / width % height;
+    *b = i / channels / width / height;
+  } else {
+    *w = i % width, *h = i / width % height, *c = i / width / height % channels;
+    *b = i / width / height / channels;
+  }
+}
 static int imax(int a, int b) { return a >= b ? a : b; }
 
 /* The window geometry of one pooling launch. */
@@ -248,17 +261,7 @@ static void run_avgpool_fw(const simtw_nn_t *k, dim3 grid, dim3 block, void **ar
   int override = ARG(int, 14), include_pad = ARG(unsigned char, 15) != 0, use_div = ARG(unsigned char, 16) != 0;
   for (int i = 0; i < n; i++) {
     int64_t c, ow, oh, b;
-    if (nhwc) {
-      c = i % channels;
-      ow = i / channels % pooled_w;
-      oh = i / channels / pooled_w % pooled_h;
-      b = i / channels / pooled_w / pooled_h;
-    } else {
-      ow = i % pooled_w;
-      oh = i / pooled_w % pooled_h;
-      c = i / pooled_w / pooled_h % channels;
-      b = i / pooled_w / pooled_h / channels;
-    }
+    split4(i, nhwc, channels, pooled_h, pooled_w, &b, &c, &oh, &ow);
     int h0, h1, w0, w1, ps;
     avg_window(&g, (int)height, (int)width, (int)oh, (int)ow, &h0, &h1, &w0, &w1, &ps);
     float sum = 0.0f;
@@ -289,17 +292,7 @@ static void run_avgpool_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **ar
   int override = ARG(int, 14), include_pad = ARG(unsigned char, 15) != 0, use_div = ARG(unsigned char, 16) != 0;
   for (int64_t i = 0; i < n; i++) {
     int64_t c, w, h, b;
-    if (nhwc) {
-      c = i % channels;
-      w = i / channels % width;
-      h = i / channels / width % height;
-      b = i / channels / width / height;
-    } else {
-      w = i % width;
-      h = i / width % height;
-      c = i / width / height % channels;
-      b = i / width / height / channels;
-    }
+    split4(i, nhwc, channels, height, width, &b, &c, &h, &w);
     int hp = (int)h + g.ph, wp = (int)w + g.pw;
     int phs = hp < g.kh ? 0 : (hp - g.kh) / g.sh + 1, phe = imin(hp / g.sh + 1, (int)pooled_h);
     int pws = wp < g.kw ? 0 : (wp - g.kw) / g.sw + 1, pwe = imin(wp / g.sw + 1, (int)pooled_w);
@@ -333,17 +326,7 @@ static void run_avgpool_bw_nonoverlap(const simtw_nn_t *k, dim3 grid, dim3 block
   int override = ARG(int, 10), use_div = ARG(unsigned char, 11) != 0, nhwc = ARG(unsigned char, 12) != 0;
   for (int64_t i = 0; i < n; i++) {
     int64_t c, w, h, b;
-    if (nhwc) {
-      c = i % channels;
-      w = i / channels % width;
-      h = i / channels / width % height;
-      b = i / channels / width / height;
-    } else {
-      w = i % width;
-      h = i / width % height;
-      c = i / width / height % channels;
-      b = i / width / height / channels;
-    }
+    split4(i, nhwc, channels, height, width, &b, &c, &h, &w);
     int64_t oh = h / kh, ow = w / kw;
     if (oh >= pooled_h || ow >= pooled_w) {
       bottom[i] = 0.0f;
