@@ -94,12 +94,14 @@ void ag__dump_shape(uint64_t h, const ag_kinfo_t *k, const ag_launch_t *l, int p
   nshapes++;
 }
 
+/* One pseudo-sequence per denied kernel, block and shared memory size: the grid is no more part
+ * of it than of a launch's structure (src/engine.c), so a denied kernel whose grid follows the
+ * data is one entry, not one per grid; the entry shows the grid of its first launch. */
 void ag__dump_denied(const ag_kinfo_t *k, const ag_launch_t *l, int path, const char *lib_call) {
   denied_t *d;
   uint64_t h = ag__mix64(k->id ^ 0xd0d0d0d000000000ull ^ ((uint64_t)l->shmem << 32));
-  h = ag__mix64(h ^ l->grid[0] ^ ((uint64_t)l->grid[1] << 32));
-  h = ag__mix64(h ^ l->grid[2] ^ ((uint64_t)l->block[0] << 32));
-  h = ag__mix64(h ^ l->block[1] ^ ((uint64_t)l->block[2] << 32));
+  h = ag__mix64(h ^ l->block[0] ^ ((uint64_t)l->block[1] << 32));
+  h = ag__mix64(h ^ l->block[2]);
   HASH_FIND(hh, denieds, &h, sizeof h, d);
   if (!d) {
     if (nshapes >= AG_DUMP_MAX_SHAPES || !(d = calloc(1, sizeof *d))) return;

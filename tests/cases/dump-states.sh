@@ -2,7 +2,9 @@
 # dump-states.sh — the states and reasons a dump reports, each in the run that produces it.
 #  - denied: e-long-loop with AUTOGRAPH_DENY=el_step: el_step appears as a "denied" sequence
 #    (negative id, length 1) seen 500 times, reason naming AUTOGRAPH_DENY; e-nccl: the NCCL
-#    kernel is "denied" with a reason naming NCCL, seen 12 times;
+#    kernel is "denied" with a reason naming NCCL, seen 12 times; e-steps grids with
+#    AUTOGRAPH_DENY=es_grid (40 launches a step, blocks from a table, grids changing every
+#    step): one denied entry per block size, not per grid, together seen 40 times a step;
 #  - demoted: e-long-loop with every cuGraphLaunch failing (SIM_FAIL): the sequence is
 #    "demoted" with the CUDA error as its reason, nothing replayed;
 #  - cudnn: cudnn-net: kernels launched inside cuDNN calls have path "cudnn" and name the call,
@@ -35,6 +37,15 @@ AUTOGRAPH_DUMP=$d AG_EXPECT_REPLAY=1 ag_rerun e-nccl dump -- launch
 dump_check "$d" "states['denied'] == 1" \
   "[s['seen'] for s in seqs if s['state'] == 'denied'] == [12]" \
   "all('NCCL' in s['reason'] and s['kernels'][0]['name'].startswith('ncclDevKernel') for s in seqs if s['state'] == 'denied')"
+report_denied "$d"
+
+ag_compare_prog e-steps grids 6 -- launch sync copy
+d=$AG_TMP/grids.json
+AUTOGRAPH_DUMP=$d AUTOGRAPH_DENY=es_grid ag_rerun e-steps deny grids 6 -- launch sync copy
+# The distinct block sizes of a step (warps_of in tests/progs/e-steps.cu).
+nblocks=$(python3 -c 'print(len({1 + (j * 7 + j // 13) % 32 for j in range(40)}))')
+dump_check "$d" "states['denied'] == $nblocks" \
+  "sum(s['seen'] for s in seqs if s['state'] == 'denied') == 6 * 40"
 report_denied "$d"
 
 ag_compare_prog cudnn-net
