@@ -99,9 +99,7 @@ void ag__dump_shape(uint64_t h, const ag_kinfo_t *k, const ag_launch_t *l, int p
  * data is one entry, not one per grid; the entry shows the grid of its first launch. */
 void ag__dump_denied(const ag_kinfo_t *k, const ag_launch_t *l, int path, const char *lib_call) {
   denied_t *d;
-  uint64_t h = ag__mix64(k->id ^ 0xd0d0d0d000000000ull ^ ((uint64_t)l->shmem << 32));
-  h = ag__mix64(h ^ l->block[0] ^ ((uint64_t)l->block[1] << 32));
-  h = ag__mix64(h ^ l->block[2]);
+  uint64_t h = ag__shape_hash(k->id ^ 0xd0d0d0d000000000ull, l->block, l->shmem);
   HASH_FIND(hh, denieds, &h, sizeof h, d);
   if (!d) {
     if (nshapes >= AG_DUMP_MAX_SHAPES || !(d = calloc(1, sizeof *d))) return;

@@ -635,14 +635,11 @@ static inline uint64_t struct_hash(ag_kinfo_t *k, const ag_launch_t *l, int any)
    * number of elements, of unique indices) is the same entry of its sequence with any grid, and
    * a replay updates its node's grid like an argument (src/graph.c): with the grid in the hash,
    * every sequence around such a kernel changed whenever the data did, and never repeated. */
-  h = ag__mix64(k->id ^ ((uint64_t)l->shmem << 32));
-  h = ag__mix64(h ^ l->block[0] ^ ((uint64_t)l->block[1] << 32));
-  h = ag__mix64(h ^ l->block[2]);
+  h = ag__shape_hash(k->id, l->block, l->shmem);
   k->shape[0] = l->block[0], k->shape[1] = l->block[1], k->shape[2] = l->block[2];
   k->shape[3] = l->shmem;
   k->shape_hash = h, k->shape_known = 1;
-  ag__obs_shape(h, k, l, ag__tls.lib ? AG_PATH_CUDNN : l->path,
-                ag__tls.lib ? ag__tls.lib_call : NULL);
+  ag__obs_shape(h, k, l);
   /* Launch attributes (src/launch-attrs.h): a launch with others is another entry. */
   return AG_UNLIKELY(any) ? ag__lattr_hash(h, l) : h;
 }
@@ -883,8 +880,7 @@ static int __attribute__((noinline)) step_unusual(const ag_launch_t *l, void *st
   }
   if (S->holding) ag__obs_cause_fallback(reason - 1);
   cut(S);
-  ag__obs_fallback(reason - 1, k, l, ag__tls.lib ? AG_PATH_CUDNN : l->path,
-                   ag__tls.lib ? ag__tls.lib_call : NULL);
+  ag__obs_fallback(reason - 1, k, l);
   return 1;
 }
 
@@ -1049,7 +1045,7 @@ static void start_helper(void) {
 int ag__launch(const ag_launch_t *l) {
   void *stream, *ctx;
   ag_kinfo_t *k;
-  int sample, path, st = 0, r;
+  int sample, st = 0, r;
   uint32_t gen = 0;
   if (ag__tls.quiet) return l->submit(l); /* nested: the outer launch was recorded */
   /* A cuDNN call held for fusion (src/fuse-dnn.h) runs before any later launch. */
@@ -1063,8 +1059,7 @@ int ag__launch(const ag_launch_t *l) {
   if (!stream) stream = l->per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
   engine_lock();
   /* Every counter of the launch path is written under the lock: no atomics per launch. */
-  path = AG_UNLIKELY(ag__tls.lib) ? AG_PATH_CUDNN : l->path;
-  ag__obs_launch(l->call, path);
+  ag__obs_launch(l);
   if (AG_UNLIKELY(!E.live)) {
     if (E.off || !ag__real_ready() || (!E.tab && engine_setup() != 0)) goto pass;
     __atomic_store_n(&E.live, 1, __ATOMIC_RELEASE); /* after the driver table: see ag__op */

@@ -41,13 +41,24 @@
 
 /* ---- calls and launches ----------------------------------------------------------------------- */
 
-/* A launch arrived from entry point `call` through `path` (enum ag_path: cuDNN's when made
- * inside a cuDNN call). The runtime's count is launches less the others' (stats.c): one store
- * fewer per launch. */
-static inline void ag__obs_launch(ag_call_t *call, int path) {
+/* The path a launch came through (enum ag_path): cuDNN's when made inside a cuDNN call, whose
+ * name is then *lib_call (else NULL). */
+static inline int ag__obs_path(const ag_launch_t *l, const char **lib_call) {
+  if (AG_UNLIKELY(ag__tls.lib)) {
+    if (lib_call) *lib_call = ag__tls.lib_call;
+    return AG_PATH_CUDNN;
+  }
+  if (lib_call) *lib_call = NULL;
+  return l->path;
+}
+
+/* A launch arrived, from its entry point l->call. The runtime's count is launches less the
+ * others' (stats.c): one store fewer per launch. */
+static inline void ag__obs_launch(const ag_launch_t *l) {
+  int path = ag__obs_path(l, NULL);
   OBS_INC(ag__stats.launches, 1);
   if (AG_UNLIKELY(path != AG_PATH_RUNTIME)) OBS_INC(ag__stats.by_path[path], 1);
-  OBS_INC(call->count, 1);
+  OBS_INC(l->call->count, 1);
 }
 
 /* One launch was passed through as it came. */
@@ -66,17 +77,23 @@ static inline void ag__obs_call(ag_call_t *call, int family, int ordering) {
 
 /* A kernel's structure (hash h) was seen with a new block or shared memory size: the dump keeps
  * each shape a kernel was launched with. */
-static inline void ag__obs_shape(uint64_t h, const ag_kinfo_t *k, const ag_launch_t *l, int path,
-                                 const char *lib_call) {
-  if (AG_UNLIKELY(ag__dump_armed)) ag__dump_shape(h, k, l, path, lib_call);
+static inline void ag__obs_shape(uint64_t h, const ag_kinfo_t *k, const ag_launch_t *l) {
+  if (AG_UNLIKELY(ag__dump_armed)) {
+    const char *lib_call;
+    int path = ag__obs_path(l, &lib_call);
+    ag__dump_shape(h, k, l, path, lib_call);
+  }
 }
 
 /* A launch cannot be held for fallback reason `fb` (enum ag_fallback) and was passed through;
  * a denied kernel's launch is kept by the dump. */
-static inline void ag__obs_fallback(int fb, const ag_kinfo_t *k, const ag_launch_t *l, int path,
-                                    const char *lib_call) {
+static inline void ag__obs_fallback(int fb, const ag_kinfo_t *k, const ag_launch_t *l) {
   OBS_INC(ag__stats.fallbacks[fb], 1);
-  if (AG_UNLIKELY(ag__dump_armed) && fb == AG_FB_DENIED) ag__dump_denied(k, l, path, lib_call);
+  if (AG_UNLIKELY(ag__dump_armed) && fb == AG_FB_DENIED) {
+    const char *lib_call;
+    int path = ag__obs_path(l, &lib_call);
+    ag__dump_denied(k, l, path, lib_call);
+  }
 }
 
 /* A launch was passed through because the program is capturing somewhere (`on_capture`: on a

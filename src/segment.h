@@ -45,6 +45,15 @@ static inline uint64_t ag__mix64(uint64_t z) {
 
 static inline uint64_t ag__rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
+/* The structural hash of a launch of the kernel whose record number is `id`, with `block` and
+ * `shmem`: what the segmenter sees (src/engine.c adds launch attributes to it). Not the grid: a
+ * replay updates a node's grid like an argument. */
+static inline uint64_t ag__shape_hash(uint64_t id, const unsigned block[3], unsigned shmem) {
+  uint64_t h = ag__mix64(id ^ ((uint64_t)shmem << 32));
+  h = ag__mix64(h ^ block[0] ^ ((uint64_t)block[1] << 32));
+  return ag__mix64(h ^ block[2]);
+}
+
 /* Adds one launch; returns 1 when the sequence ends after it (the segmenter is then reset and
  * *done_hash holds the finished sequence's content hash), else 0.
  *
