@@ -29,6 +29,8 @@ typedef enum ag_option {
   AG_OPT_TRACE,   /* AUTOGRAPH_TRACE: path of the Chrome trace (src/trace.h), else unset */
   AG_OPT_TRACE_MAX_EVENTS, /* AUTOGRAPH_TRACE_MAX_EVENTS: events recorded at most */
   AG_OPT_HOLD_US, /* AUTOGRAPH_HOLD_US: longest a hold outlives its thread's last call, 0: never hold */
+  AG_OPT_CHUNK_US, /* AUTOGRAPH_CHUNK_US: most host time a held launch waits for its chunk's
+                    * graph launch, 0: a sequence is one graph launched at its end */
   AG_OPT_COUNT_
 } ag_option_t;
 
@@ -49,6 +51,7 @@ typedef struct ag_config {
   char trace_path[4096];   /* AUTOGRAPH_TRACE, else empty */
   int trace_max_events;    /* >= 1 */
   int hold_us;             /* microseconds, 0..1000000; 0: nothing is ever held */
+  int chunk_us;            /* microseconds, 0..1000000; 0: whole sequences */
 } ag_config_t;
 
 /* AUTOGRAPH_FUSE. Each level includes the ones before it.

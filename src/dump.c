@@ -156,7 +156,7 @@ void ag__dump_seq_freed(const ag_seq_t *s) {
 
 typedef struct snap_seq {
   int64_t id;
-  uint64_t hash, seen, replays;
+  uint64_t hash, seen, replays, replayed;
   int n;
   const char *state;
   char reason[128]; /* empty: null */
@@ -229,7 +229,7 @@ static void fill_seq(snap_seq_t *o, const ag_seq_t *s, double launch_ns) {
   rec_t *r;
   HASH_FIND(hh, recs, &s, sizeof s, r);
   o->id = s->id, o->hash = s->key.hash, o->n = s->n;
-  o->seen = s->count, o->replays = s->replays;
+  o->seen = s->count, o->replays = s->replays, o->replayed = s->replayed;
   o->state = state_of(s, r);
   if (s->state == AG_SEQ_DEMOTED && r && r->reason[0])
     snprintf(o->reason, sizeof o->reason, "%s", r->reason);
@@ -261,7 +261,7 @@ static void fill_seq(snap_seq_t *o, const ag_seq_t *s, double launch_ns) {
 
 static void fill_denied(snap_seq_t *o, const denied_t *d) {
   o->id = d->id, o->hash = d->sh.h, o->n = 1;
-  o->seen = d->seen, o->replays = 0;
+  o->seen = d->seen, o->replays = 0, o->replayed = 0;
   o->state = "denied";
   snprintf(o->reason, sizeof o->reason, "%s",
            d->nccl ? "NCCL kernel: its progress depends on other ranks"
@@ -479,7 +479,7 @@ static size_t format(const snap_t *sn, char *buf, size_t size) {
     ag__json_key(&j, "length"), ag__json_u64(&j, (uint64_t)q->n);
     ag__json_key(&j, "seen"), ag__json_u64(&j, q->seen);
     ag__json_key(&j, "replays"), ag__json_u64(&j, q->replays);
-    ag__json_key(&j, "launches_replayed"), ag__json_u64(&j, q->replays * (uint64_t)q->n);
+    ag__json_key(&j, "launches_replayed"), ag__json_u64(&j, q->replayed);
     ag__json_key(&j, "state"), ag__json_str(&j, q->state);
     ag__json_key(&j, "reason");
     if (q->reason[0])

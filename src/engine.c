@@ -9,7 +9,9 @@
  *     AUTOGRAPH_REPEATS times, its arguments are copied by the kernel's layout and success is
  *     returned (the same structure already launched successfully in pass-through);
  *   - replay: when the held launches complete a known sequence, its graph is built (first time)
- *     or updated, and launched on the stream.
+ *     or updated, and launched on the stream. A sequence's graph is cut into chunks by the
+ *     host's pace (AUTOGRAPH_CHUNK_US, src/segment.h): each chunk is launched as soon as its
+ *     last launch is held, so the GPU never waits for the host to issue a whole sequence.
  * Stream operations (memsets, copies, event records and waits) enter sequences the same way,
  * through ag__op, and become graph nodes (issue 12, §4). Several streams hold at once. A
  * stream's held launches are submitted as ordinary launches, in order, before anything that can
@@ -18,9 +20,9 @@
  * streams), a call on the device or on every stream, a query of an event recorded in its
  * sequence, a launch that cannot be held, a divergence from the sequence, a capture, exit or
  * fork, a change of what a held launch's submission depends on (attributes, limits, cache
- * configs: see ag__setting_enter), and a bound on time: a helper thread submits a stream's hold
- * once no launch has joined it for AUTOGRAPH_HOLD_US (the program may be waiting on the device
- * without calling CUDA at all, issue 11). Any failure of the graph path demotes the sequence
+ * configs: see ag__setting_enter), and a bound on time: a helper thread submits what a stream
+ * holds once no launch has joined it for a few times the pace the sequence was seen at, at most
+ * AUTOGRAPH_HOLD_US (the program may be waiting on the device without calling CUDA at all). Any failure of the graph path demotes the sequence
  * and submits what was held: nothing is lost, duplicated or reordered. A held launch whose
  * submission fails anyway is reported to the thread that made it, by its next call
  * (ag__error_take); a pass-through launch that fails never enters a learned sequence
@@ -135,7 +137,11 @@ typedef struct strm {
   uint32_t fin_gen;
   uint64_t fin_hash;
   int fin_n;
-  uint64_t hold_gen;      /* bumped at every held launch (a plain store; the helper reads it) */
+  uint64_t deadline;      /* when the hold ends unless a launch joins it (ag__now_ns), 0 when
+                           * nothing held is still to be submitted; written under the lock,
+                           * read by the helper without it (atomic) */
+  int sent;               /* held entries already submitted (chunks launched, src/graph.h) */
+  uint64_t rep_ns;        /* host time of the current run's chunk launches (the guard's) */
   int hops;               /* stream operations (memsets, event records and waits) among held */
   int nevs;               /* entries of `evheld` naming it */
   uint64_t used;          /* E.clock at its last launch */
@@ -161,9 +167,10 @@ static struct {
   strm_t s[AG_STREAMS];
 } E = {.cur = &none};
 
-/* Bounded holds (issue 11). Each record's `hold_gen` is bumped (a plain store, under the lock)
- * at every held launch and `holding_pub` mirrors E.nhold for the helper thread, which reads them
- * without the lock: the launch path makes no system call for the bound. */
+/* Bounded holds. Each record publishes when its hold ends unless a launch joins it (its
+ * deadline, set at every held entry from the pace the sequence has been seen at) and
+ * `holding_pub` mirrors E.nhold for the helper thread, which reads them without the lock: the
+ * launch path makes no system call for the bound. */
 static int holding_pub;
 static int helper_state; /* 0 not started, 1 started, -1 could not start (holding is off) */
 int ag__hold_offline;    /* see engine.h */
@@ -297,40 +304,43 @@ static void cut_events(void) {
   E.nev = 0; /* (never left: each cut ends its stream's hold, which drops its entries) */
 }
 
-/* Of the first n held entries of S, how many are kernel launches. */
-static int held_launches(const strm_t *S, int n) {
-  if (AG_LIKELY(!S->hops)) return n;
+/* Of held entries [a, b) of S, how many are kernel launches. */
+static int held_launches(const strm_t *S, int a, int b) {
+  if (AG_LIKELY(!S->hops)) return b - a;
   int m = 0;
-  for (int i = 0; i < n; i++) m += S->held[i].k->fkind < AG_OP_MEMSET;
+  for (int i = a; i < b; i++) m += S->held[i].k->fkind < AG_OP_MEMSET;
   return m;
 }
 
-/* Submits everything S holds as ordinary launches, counted under `reason`. A failure is kept for
+/* Submits what S holds up to entry n and has not submitted yet (entries [S->sent, n): those
+ * before went in chunks) as ordinary launches, counted under `reason`. A failure is kept for
  * the thread that made the failed launch (it was told success when the launch was held).
  * Returns the first failure, or 0. */
 static int submit_held(strm_t *S, int n, int reason) {
-  int pushed, r, first = -1, nfailed = 0;
-  if (!n) return 0;
+  int pushed, r, first = -1, nfailed = 0, a = S->sent;
+  if (n <= a) return 0;
   uint64_t t0 = ag__obs_clock();
   pushed = ag__ctx_enter(S->ctx);
   ag__tls.quiet++;
   if (pushed < 0) {
-    r = CUDA_ERROR_INVALID_CONTEXT, first = 0, nfailed = n;
+    r = CUDA_ERROR_INVALID_CONTEXT, first = 0, nfailed = n - a;
   } else {
-    r = ag__held_submit(S->held, n, S->arena, S->stream, &first, &nfailed);
+    r = ag__held_submit(S->held + a, n - a, S->arena, S->stream, &first, &nfailed);
   }
   ag__tls.quiet--;
   ag__ctx_leave(pushed);
   if (r && first >= 0 && !__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED)) {
-    pending_owner = S->held[first].owner;
+    pending_owner = S->held[a + first].owner;
     __atomic_store_n(&ag__pending_err, r, __ATOMIC_RELEASE);
   }
-  ag__obs_submitted(S->stream, n, held_launches(S, n), reason, t0, r, nfailed, S->cand);
+  S->sent = n;
+  ag__obs_submitted(S->stream, n - a, held_launches(S, a, n), reason, t0, r, nfailed, S->cand);
   return r;
 }
 
 static void stop_holding(strm_t *S) {
   if (S->holding) {
+    ag__obs_unhold(S->stream);
     __atomic_store_n(&S->holding, 0, __ATOMIC_RELAXED);
     E.nhold--;
     __atomic_store_n(&holding_pub, E.nhold, __ATOMIC_RELAXED);
@@ -338,6 +348,9 @@ static void stop_holding(strm_t *S) {
   S->cand = NULL;
   S->arena_used = 0;
   S->hops = 0;
+  S->sent = 0;
+  S->rep_ns = 0;
+  __atomic_store_n(&S->deadline, 0, __ATOMIC_RELAXED);
 }
 
 static void demote(ag_seq_t *s, const char *why) {
@@ -346,14 +359,93 @@ static void demote(ag_seq_t *s, const char *why) {
   release_graph(s);
 }
 
-/* The n launches S holds form the complete sequence s (n == s->n): build its graph if needed,
- * update, launch. Or they are a proper prefix of s, whose graph is built (n < s->n, s READY):
- * the graph runs with its later nodes disabled (src/graph.h); returns AG_GRAPH_NO_PREFIX when
- * that cannot be done, having launched nothing (the caller submits the launches). Else 0: the
- * launches ran, from the graph or, when the graph path failed (s is then demoted), one by one. */
+/* The chunk of graph g holding entry i (src/graph.h), and its first entry in *first. */
+static int chunk_at(const ag_graph_t *g, int i, int *first) {
+  const int *st;
+  int lo = 0, hi = ag__graph_chunks(g, &st);
+  while (hi - lo > 1) {
+    int mid = (lo + hi) / 2;
+    if (st[mid] <= i) lo = mid; else hi = mid;
+  }
+  *first = st[lo];
+  return lo;
+}
+
+/* Launches the held entries [S->sent, to) of S's run, all inside chunk j of s's graph, in
+ * place of those entries, and counts it. Under the lock, with S's context current and quiet.
+ * Returns 0, AG_GRAPH_NO_PREFIX (nothing launched: that part of the chunk cannot run alone) or
+ * the CUDA error of the graph path. */
+static int run_chunk(strm_t *S, ag_seq_t *s, int j, int to, int more) {
+  const int *st;
+  uint64_t updates = 0;
+  int from = S->sent;
+  ag__graph_chunks(s->graph, &st);
+  uint64_t t0 = ag__now_ns();
+  int r = ag__graph_replay_chunk(s->graph, j, S->held, from - st[j], to - st[j], S->arena,
+                                 S->stream, &updates);
+  uint64_t t1 = ag__now_ns();
+  ag__obs_updates(updates);
+  s->updates += updates;
+  if (r) return r;
+  int launches = held_launches(S, from, to);
+  s->replayed += (uint64_t)launches;
+  ag__obs_replayed(S->stream, s, launches, to - from - launches,
+                   from == st[j] && to == st[j + 1], more, t0, t1, updates);
+  S->sent = to;
+  S->rep_ns += t1 - t0;
+  return 0;
+}
+
+/* Launches, from s's graph, the held entries of S's run from the first not submitted yet
+ * (S->sent) to entry `to`, chunk by chunk (the first and last possibly in part); `end`: the
+ * run ends there. Checks first that a part can run alone, so that AG_GRAPH_NO_PREFIX means
+ * nothing was launched. Under the lock, with S's context current and quiet. Returns 0,
+ * AG_GRAPH_NO_PREFIX or a CUDA error. */
+static int run_to(strm_t *S, ag_seq_t *s, int to, int end) {
+  const int *st;
+  int a, b, j = chunk_at(s->graph, S->sent, &a), last = chunk_at(s->graph, to - 1, &b), r = 0;
+  if (S->sent >= to) return 0;
+  ag__graph_chunks(s->graph, &st);
+  if ((S->sent > a && !ag__graph_can_run(s->graph, j, S->sent - a, (j == last ? to : st[j + 1]) - a)) ||
+      (to < st[last + 1] && !ag__graph_can_run(s->graph, last, j == last ? S->sent - b : 0, to - b)))
+    return AG_GRAPH_NO_PREFIX;
+  for (; r == 0 && j <= last; j++) r = run_chunk(S, s, j, j == last ? to : st[j + 1], j < last || !end);
+  return r;
+}
+
+/* The pace of the host through s, from S's whole run of it: per position, how long after
+ * entry i entry i + 1 came, as a maximum that forgets an eighth of itself per run (a slow
+ * step raises it at once, then it comes down over a few steps). Kept in microseconds' worth of
+ * nanoseconds, capped at 4 s. */
+static void learn_pace(const strm_t *S, ag_seq_t *s, int n) {
+  if (!s->pace && !(s->pace = calloc((size_t)n, sizeof *s->pace))) return;
+  for (int i = 0; i + 1 < n; i++) {
+    uint64_t g = S->held[i + 1].t > S->held[i].t ? S->held[i + 1].t - S->held[i].t : 0;
+    uint32_t p = s->pace[i] - s->pace[i] / 8;
+    if (g > UINT32_MAX) g = UINT32_MAX;
+    s->pace[i] = (uint32_t)g > p ? (uint32_t)g : p;
+  }
+}
+
+/* What to do when the graph path of s failed with CUDA error r: s is demoted, and what S holds
+ * and has not submitted runs as ordinary launches. */
+static void graph_failed(strm_t *S, ag_seq_t *s, int n, int r) {
+  char why[64];
+  snprintf(why, sizeof why, "graph path failed (CUDA error %d)", r);
+  demote(s, why);
+  submit_held(S, n, AG_FB_GRAPH_ERROR);
+}
+
+/* The n launches S holds form the complete sequence s (n == s->n): build its graphs if needed
+ * (cut into chunks by the pace at which they were held), update, launch what was not launched
+ * yet. Or they are a proper prefix of s, whose graph is built (n < s->n, s READY): the chunks
+ * the prefix covers run, the last in part (src/graph.h); returns AG_GRAPH_NO_PREFIX when that
+ * cannot be done, having launched nothing more (the caller submits the rest). Else 0: the
+ * launches ran, from the graphs or, when the graph path failed (s is then demoted), one by one.
+ * What was launched while the run was held (chunks, or a shorter sequence it began with) is
+ * not run again. */
 static int replay(strm_t *S, ag_seq_t *s, int n) {
   int whole = n == s->n, pushed, r = 0;
-  uint64_t t0, t1, updates = 0;
 
   pushed = ag__ctx_enter(S->ctx);
   if (pushed < 0) {
@@ -365,40 +457,44 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
   if (s->state == AG_SEQ_BUILD) {
     ag_graph_t *g;
     uint64_t tb = ag__obs_clock();
-    r = ag__graph_build(&g, S->held, n, S->arena);
+    int *starts = malloc((size_t)n * sizeof *starts);
+    uint64_t *t = malloc((size_t)n * sizeof *t);
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (starts && t) {
+      for (int i = 0; i < n; i++) t[i] = S->held[i].t;
+      int nc = ag__chunk_plan(t, n, (uint64_t)ag__config.chunk_us * 1000u, starts);
+      r = ag__graph_build(&g, S->held, n, S->arena, starts, nc);
+    }
+    free(starts), free(t);
     if (r == 0) {
       s->graph = g;
       ag__seqtab_ready(E.tab, s, ag__graph_cost(n));
     }
     ag__obs_built(S->stream, s, n, tb, r);
   }
-  t0 = ag__now_ns();
-  if (r == 0)
-    r = whole ? ag__graph_replay(s->graph, S->held, S->arena, S->stream, &updates)
-              : ag__graph_replay_prefix(s->graph, S->held, n, S->arena, S->stream, &updates);
-  t1 = ag__now_ns();
+  if (r == 0) r = run_to(S, s, n, 1);
   ag__tls.quiet--;
   ag__ctx_leave(pushed);
-  ag__obs_updates(updates);
-  if (r == AG_GRAPH_NO_PREFIX) return r;
-  if (r) {
-    char why[64];
-    snprintf(why, sizeof why, "graph path failed (CUDA error %d)", r);
-    demote(s, why);
-    submit_held(S, n, AG_FB_GRAPH_ERROR);
+  if (r == AG_GRAPH_NO_PREFIX) {
+    if (!whole) return r;
+    /* A whole sequence whose first entries went in another's graph, in a part of a chunk that
+     * cannot run alone: the rest runs as ordinary launches. */
+    submit_held(S, n, AG_FB_MISMATCH);
     return 0;
   }
-  int launches = held_launches(S, n);
-  ag__obs_replayed(S->stream, s, launches, n - launches, whole, t0, t1, updates);
+  if (r) {
+    graph_failed(S, s, n, r);
+    return 0;
+  }
   ag__seqtab_touch(E.tab, s);
-  s->updates += updates;
   if (!whole) return 0;
+  learn_pace(S, s, n);
   s->replays++;
-  s->replay_ns += ((double)(t1 - t0) - s->replay_ns) / (double)(s->replays < 16 ? s->replays : 16);
-  /* The guard: after a few replays, a sequence whose replay (graph launch plus node updates)
-   * costs clearly more host time than launching its kernels one by one is not worth holding.
-   * Prefix replays do not enter it: their cost is that of the whole graph's launch.
-   * To confirm on a GPU: both costs here are modelled by the simulator. */
+  s->replay_ns += ((double)S->rep_ns - s->replay_ns) / (double)(s->replays < 16 ? s->replays : 16);
+  /* The guard: after a few replays, a sequence whose replay (its chunks' graph launches and
+   * node updates) costs clearly more host time than launching its kernels one by one is not
+   * worth holding. Prefix replays do not enter it: their cost is that of the whole graph's
+   * launch. To confirm on a GPU: both costs here are modelled by the simulator. */
   if (s->replays >= 16 && sampled >= 16 * 32 &&
       s->replay_ns > 1.25 * (double)__atomic_load_n(&launch_ns, __ATOMIC_RELAXED) * s->n)
     demote(s, "replay does not pay");
@@ -411,10 +507,14 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
  * nodes each way) below what it saves. To confirm on a GPU: the cost of cuGraphNodeSetEnabled
  * against a launch's (the simulator charges it as a node update). */
 static ag_seq_t *find_ready_prefix(const strm_t *S, int m) {
-  for (ag_seq_t *s = ag__seqtab_first(E.tab, S->hashes[0]); s; s = s->next_first)
-    if (s->state == AG_SEQ_READY && s->n > m && 3 * m >= 2 * s->n && s->graph &&
+  for (ag_seq_t *s = ag__seqtab_first(E.tab, S->hashes[0]); s; s = s->next_first) {
+    int a;
+    /* A prefix that ends where a chunk does toggles nothing: it is served at any length. */
+    if (s->state == AG_SEQ_READY && s->n > m && s->graph &&
+        (3 * m >= 2 * s->n || (chunk_at(s->graph, m, &a), a == m)) &&
         !memcmp(s->hashes, S->hashes, (size_t)m * sizeof *S->hashes))
       return s;
+  }
   return NULL;
 }
 
@@ -666,6 +766,7 @@ static int hold(strm_t *S, int i, ag_kinfo_t *k, const ag_launch_t *l, const voi
     S->arena = a, S->arena_cap = cap;
   }
   h->k = k;
+  h->t = ag__now_ns();
   h->owner = pthread_self();
   h->off = (uint32_t)S->arena_used;
   h->nattrs = 0;
@@ -689,8 +790,6 @@ static int hold(strm_t *S, int i, ag_kinfo_t *k, const ag_launch_t *l, const voi
     }
   }
   S->arena_used = need;
-  __atomic_store_n(&S->hold_gen, __atomic_load_n(&S->hold_gen, __ATOMIC_RELAXED) + 1,
-                   __ATOMIC_RELAXED);
   return 0;
 }
 
@@ -778,6 +877,37 @@ static inline strm_t *strm_of(void *stream, void *ctx) {
   return strm_lookup(stream, ctx);
 }
 
+static void chunk_done(strm_t *S, int e);
+
+/* The bound of a hold whose last entry is entry i of S's run. Where the candidate sequence has
+ * been held before, the pace of its host (how long after entry i its next entry came) sets it:
+ * four times that, at least AG_HOLD_FLOOR_US; never more than AUTOGRAPH_HOLD_US. So a step's
+ * usual pace never reaches the bound, and a program that stops calling CUDA there (it waits on
+ * the device, on another process, on a lock) gets its launches a few of its own gaps later, not
+ * a whole bound later. Nothing left to submit (every entry went in a chunk): no bound. */
+#define AG_HOLD_FLOOR_US 100
+static void set_deadline(strm_t *S, int i) {
+  uint64_t wait = (uint64_t)ag__config.hold_us * 1000u, d = 0;
+  const ag_seq_t *s = S->cand;
+  if (S->sent <= i) {
+    if (s && s->pace && i + 1 < s->n) {
+      uint64_t p = 4 * (uint64_t)s->pace[i], floor = AG_HOLD_FLOOR_US * 1000u;
+      if (p < floor) p = floor;
+      if (p < wait) wait = p;
+    }
+    d = S->held[i].t + wait;
+  }
+  __atomic_store_n(&S->deadline, d, __ATOMIC_RELAXED);
+}
+
+/* Whether a known sequence other than s, longer than e, begins with S's first e entries: the
+ * held run may yet turn out to be that one. */
+static int continued(const strm_t *S, const ag_seq_t *s, int e) {
+  for (ag_seq_t *o = ag__seqtab_first(E.tab, S->hashes[0]); o; o = o->next_first)
+    if (o != s && o->n > e && !memcmp(o->hashes, S->hashes, (size_t)e * sizeof *S->hashes)) return 1;
+  return 0;
+}
+
 /* Adds one entry (structural hash h, kernel or operation k) to S's current sequence: begins
  * holding when a known sequence may begin here, checks a hold against its candidate, holds the
  * entry (a launch's arguments from l, or an operation's bytes), and ends the sequence when the
@@ -824,6 +954,8 @@ static inline __attribute__((always_inline)) int advance(strm_t *S, ag_kinfo_t *
   if (AG_UNLIKELY(S->holding)) {
     if (hold(S, i, k, l, bytes) == 0) {
       held = 1;
+      if (S->cand->state == AG_SEQ_READY && ag__config.chunk_us) chunk_done(S, i + 1);
+      if (S->holding) set_deadline(S, i);
     } else {
       if (i) ag__obs_cause("out of memory");
       submit_held(S, i, AG_FB_FLUSHED);
@@ -843,8 +975,50 @@ static inline __attribute__((always_inline)) int advance(strm_t *S, ag_kinfo_t *
      * through them (ns_resolution 99.8% against 94.0%, nccl_data 88.9% against 57.7%) or than
      * making memsets begin sequences too. */
     finish(S, 1, S->seg.hash, AG_FB_MISMATCH);
+  } else if (AG_UNLIKELY(S->holding) && S->seg.len == S->cand->n && !continued(S, S->cand, S->seg.len)) {
+    /* The held launches are all of a known sequence that no other continues: it ends here and
+     * runs now. One learned where a call ended it would otherwise wait for that call, and the
+     * GPU with it, through whatever the host does before it (the rest of a step's Python). */
+    finish(S, 1, S->seg.hash, AG_FB_MISMATCH);
   }
   return held;
+}
+
+/* Runs S's held entries [S->sent, to) from s's graph now, S's run going on. A failure of the
+ * graph path demotes s and ends the hold (what is held runs as ordinary launches); entries that
+ * cannot run alone from the graph stay held (AG_GRAPH_NO_PREFIX, returned). Under the lock. */
+static int send_now(strm_t *S, ag_seq_t *s, int to) {
+  int pushed = ag__ctx_enter(S->ctx), r;
+  if (pushed < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  ag__tls.quiet++;
+  r = run_to(S, s, to, 0);
+  ag__tls.quiet--;
+  ag__ctx_leave(pushed);
+  if (r && r != AG_GRAPH_NO_PREFIX) {
+    graph_failed(S, s, to, r);
+    stop_holding(S);
+  }
+  return r;
+}
+
+/* S holds e entries of its candidate, whose graph is built. When they complete one of its
+ * chunks, what is held and not submitted yet runs now, before the rest of the sequence is
+ * held (src/segment.h, ag__chunk_plan). When they are all of another known sequence whose graph
+ * is built (the run may still go on as the longer candidate), they run now from that one's
+ * graph: a run that ends there does not keep the GPU waiting for whatever ends it, and one
+ * that goes on runs the rest from its own graph, without these entries. Under the lock. */
+static void chunk_done(strm_t *S, int e) {
+  ag_seq_t *s = S->cand;
+  int a;
+  if (e <= S->sent) return;
+  chunk_at(s->graph, e, &a);
+  if (a != e && e != s->n) {
+    /* (Only when another sequence begins with the same launch.) */
+    if (!ag__seqtab_first(E.tab, S->hashes[0])->next_first) return;
+    s = find_prefix(S, e, e);
+    if (!s || s->state != AG_SEQ_READY || !s->graph) return;
+  }
+  send_now(S, s, e);
 }
 
 /* The unusual cases of step(), out of the launch path's way: a launch that cannot be held (its
@@ -948,38 +1122,67 @@ static void forget_failed(uint32_t gen) {
 
 /* ---- the bound on holds (issue 11) -------------------------------------------------------- */
 
-/* The helper found S's hold unchanged for a whole period: submit it (a replay if it happens to
- * be a complete known sequence). The guard counts it against the candidate sequence: holding
- * a sequence whose holds keep reaching the bound only delays its launches (the GPU does not
- * run held launches), so once that has happened four times and more often than it replayed,
- * the sequence is demoted. Called under the lock. */
+/* S's hold reached its bound: what it holds and has not submitted runs now, from the
+ * candidate's graph where it is built (its chunks, or part of one), else as ordinary launches,
+ * and the run goes on: the rest of the sequence is still held and replayed, and a sequence
+ * being built for the first time gets a chunk boundary where its host paused (the pace of its
+ * held entries cuts its chunks). The guard counts it against the candidate sequence: a sequence
+ * whose holds keep reaching the bound only delays its launches (the GPU does not run held
+ * launches), so once that has happened four times and more often than it replayed, the sequence
+ * is demoted and the run ends. Called under the lock. */
 static void hold_timeout(strm_t *S) {
   ag_seq_t *s = S->cand;
+  int n = S->seg.len;
   ag__obs_hold_timeout();
-  finish(S, 0, 0, AG_FB_HOLD_TIMEOUT);
-  ag__obs_cause(NULL);
-  if (s && s->state != AG_SEQ_DEMOTED && ++s->timeouts >= 4 && s->timeouts > s->replays)
+  if (s && s->state == AG_SEQ_READY && s->graph) send_now(S, s, n);
+  if (S->holding && S->sent < n) {
+    submit_held(S, n, AG_FB_HOLD_TIMEOUT);
+    ag__obs_hold(S->stream); /* the run goes on, held again from here */
+  }
+  __atomic_store_n(&S->deadline, 0, __ATOMIC_RELAXED);
+  if (s && s->state != AG_SEQ_DEMOTED && ++s->timeouts >= 4 && s->timeouts > s->replays) {
     demote(s, "holds reach the bound (the program waits on the device without calling CUDA)");
+    if (S->holding) finish(S, 0, 0, AG_FB_HOLD_TIMEOUT);
+  }
+  ag__obs_cause(NULL);
 }
 
-/* The helper thread: every half bound it looks at each stream's hold; when no launch has joined
- * one since the previous look, it submits it. So a hold ends between one half and one whole
- * bound after its last launch, whatever the program does (spins on device-written memory,
+int ag__hold_expire(uint64_t now) {
+  int n = 0;
+  engine_lock();
+  for (int i = 0; i < AG_STREAMS; i++) {
+    uint64_t d = __atomic_load_n(&E.s[i].deadline, __ATOMIC_RELAXED);
+    if (E.s[i].holding && d && d <= now) hold_timeout(&E.s[i]), n++;
+  }
+  engine_unlock();
+  return n;
+}
+
+uint64_t ag__hold_next(void) {
+  uint64_t next = 0;
+  for (int i = 0; i < AG_STREAMS; i++) {
+    uint64_t d = __atomic_load_n(&E.s[i].deadline, __ATOMIC_RELAXED);
+    if (d && (!next || d < next)) next = d;
+  }
+  return next;
+}
+
+/* The helper thread: it sleeps until the earliest deadline of the holds (at least 20 us, at most
+ * half of AUTOGRAPH_HOLD_US at a time), then submits every hold whose deadline has passed. So a
+ * hold ends soon after its bound, whatever the program does (spins on device-written memory,
  * sleeps, waits on another process, keeps launching on another stream). Without any hold for
  * about 100 ms it sleeps until the next hold begins. */
 static void *helper_main(void *arg) {
-  long half_ns = (long)ag__config.hold_us * 500L;
-  uint64_t seen[AG_STREAMS] = {0};
-  unsigned armed = 0; /* bit i: record i was seen holding at generation seen[i] */
+  long half_ns = (long)ag__config.hold_us * 500L, sleep_ns = half_ns;
   int idle = 0, idle_max;
   (void)arg;
   if (half_ns < 20000) half_ns = 20000;
   idle_max = (int)(100000000L / half_ns) + 1;
-  struct timespec ts = {half_ns / 1000000000L, half_ns % 1000000000L};
   for (;;) {
+    struct timespec ts = {sleep_ns / 1000000000L, sleep_ns % 1000000000L};
     nanosleep(&ts, NULL);
+    sleep_ns = half_ns;
     if (!__atomic_load_n(&holding_pub, __ATOMIC_SEQ_CST)) {
-      armed = 0;
       if (++idle < idle_max) continue;
       idle = 0;
       pthread_mutex_lock(&helper_mu);
@@ -992,26 +1195,13 @@ static void *helper_main(void *arg) {
       continue;
     }
     idle = 0;
-    unsigned expired = 0;
-    for (int i = 0; i < AG_STREAMS; i++) {
-      uint64_t g = __atomic_load_n(&E.s[i].hold_gen, __ATOMIC_RELAXED);
-      if (!__atomic_load_n(&E.s[i].holding, __ATOMIC_RELAXED) || !(armed & 1u << i) ||
-          g != seen[i]) {
-        seen[i] = g;
-        if (__atomic_load_n(&E.s[i].holding, __ATOMIC_RELAXED)) armed |= 1u << i;
-        else armed &= ~(1u << i);
-        continue;
-      }
-      expired |= 1u << i;
-      armed &= ~(1u << i);
+    uint64_t now = ag__now_ns(), next = ag__hold_next();
+    if (next && next <= now) {
+      ag__hold_expire(now);
+      next = ag__hold_next();
     }
-    if (!expired) continue;
-    engine_lock();
-    for (int i = 0; i < AG_STREAMS; i++)
-      if ((expired & 1u << i) && E.s[i].holding &&
-          __atomic_load_n(&E.s[i].hold_gen, __ATOMIC_RELAXED) == seen[i])
-        hold_timeout(&E.s[i]);
-    engine_unlock();
+    if (next > now && (long)(next - now) < sleep_ns)
+      sleep_ns = (long)(next - now) < 20000 ? 20000 : (long)(next - now);
   }
   return NULL;
 }

@@ -248,6 +248,14 @@ void ag__ctx_leave(int pushed);
  * thread is started. Never set in the preloaded library. */
 extern int ag__hold_offline;
 
+/* The bound on holds. ag__hold_next: the earliest time (ag__now_ns) at which a hold with
+ * something still to submit reaches its bound, 0 when none; ag__hold_expire: submits every such
+ * hold whose bound is at or before `now`, returning how many. The helper thread runs them; a
+ * program that runs the engine over a recorded trace (ag__hold_offline) calls them itself with
+ * the trace's own time. */
+uint64_t ag__hold_next(void);
+int ag__hold_expire(uint64_t now);
+
 /* Submits every held launch (at exit, before fork, or when the caller needs the device to be
  * up to date). */
 void ag__flush_all(void);

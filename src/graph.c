@@ -53,7 +53,8 @@ typedef struct gnode {
   int op;                    /* a stream operation's kind (AG_OP_…), 0 for a kernel */
 } gnode_t;
 
-struct ag_graph {
+/* One CUDA graph: the held entries of one chunk of a sequence (below). */
+typedef struct chunk {
   CUgraph g;
   CUgraphExec exec;
   int n;           /* held launches */
@@ -67,10 +68,20 @@ struct ag_graph {
   void **ptrs;     /* scratch: parameter pointers of one node */
   uint32_t maxp;   /* its capacity */
   int nofuse;      /* built without substitution, for good */
-  int off_from;    /* nodes [off_from, nn) are disabled in the exec (a prefix replay); nn: none */
+  int on_from, on_to; /* only nodes [on_from, on_to) are enabled in the exec (a part of the
+                       * chunk ran last); 0, nn: all */
   /* For the dump, per held launch: [2i] parameters (bit j: parameter j < 64) that an update
    * changed, [2i+1] those of them whose change did not look like an address. */
   uint64_t *varied;
+} chunk_t;
+
+/* A sequence's graphs: its held entries cut into chunks, each a graph of its own, launched
+ * as soon as its last entry is held (src/engine.c decides where chunks end). */
+struct ag_graph {
+  int n;           /* held entries */
+  int nchunks;
+  int *start;      /* nchunks + 1: chunk j holds entries [start[j], start[j + 1]) */
+  chunk_t **c;
 };
 
 /* ---- the embedded module, per context ------------------------------------------------------ */
@@ -135,7 +146,7 @@ static void pat_view(ag_pat_launch_t *l, const ag_held_t *h, int n, const uint8_
 }
 
 /* Records which parameters of node i differ between the graph's copy and the new bytes. */
-static void note_varied(ag_graph_t *g, int i, const ag_kinfo_t *k, const uint8_t *old,
+static void note_varied(chunk_t *g, int i, const ag_kinfo_t *k, const uint8_t *old,
                         const uint8_t *new) {
   uint32_t np = k->nparams < 64 ? k->nparams : 64;
   for (uint32_t j = 0; j < np; j++) {
@@ -149,10 +160,23 @@ static void note_varied(ag_graph_t *g, int i, const ag_kinfo_t *k, const uint8_t
   }
 }
 
+/* The chunk holding entry i, or -1. */
+static int chunk_of(const ag_graph_t *g, int i) {
+  if (!g || i < 0 || i >= g->n) return -1;
+  int lo = 0, hi = g->nchunks;
+  while (hi - lo > 1) {
+    int mid = (lo + hi) / 2;
+    if (g->start[mid] <= i) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
 void ag__graph_varied(const ag_graph_t *g, int i, uint64_t *changed, uint64_t *value) {
+  int j = chunk_of(g, i);
   *changed = *value = 0;
-  if (!g || !g->varied || i < 0 || i >= g->n) return;
-  *changed = g->varied[2 * i], *value = g->varied[2 * i + 1];
+  if (j < 0 || !g->c[j]->varied) return;
+  i -= g->start[j];
+  *changed = g->c[j]->varied[2 * i], *value = g->c[j]->varied[2 * i + 1];
 }
 
 /* Brings the graph's copy `mine` of one launch's arguments up to `now`: the parameters that
@@ -329,7 +353,7 @@ static int destroy(kept_t *k) {
 }
 
 /* Frees what g owns and destroys (or keeps) its driver objects; not g itself. */
-static void release(ag_graph_t *g) {
+static void release(chunk_t *g) {
   kept_t k = {g->exec, g->g};
   free(g->nodes), free(g->map), free(g->off), free(g->args), free(g->fargs), free(g->ptrs);
   free(g->grid);
@@ -348,15 +372,22 @@ static void release(ag_graph_t *g) {
   pthread_mutex_unlock(&kept_lock);
 }
 
+static void chunk_free(chunk_t *c) {
+  if (!c) return;
+  release(c);
+  free(c);
+}
+
 void ag__graph_free(ag_graph_t *g) {
   if (!g) return;
-  release(g);
+  for (int j = 0; j < g->nchunks; j++) chunk_free(g->c[j]);
+  free(g->c), free(g->start);
   free(g);
 }
 
 /* Fills node j's kernel parameters from the held launches (an original's from the graph's copy
  * of its arguments, a fused node's through its pattern's rule into fargs). */
-static int gnode_params(ag_graph_t *g, int j, const ag_held_t *h, CUDA_KERNEL_NODE_PARAMS_v2 *p) {
+static int gnode_params(chunk_t *g, int j, const ag_held_t *h, CUDA_KERNEL_NODE_PARAMS_v2 *p) {
   const gnode_t *m = &g->map[j];
   if (!m->pat) {
     const ag_held_t *hi = &h[m->first];
@@ -384,8 +415,8 @@ static int gnode_params(ag_graph_t *g, int j, const ag_held_t *h, CUDA_KERNEL_NO
 }
 
 /* Builds the graph, substituting fused kernels where `fuse` allows and patterns match. */
-static int build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *arena, int fuse) {
-  ag_graph_t *g;
+static int build(chunk_t **out, const ag_held_t *h, int n, const uint8_t *arena, int fuse) {
+  chunk_t *g;
   size_t bytes = 0;
   CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
   fmod_t *fm = NULL;
@@ -460,22 +491,88 @@ static int build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *are
       goto fail;
   }
   if ((r = ag__real.cuGraphInstantiateWithFlags(&g->exec, g->g, 0))) goto fail;
-  g->off_from = g->nn;
+  g->on_from = 0, g->on_to = g->nn;
+  *out = g;
+  return 0;
+fail:
+  chunk_free(g);
+  return r ? r : CUDA_ERROR_UNKNOWN;
+}
+
+/* Whether entry i begins a run of held launches [i, *end) that a kernel pattern may replace
+ * (src/pattern.h), as build() would find it. */
+static int pattern_at(const ag_held_t *h, int n, int i, const uint8_t *arena, int *end) {
+  ag_pat_launch_t l[AG_PAT_MAX_OPS];
+  int avail = n - i < AG_PAT_MAX_OPS ? n - i : AG_PAT_MAX_OPS;
+  if (is_op(&h[i])) return 0;
+  for (int a = 0; a < avail; a++)
+    if (is_op(&h[i + a]) || h[i + a].nattrs) avail = a;
+  pat_view(l, h + i, avail, arena);
+  const ag_pattern_t *p = avail ? ag__pattern_match(l, avail) : NULL;
+  if (!p) return 0;
+  *end = i + ag__pattern_len(p);
+  return 1;
+}
+
+int ag__graph_align_chunks(const ag_held_t *h, int n, const uint8_t *arena, int *starts,
+                           int nchunks) {
+  int k = 1;
+  for (int i = 0, end; i < n && k < nchunks;) {
+    if (!pattern_at(h, n, i, arena, &end)) {
+      i++;
+      continue;
+    }
+    while (k < nchunks && starts[k] <= i) k++;
+    while (k < nchunks && starts[k] < end) {
+      if (starts[k - 1] < i) {
+        starts[k++] = i;
+      } else {
+        memmove(&starts[k], &starts[k + 1], (size_t)(nchunks - k) * sizeof *starts);
+        nchunks--;
+      }
+    }
+    i = end;
+  }
+  return nchunks;
+}
+
+int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *arena,
+                    const int *starts, int nchunks) {
+  ag_graph_t *g = calloc(1, sizeof *g);
+  int r = CUDA_ERROR_OUT_OF_MEMORY;
+  *out = NULL;
+  if (!g || nchunks < 1 || !(g->start = malloc(((size_t)nchunks + 1) * sizeof *g->start)) ||
+      !(g->c = calloc((size_t)nchunks, sizeof *g->c)))
+    goto fail;
+  g->n = n;
+  for (int j = 0; j < nchunks; j++) g->start[j] = starts[j];
+  g->start[nchunks] = n;
+  if (ag__config.fuse >= AG_FUSE_EXACT) nchunks = ag__graph_align_chunks(h, n, arena, g->start, nchunks);
+  for (int j = 0; j < nchunks; j++) {
+    int a = g->start[j], b = g->start[j + 1];
+    if (a >= b || (j == 0 && a != 0)) {
+      r = CUDA_ERROR_INVALID_VALUE;
+      goto fail;
+    }
+    if ((r = build(&g->c[j], h + a, b - a, arena, ag__config.fuse >= AG_FUSE_EXACT))) goto fail;
+    g->nchunks = j + 1;
+  }
   *out = g;
   return 0;
 fail:
   ag__graph_free(g);
-  return r ? r : CUDA_ERROR_UNKNOWN;
+  return r;
 }
 
-int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *arena) {
-  return build(out, h, n, arena, ag__config.fuse >= AG_FUSE_EXACT);
+int ag__graph_chunks(const ag_graph_t *g, const int **starts) {
+  *starts = g->start;
+  return g->nchunks;
 }
 
 /* The conditions of a fused node no longer hold on the held arguments: records what varied,
  * then replaces g's contents with a graph of the same launches without substitution. */
-static int rebuild_plain(ag_graph_t *g, const ag_held_t *h, const uint8_t *arena) {
-  ag_graph_t *ng;
+static int rebuild_plain(chunk_t *g, const ag_held_t *h, const uint8_t *arena) {
+  chunk_t *ng;
   int r;
   for (int i = 0; i < g->n; i++) {
     const ag_kinfo_t *k = h[i].k;
@@ -491,16 +588,16 @@ static int rebuild_plain(ag_graph_t *g, const ag_held_t *h, const uint8_t *arena
   return 0;
 }
 
-/* Brings nodes [0, upto) of the exec up to the held launches h (updating those whose
- * arguments or grid differ, counted in *updates). With `upto` < g->nn only a prefix of the
+/* Brings nodes [from, upto) of the exec up to the held launches h (updating those whose
+ * arguments or grid differ, counted in *updates). With less than all nodes only a part of the
  * launches is held: a fused node whose conditions no longer hold cannot be rebuilt then
  * (AG_GRAPH_NO_PREFIX). */
-static int update_nodes(ag_graph_t *g, const ag_held_t *h, const uint8_t *arena, int upto,
+static int update_nodes(chunk_t *g, const ag_held_t *h, const uint8_t *arena, int from, int upto,
                         uint64_t *updates) {
   CUresult r;
-  int whole = upto == g->nn;
+  int whole = from == 0 && upto == g->nn;
 again:
-  for (int j = 0; j < upto; j++) {
+  for (int j = from; j < upto; j++) {
     /* After rebuild_plain, g->map is the new graph's array (release() freed the old one and
      * the struct assignment installed the new one); the analyzer does not follow the struct
      * copy and takes the old pointer for the current one. */
@@ -561,54 +658,67 @@ again:
   return 0;
 }
 
-/* Makes nodes [0, from) enabled and [from, nn) disabled in the exec, changing only what differs
- * from the present state. A failed change leaves the state unknown: the caller drops the graph
- * (the engine demotes its sequence). */
-static int set_enabled_from(ag_graph_t *g, int from) {
+/* Makes nodes [from, to) enabled and the others disabled in the exec, changing only what
+ * differs from the present state. A failed change leaves the state unknown: the caller drops
+ * the graph (the engine demotes its sequence). */
+static int set_enabled(chunk_t *g, int from, int to) {
   CUresult r;
-  for (int j = from; j < g->off_from; j++)
-    if ((r = ag__real.cuGraphNodeSetEnabled(g->exec, g->nodes[j], 0))) return r;
-  for (int j = g->off_from; j < from; j++)
-    if ((r = ag__real.cuGraphNodeSetEnabled(g->exec, g->nodes[j], 1))) return r;
-  g->off_from = from;
+  for (int j = 0; j < g->nn; j++) {
+    int was = j >= g->on_from && j < g->on_to, now = j >= from && j < to;
+    if (was != now && (r = ag__real.cuGraphNodeSetEnabled(g->exec, g->nodes[j], (unsigned)now)))
+      return r;
+  }
+  g->on_from = from, g->on_to = to;
   return 0;
 }
 
-/* Counts one more run of each fused node among nodes [0, upto). */
-static void count_fused(const ag_graph_t *g, int upto) {
+/* Counts one more run of each fused node among nodes [from, upto). */
+static void count_fused(const chunk_t *g, int from, int upto) {
   if (g->nn == g->n) return;
   uint64_t runs[AG_FUSED_PATTERNS] = {0};
-  for (int j = 0; j < upto; j++)
+  for (int j = from; j < upto; j++)
     if (g->map[j].pat) runs[ag__pattern_index(g->map[j].pat)]++;
   for (int i = 0; i < AG_FUSED_PATTERNS; i++)
     if (runs[i]) ag__stats_fused(ag__pattern_name(ag__pattern_at(i)), runs[i]);
 }
 
-int ag__graph_replay_prefix(ag_graph_t *g, const ag_held_t *h, int m, const uint8_t *arena,
-                            void *stream, uint64_t *updates) {
-  int upto = 0, r;
-  if (m <= 0 || m >= g->n || !ag__real.cuGraphNodeSetEnabled) return AG_GRAPH_NO_PREFIX;
-  /* The nodes standing for launches [0, m) must end exactly at m (not inside a fused node), and
-   * every later node must be one CUDA can disable: kernel, memset or memcpy nodes. */
-  while (upto < g->nn && g->map[upto].first < m) upto++;
-  if (g->map[upto - 1].first + g->map[upto - 1].count != m) return AG_GRAPH_NO_PREFIX;
-  for (int j = upto; j < g->nn; j++)
-    if (g->map[j].op == AG_OP_EVENT_RECORD || g->map[j].op == AG_OP_EVENT_WAIT)
-      return AG_GRAPH_NO_PREFIX;
-  if ((r = update_nodes(g, h, arena, upto, updates))) return r;
-  if ((r = set_enabled_from(g, upto))) return r;
-  if ((r = ag__real.cuGraphLaunch(g->exec, (CUstream)stream))) return r;
-  count_fused(g, upto);
-  return 0;
+/* The nodes [*nfrom, *nto) of chunk c that stand for its entries [from, to), which must begin
+ * and end at nodes (not inside a fused node); every other node must be one CUDA can disable
+ * (kernel, memset or memcpy nodes). Returns 1 when so. */
+static int window(const chunk_t *c, int from, int to, int *nfrom, int *nto) {
+  int a = 0, b;
+  if (from < 0 || to > c->n || from >= to) return 0;
+  if (from == 0 && to == c->n) return *nfrom = 0, *nto = c->nn, 1;
+  if (!ag__real.cuGraphNodeSetEnabled) return 0;
+  while (a < c->nn && c->map[a].first < from) a++;
+  if (a == c->nn || c->map[a].first != from) return 0;
+  for (b = a; b < c->nn && c->map[b].first < to; b++) {
+  }
+  if (c->map[b - 1].first + c->map[b - 1].count != to) return 0;
+  for (int j = 0; j < c->nn; j++)
+    if ((j < a || j >= b) && (c->map[j].op == AG_OP_EVENT_RECORD || c->map[j].op == AG_OP_EVENT_WAIT))
+      return 0;
+  *nfrom = a, *nto = b;
+  return 1;
 }
 
-int ag__graph_replay(ag_graph_t *g, const ag_held_t *h, const uint8_t *arena, void *stream,
-                     uint64_t *updates) {
-  CUresult r;
-  if ((r = update_nodes(g, h, arena, g->nn, updates))) return r;
-  if (g->off_from < g->nn && (r = set_enabled_from(g, g->nn))) return r;
-  if ((r = ag__real.cuGraphLaunch(g->exec, (CUstream)stream))) return r;
-  /* Each fused node ran once more: counted per pattern. */
-  count_fused(g, g->nn);
+int ag__graph_can_run(const ag_graph_t *g, int j, int from, int to) {
+  int a, b;
+  return j >= 0 && j < g->nchunks && window(g->c[j], from, to, &a, &b);
+}
+
+int ag__graph_replay_chunk(ag_graph_t *g, int j, const ag_held_t *h, int from, int to,
+                           const uint8_t *arena, void *stream, uint64_t *updates) {
+  chunk_t *c = g->c[j];
+  int a, b, r;
+  h += g->start[j];
+  if (!window(c, from, to, &a, &b)) return AG_GRAPH_NO_PREFIX;
+  if ((r = update_nodes(c, h, arena, a, b, updates))) return r;
+  /* A whole chunk whose fused node no longer matched was rebuilt without it: more nodes. */
+  if (from == 0 && to == c->n) a = 0, b = c->nn;
+  if ((c->on_from != a || c->on_to != b) && (r = set_enabled(c, a, b))) return r;
+  if ((r = ag__real.cuGraphLaunch(c->exec, (CUstream)stream))) return r;
+  /* Each fused node that ran is counted per pattern. */
+  count_fused(c, a, b);
   return 0;
 }

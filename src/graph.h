@@ -4,10 +4,12 @@
  * engine's arena, packed by the kernel's layout. The functions here perform held launches
  * through the real driver (ag__real): one by one as ordinary launches, or as a graph built
  * explicitly with cuGraphCreate + cuGraphAddKernelNode (each node depending on the previous
- * one, so stream order is kept) + cuGraphInstantiateWithFlags. Replaying a graph first applies
- * the arguments that differ from the graph's with cuGraphExecKernelNodeSetParams; a proper
- * prefix of its launches is replayed with the later nodes disabled. The caller
- * makes the right context current. Functions return 0 or a CUresult (never an AG_E… code:
+ * one, so stream order is kept) + cuGraphInstantiateWithFlags. A sequence's graph is cut into
+ * chunks, each a CUDA graph of its own that the engine launches as soon as the chunk's last
+ * entry is held, so that the GPU starts on a sequence before the host has issued all of it.
+ * Replaying a chunk first applies the arguments that differ from the graph's with
+ * cuGraphExecKernelNodeSetParams; a proper prefix of a chunk is replayed with its later nodes
+ * disabled. The caller makes the right context current. Functions return 0 or a CUresult (never an AG_E… code:
  * the engine only needs to know that the graph path failed).
  */
 #ifndef AG_GRAPH_H
@@ -20,6 +22,7 @@
 
 typedef struct ag_held {
   ag_kinfo_t *k;
+  uint64_t t;   /* when it was held (ag__now_ns): the host's pace, which chunks follow */
   unsigned grid[3], block[3], shmem;
   uint32_t off; /* argument bytes at arena + off, k->param_bytes long */
   /* Launch attributes kept for it (src/launch-attrs.h): nattrs CUlaunchAttribute records at
@@ -58,39 +61,53 @@ typedef struct ag_graph ag_graph_t;
 int ag__held_submit(const ag_held_t *h, int n, const uint8_t *arena, void *stream, int *first,
                     int *nfailed);
 
-/* Builds and instantiates a graph of the n held launches. */
-int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *arena);
+/* Builds and instantiates the graphs of the n held launches, one per chunk: chunk j holds
+ * entries [starts[j], starts[j + 1]) (starts[0] is 0, ascending; the last chunk ends at n). */
+int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *arena,
+                    const int *starts, int nchunks);
 
-/* Updates the nodes whose arguments differ from `h` (adding their number to *updates) and
- * launches the graph on `stream`. */
-int ag__graph_replay(ag_graph_t *g, const ag_held_t *h, const uint8_t *arena, void *stream,
-                     uint64_t *updates);
+/* Moves the chunk boundaries starts[1 .. nchunks - 1] (starts[nchunks] is n) out of every run of
+ * held launches a kernel pattern may replace (src/pattern.h): a boundary inside one moves to the
+ * run's first launch, or goes when its chunk began there. A fused node never spans two graphs.
+ * Returns the number of chunks left. (ag__graph_build does it when AUTOGRAPH_FUSE allows.) */
+int ag__graph_align_chunks(const ag_held_t *h, int n, const uint8_t *arena, int *starts,
+                           int nchunks);
 
-/* The held launches h[0..m-1] are a proper prefix of the graph's launches (a step that ended
- * early, at a call that observes its stream): updates their nodes, disables the nodes after
- * them (cuGraphNodeSetEnabled; a disabled node runs as an empty node) and launches the graph.
- * The nodes stay disabled until the next replay enables what it needs, so toggles are paid
- * only when prefix and whole replays alternate. Returns AG_GRAPH_NO_PREFIX, having launched
- * nothing, when the prefix cannot be served: the driver lacks cuGraphNodeSetEnabled, the
- * prefix ends inside a fused node, a later node is an event record or wait (CUDA cannot
- * disable those), or a fused node among the prefix no longer matches (rebuilding it needs the
- * whole sequence). */
+/* The number of chunks; *starts gets their first entries (nchunks + 1 values, the last n). */
+int ag__graph_chunks(const ag_graph_t *g, const int **starts);
+
+/* Runs chunk j for the held run h (from the sequence's first entry): its entries
+ * h[start_j + from .. start_j + to). All of them: updates the nodes whose arguments differ
+ * (adding their number to *updates) and launches the chunk on `stream`. A part (a step that
+ * ended early, at a call that observes its stream; or a run whose first entries went in the
+ * graph of another sequence that begins the same way): the same, with the nodes outside it
+ * disabled (cuGraphNodeSetEnabled; a disabled node runs as an empty node). Nodes stay as they
+ * are until a later replay needs them otherwise, so toggles are paid only when parts and whole
+ * chunks alternate. Returns AG_GRAPH_NO_PREFIX, having launched nothing, when the part cannot be
+ * served: the driver lacks cuGraphNodeSetEnabled, the part begins or ends inside a fused node,
+ * a node outside it is an event record or wait (CUDA cannot disable those), or a fused node in
+ * it no longer matches (rebuilding it needs the whole chunk). */
 #define AG_GRAPH_NO_PREFIX (-1)
-int ag__graph_replay_prefix(ag_graph_t *g, const ag_held_t *h, int m, const uint8_t *arena,
-                            void *stream, uint64_t *updates);
+int ag__graph_replay_chunk(ag_graph_t *g, int j, const ag_held_t *h, int from, int to,
+                           const uint8_t *arena, void *stream, uint64_t *updates);
+
+/* Whether entries [from, to) of chunk j can run alone (the conditions above, but for a fused
+ * node that no longer matches, which only a replay finds). */
+int ag__graph_can_run(const ag_graph_t *g, int j, int from, int to);
 
 /* Estimated device memory of a graph of n kernel nodes (bytes). */
 size_t ag__graph_cost(int n);
 
-/* Which parameters of node i replays have changed (bit j: parameter j, the first 64 only) and
- * which of those changes did not look like an address (src/dump.h). Zero for a NULL graph. */
+/* Which parameters of held launch i (of the sequence) replays have changed (bit j: parameter j,
+ * the first 64 only) and which of those changes did not look like an address (src/dump.h).
+ * Zero for a NULL graph. */
 void ag__graph_varied(const ag_graph_t *g, int i, uint64_t *changed, uint64_t *value);
 
 /* Context `ctx` (NULL: every context) is ending: forgets the embedded module loaded there.
  * Engine lock held. */
 void ag__graph_ctx_gone(void *ctx);
 
-/* Destroys the graph and its exec; a handle whose destroy fails is kept and retried later. */
+/* Destroys the graphs and their execs; a handle whose destroy fails is kept and retried later. */
 void ag__graph_free(ag_graph_t *g);
 
 #endif

@@ -155,15 +155,22 @@ static inline void ag__obs_built(void *stream, const ag_seq_t *s, int n, uint64_
 /* A replay of s made `updates` node updates, whether or not it then succeeded. */
 static inline void ag__obs_updates(uint64_t updates) { OBS_INC(ag__stats.updates, updates); }
 
-/* The graph of s ran, from t0 to t1, in place of `launches` held launches and `ops` stream
- * operations; `whole`: all of s, else a proper prefix (its later nodes disabled). */
+/* A graph of s ran, from t0 to t1, in place of `launches` held launches and `ops` stream
+ * operations; `whole`: all of one of its chunks, else a part of one (the nodes outside it
+ * disabled); `more`: the held run goes on (a chunk launched before the rest is held). */
 static inline void ag__obs_replayed(void *stream, const ag_seq_t *s, int launches, int ops,
-                                    int whole, uint64_t t0, uint64_t t1, uint64_t updates) {
+                                    int whole, int more, uint64_t t0, uint64_t t1,
+                                    uint64_t updates) {
   OBS_INC(ag__stats.ops_replayed, (uint64_t)ops);
   OBS_INC(ag__stats.replayed, (uint64_t)launches);
   OBS_INC(ag__stats.graph_launches, 1);
   if (!whole) OBS_INC(ag__stats.prefix_replays, 1);
-  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_replay(stream, s, launches, t0, t1, updates);
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_replay(stream, s, launches, t0, t1, updates, more);
+}
+
+/* The hold on `stream` ended (what it held was submitted, or is about to be). */
+static inline void ag__obs_unhold(void *stream) {
+  if (AG_UNLIKELY(ag__trace_armed)) ag__trace_unhold(stream);
 }
 
 /* A run of n entries that was not held ended (`content`: at a content-defined cut). */

@@ -219,7 +219,7 @@ static void free_dead(ag_seqtab_t *t) {
     ag_seq_t *s = t->dead;
     t->dead = s->next_first;
     if (t->freed) t->freed(s);
-    free(s->hashes), free(s->kids), free(s);
+    free(s->hashes), free(s->kids), free(s->pace), free(s);
   }
   t->ndead = 0;
 }
@@ -262,6 +262,7 @@ void ag__seqtab_free(ag_seqtab_t *t) {
     HASH_DEL(t->seqs, s); // NOLINT(clang-analyzer-unix.Malloc)
     free(s->hashes);
     free(s->kids);
+    free(s->pace);
     free(s);
   }
   first_t *f, *ftmp;
@@ -270,4 +271,17 @@ void ag__seqtab_free(ag_seqtab_t *t) {
     free(f);
   }
   free(t);
+}
+
+int ag__chunk_plan(const uint64_t *t, int n, uint64_t budget, int *starts) {
+  int nchunks = 1;
+  uint64_t b = budget / 4 ? budget / 4 : budget;
+  starts[0] = 0;
+  if (!budget) return n > 0 ? 1 : 0;
+  for (int i = 1, first = 0; i < n; i++) {
+    if (t[i] <= t[first] || t[i] - t[first] <= b) continue;
+    starts[nchunks++] = first = i;
+    b = b * 2 < budget ? b * 2 : budget;
+  }
+  return nchunks;
 }

@@ -84,6 +84,20 @@ static inline int ag__seg_push(ag_seg_t *s, uint64_t h, uint64_t *done_hash) {
   return 1;
 }
 
+/* ---- chunks -------------------------------------------------------------------------------- */
+
+/* Where a sequence of n entries, held at host times t[0..n-1] (nanoseconds, ascending), is cut
+ * into chunks, each a graph launched as soon as its last entry is held, so that the GPU is not
+ * kept waiting for the host to issue the whole sequence. A chunk ends before the entry that
+ * would put more than its budget of host time between the chunk's first entry and its last:
+ * no entry waits longer than that for the GPU to get it. The first chunk's budget is a quarter
+ * of `budget`, each later one twice the one before, up to `budget`: the first work of a
+ * sequence reaches the GPU soon, and where the host issues its launches quickly the chunks grow
+ * and cost few graph launches; a long pause of the host (Python between two launches) always
+ * ends a chunk. budget 0: one chunk. Writes the chunks' first entries to starts (starts[0] = 0)
+ * and returns their number, from 1 to n. */
+int ag__chunk_plan(const uint64_t *t, int n, uint64_t budget, int *starts);
+
 /* ---- the sequence table ------------------------------------------------------------------ */
 
 enum ag_seq_state {
@@ -112,8 +126,11 @@ struct ag_seq {
   void *graph;          /* the engine's graph data (graph.c), or NULL */
   /* Guard: host cost of replays and how many updates they needed. */
   uint64_t replays, updates;
+  uint64_t replayed;    /* launches its graph ran in place of (whole replays, chunks and parts) */
   double replay_ns;     /* running mean host time of a replay */
   uint64_t timeouts;    /* holds of it ended by the bound (AUTOGRAPH_HOLD_US) */
+  uint32_t *pace;       /* n: how long after entry i the host held entry i + 1 (ns), as learned
+                         * from its replays (src/engine.c), or NULL */
   UT_hash_handle hh;
 };
 

@@ -220,16 +220,24 @@ void ag__trace_build(void *stream, const ag_seq_t *s, int n, uint64_t t0, int st
 }
 
 void ag__trace_replay(void *stream, const ag_seq_t *s, int n, uint64_t t0, uint64_t t1,
-                      uint64_t updates) {
-  const char *why = cause ? cause : "sequence complete";
+                      uint64_t updates, int more) {
+  const char *why = cause ? cause : more ? "chunk complete" : "sequence complete";
   ev_t *e;
+  int tid = track(stream);
   cause = NULL;
-  if ((e = add(EV_REPLAY, track(stream), t0, t1)) != NULL) {
+  if ((e = add(EV_REPLAY, tid, t0, t1)) != NULL) {
     seq_args(e, s);
     e->n = (uint32_t)n, e->u = updates > UINT32_MAX ? UINT32_MAX : (uint32_t)updates;
   }
-  held_end(track(stream), n, t1, FB_REPLAYED, why);
+  held_end(tid, n, t1, FB_REPLAYED, why);
   ag__stats_run(AG_RUN_REPLAYED, s->id, (uint32_t)s->n, (uint32_t)n, why);
+  /* A chunk: the run goes on, held again from here. */
+  if (more && !T.closed) T.holding[tid] = 1, T.hold_t0[tid] = t1;
+}
+
+void ag__trace_unhold(void *stream) {
+  /* What was held since the last chunk went in it: nothing is left to show. */
+  if (!T.closed) T.holding[track(stream)] = 0;
 }
 
 void ag__trace_pass(int n, int content) {

@@ -62,9 +62,14 @@ void ag__trace_flush(void *stream, int n, int fb, uint64_t t0, int status, const
 /* The graph of s (n launches) was built from t0 to now; `status`: 0 or the CUDA error. */
 void ag__trace_build(void *stream, const ag_seq_t *s, int n, uint64_t t0, int status);
 /* The graph of s was replayed (node updates and launch) from t0 to t1 with `updates` kernel-node
- * updates. Ends the held run at t1. */
+ * updates, in place of n launches. Ends the held run at t1; `more`: a chunk of a run that goes
+ * on, held again from t1 (src/graph.h). */
 void ag__trace_replay(void *stream, const ag_seq_t *s, int n, uint64_t t0, uint64_t t1,
-                      uint64_t updates);
+                      uint64_t updates, int more);
+
+/* The held run on `stream` ends with nothing more to submit (its last entries went in a chunk
+ * already): no event. */
+void ag__trace_unhold(void *stream);
 /* A run of n launches that was not held ended (`content`: at a content-defined cut). */
 void ag__trace_pass(int n, int content);
 /* s was demoted for `why` (copied: the string need not outlive the call). */

@@ -40,6 +40,7 @@
 #include <stddef.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,7 @@
 #include "segment.h"
 #include "stats.h"
 #include "trace-parse.h"
+#include "timeline.h"
 #include "trace.h"
 
 /* ---- options ------------------------------------------------------------------------------- */
@@ -64,14 +66,18 @@
 static struct {
   const char *path;
   int json;
-  int repeats, min_seq, max_seq, max_graphs;
+  int repeats, min_seq, max_seq, max_graphs, chunk_us;
   const char *deny;
   double graph_launch_us, graph_node_ns, update_us;
+  double hold_us;        /* modelled host cost of a launch the library holds */
+  double node_gap_us;    /* between consecutive nodes of a graph; < 0: the trace's queue gap */
+  double latency_us;     /* submission to start on an idle stream; < 0: measured in the trace */
   int top;
   int steps_max;
   const char *dump;
-} opt = {.repeats = 1, .min_seq = 2, .max_seq = 256, .max_graphs = 512, .graph_launch_us = 2.5,
-         .graph_node_ns = 1.0, .update_us = 0.5, .top = 10, .steps_max = 50};
+} opt = {.repeats = 1, .min_seq = 2, .max_seq = 256, .max_graphs = 512, .chunk_us = -1, .graph_launch_us = 2.5,
+         .graph_node_ns = 1.0, .update_us = 0.5, .hold_us = 0.5, .node_gap_us = -1.0,
+         .latency_us = -1.0, .top = 10, .steps_max = 50};
 
 /* ---- the trace, as read -------------------------------------------------------------------- */
 
@@ -92,6 +98,7 @@ typedef struct kev { /* a kernel event */
 typedef struct call { /* a runtime or driver event the engine must see */
   int64_t ts, dur, corr, tid;
   uint32_t seq;      /* file order, to keep equal timestamps stable */
+  int32_t nm;        /* its API name (base name), an index in T.cnames */
   uint8_t kind;      /* CALL_* */
   uint8_t driver;    /* a driver API event (cuLaunchKernel…) */
   int32_t order;     /* index of the ordering call in `ordcalls`, or -1 */
@@ -116,6 +123,7 @@ static int vec_grow(void **v, size_t *cap, size_t elem) {
 
 typedef struct gop { /* a copy or memset on the GPU: the stream its call ordered */
   int64_t corr, stream;
+  int64_t ts, dur;
   int pageable;      /* a copy from or to pageable host memory (Kineto names the side) */
 } gop_t;
 
@@ -126,6 +134,7 @@ static struct {
   VEC(step_t) steps;
   kname_t *names_by_str;
   VEC(char *) names;
+  VEC(char *) cnames; /* API names of the calls (a few dozen: found by a linear search) */
   uint64_t events, runtime_events, driver_events, other_calls, gpu_user;
   int oom;
 } T;
@@ -182,6 +191,18 @@ static int32_t intern(const char *s) {
   return (int32_t)k->id;
 }
 
+/* The index of API name s in T.cnames, added when new; -1 when out of memory. */
+static int32_t cname(const char *s) {
+  for (size_t i = 0; i < T.cnames.n; i++)
+    if (!strcmp(T.cnames.v[i], s)) return (int32_t)i;
+  char *d = strdup(s);
+  if (!d || VEC_PUSH(T.cnames, d)) {
+    free(d);
+    return -1;
+  }
+  return (int32_t)T.cnames.n - 1;
+}
+
 static int on_event(const ag_trace_event_t *e, void *arg) {
   (void)arg;
   T.events++;
@@ -205,7 +226,8 @@ static int on_event(const ag_trace_event_t *e, void *arg) {
     return 0;
   }
   if (is_cat(e->cat, "gpu_memcpy") || is_cat(e->cat, "gpu_memset")) {
-    gop_t g = {e->correlation, e->stream, strstr(e->name, "Pageable") != NULL};
+    gop_t g = {e->correlation, e->stream, e->ts_ns, e->has & AG_TEV_DUR ? e->dur_ns : 0,
+               strstr(e->name, "Pageable") != NULL};
     if ((e->has & (AG_TEV_CORR | AG_TEV_STREAM)) != (AG_TEV_CORR | AG_TEV_STREAM)) return 0;
     if (VEC_PUSH(T.gops, g)) goto oom;
     return 0;
@@ -220,6 +242,7 @@ static int on_event(const ag_trace_event_t *e, void *arg) {
                 .driver = (uint8_t)drv, .order = -1};
     if (rt) T.runtime_events++; else T.driver_events++;
     base_name(e->name, base, sizeof base);
+    if ((c.nm = cname(base)) < 0) goto oom;
     if (!strncmp(base, "cudaLaunchCooperativeKernel", 27) || !strcmp(base, "cuLaunchCooperativeKernel")) {
       c.kind = CALL_COOP;
     } else if (!strcmp(base, "cudaLaunchKernel") || !strcmp(base, "cudaLaunchKernelExC") ||
@@ -266,6 +289,7 @@ typedef struct launch {
   uint32_t fn;       /* kernel name id */
   int32_t step;      /* index in T.steps, or -1 */
   uint8_t state, coop, driver;
+  uint8_t own;       /* submitted by its own call, as it came (not held) */
   uint32_t replay;   /* which replay served it (index in `replays`) */
 } launch_t;
 
@@ -313,6 +337,93 @@ static void fail_check(const char *why) {
 /* The modelled host clock (see the contract above). */
 static uint64_t vclock;
 
+/* ---- the timeline plan: when the engine submits what (tools/timeline.h) ---------------------- */
+
+/* The calls and GPU operations of the trace, and the plan the engine makes while it is fed:
+ * which call is being fed (cur_call), and, per stream, the copies and memsets the engine holds
+ * (TL operation indices, -1 for one without a GPU event), submitted when the engine flushes them
+ * or launches the graph holding them. */
+static ag_tl_t TL;
+static ag_tl_plan_t PL;
+static int32_t cur_call = -1;
+static int32_t *kop, *gopi; /* TL operation of each kernel event / GPU copy or memset, or -1 */
+
+/* The timelines (tools/timeline.h): the trace as recorded, modelled without the library (its
+ * own plan: the calibration, from the trace's medians alone, and the eager model, with what
+ * each operation and call showed beyond them), and modelled under the library (the plan the
+ * engine makes while it is fed, PL). Step times per step, or for the whole trace without
+ * steps. */
+typedef struct tlstep {
+  int64_t rec, model, eager, lib; /* the step's duration in each */
+  int64_t held_wait;              /* GPU time submissions later than their call cost */
+} tlstep_t;
+
+/* Costs the report is also computed at (the engine's decisions are kept: see the docs). */
+typedef struct tlcost {
+  const char *name;
+  double graph_launch_us, graph_node_ns, update_us, hold_us, node_gap_us;
+  double ratio;       /* library / eager, all steps */
+  int64_t worst;      /* the largest (library − eager) of a step */
+} tlcost_t;
+
+static struct {
+  ag_tl_plan_t eager_plan;
+  ag_tl_result_t eager, lib, model;
+  tlstep_t *steps;
+  size_t nsteps;
+  tlstep_t all;
+  double err_mean, err_max;  /* calibration: |model − recorded| / recorded, over the steps */
+  int64_t worst;             /* the largest (library − eager) of a step */
+  int32_t worst_step;
+  int64_t *seq_wait;         /* per exec: GPU time its late submissions cost */
+  tlcost_t costs[5];
+  int ncosts;
+} TM;
+
+static int plan_oom;
+enum { COST_LITERAL, COST_GRAPH, COST_UPDATE };
+
+typedef struct opq {
+  void *stream;
+  int32_t *v;
+  size_t head, tail, cap;
+} opq_t;
+static opq_t opqs[SQUEUES];
+static size_t nopqs;
+
+static opq_t *opq_of(void *stream) {
+  for (size_t i = 0; i < nopqs; i++)
+    if (opqs[i].stream == stream) return &opqs[i];
+  if (nopqs == SQUEUES) return NULL;
+  opqs[nopqs].stream = stream;
+  return &opqs[nopqs++];
+}
+
+static int64_t graph_cost_ns(size_t n);
+
+static void plan(int kind, int32_t op, int node, int32_t group, int what, int64_t ns) {
+  if (op < 0 && kind == AG_TL_ISSUE) return;
+  if (ag__tl_act(&PL, cur_call, kind, op, node, group, ns)) plan_oom = 1;
+  else PL.acts[PL.n - 1].what = (uint8_t)what;
+}
+
+/* The next held copy or memset of stream s, submitted now (flushed, or a node of a graph). */
+static void plan_memop(void *s, int node, int32_t group) {
+  opq_t *q = opq_of(s);
+  if (!q || q->head == q->tail) {
+    fail_check("the engine submitted a copy or memset it was not holding");
+    return;
+  }
+  plan(AG_TL_ISSUE, q->v[q->head++], node, group, COST_LITERAL, 0);
+}
+
+/* What submitting one held launch as an ordinary launch costs the host: its own recorded
+ * duration, without the time it spent waiting for a full launch queue. */
+static int64_t flush_cost(const launch_t *l) {
+  int64_t d = l->dur > 0 ? l->dur : 0;
+  return d;
+}
+
 int clock_gettime(clockid_t clk, struct timespec *tp) {
   if (clk != CLOCK_MONOTONIC) return (int)syscall(SYS_clock_gettime, clk, tp);
   tp->tv_sec = (time_t)(vclock / 1000000000ull);
@@ -329,10 +440,12 @@ static void *stream_handle(int64_t s) { return (void *)(uintptr_t)(((uint64_t)s 
 
 static void *cur_ctx;
 
+enum { FN_KERNEL, FN_MEMOP, FN_EVENT };
 typedef struct fnode {
   uint32_t fn;
   unsigned grid[3], block[3], shmem;
-  int off; /* disabled in its exec (cuGraphNodeSetEnabled) */
+  int kind; /* FN_*: a kernel, a copy or memset, an event record or wait */
+  int off;  /* disabled in its exec (cuGraphNodeSetEnabled) */
 } fnode_t;
 
 typedef struct fgraph {
@@ -341,8 +454,11 @@ typedef struct fgraph {
 } fgraph_t;
 
 typedef struct fexec {
-  fnode_t *nodes;
+  fnode_t *nodes;  /* every node, in the order added */
   size_t n;
+  fnode_t *kern;   /* the kernel nodes only (what the reports list) */
+  size_t nk;
+  size_t self;     /* its index in `execs` */
   uint64_t replays, updates;
 } fexec_t;
 
@@ -364,6 +480,8 @@ static CUresult CUDAAPI f_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   if (fn_id(f) != l->fn) fail_check("a flushed launch is not the oldest held one");
   l->state = L_PASSED;
   vclock += (uint64_t)(l->dur > 0 ? l->dur : 0);
+  plan(AG_TL_ISSUE, kop[l->k], 0, -1, COST_LITERAL, 0);
+  plan(AG_TL_COST, -1, 0, -1, COST_LITERAL, flush_cost(l));
   return CUDA_SUCCESS;
 }
 
@@ -416,36 +534,48 @@ static CUresult CUDAAPI f_cuGraphDestroy(CUgraph g) {
   free(fg->nodes), free(fg);
   return CUDA_SUCCESS;
 }
-static CUresult CUDAAPI f_cuGraphAddKernelNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
-                                               size_t ndeps, const CUDA_KERNEL_NODE_PARAMS_v2 *p) {
+/* A new node of graph g of kind `kind`; its handle is its index + 1 (in the graph and its exec). */
+static fnode_t *fg_add(CUgraph g, int kind, CUgraphNode *node) {
   fgraph_t *fg = (fgraph_t *)g;
-  (void)deps, (void)ndeps;
   if (fg->n == fg->cap) {
     size_t cap = fg->cap ? fg->cap * 2 : 16;
     fnode_t *nodes = realloc(fg->nodes, cap * sizeof *nodes);
-    if (!nodes) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!nodes) return NULL;
     fg->nodes = nodes, fg->cap = cap;
   }
   fnode_t *n = &fg->nodes[fg->n++];
+  memset(n, 0, sizeof *n);
+  n->kind = kind;
+  *node = (CUgraphNode)(uintptr_t)fg->n;
+  return n;
+}
+
+static CUresult CUDAAPI f_cuGraphAddKernelNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
+                                               size_t ndeps, const CUDA_KERNEL_NODE_PARAMS_v2 *p) {
+  (void)deps, (void)ndeps;
+  fnode_t *n = fg_add(g, FN_KERNEL, node);
+  if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
   n->fn = fn_id(p->func);
   n->grid[0] = p->gridDimX, n->grid[1] = p->gridDimY, n->grid[2] = p->gridDimZ;
   n->block[0] = p->blockDimX, n->block[1] = p->blockDimY, n->block[2] = p->blockDimZ;
   n->shmem = p->sharedMemBytes;
-  n->off = 0;
-  *node = (CUgraphNode)(uintptr_t)fg->n;
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags) {
   fgraph_t *fg = (fgraph_t *)g;
   fexec_t *x = calloc(1, sizeof *x);
   (void)flags;
-  if (!x || !(x->nodes = malloc((fg->n ? fg->n : 1) * sizeof *x->nodes)) || VEC_PUSH(execs, x)) {
-    if (x) free(x->nodes);
+  if (!x || !(x->nodes = malloc((fg->n ? fg->n : 1) * sizeof *x->nodes)) ||
+      !(x->kern = malloc((fg->n ? fg->n : 1) * sizeof *x->kern)) || VEC_PUSH(execs, x)) {
+    if (x) free(x->nodes), free(x->kern);
     free(x);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   if (fg->n) memcpy(x->nodes, fg->nodes, fg->n * sizeof *x->nodes);
   x->n = fg->n;
+  x->self = execs.n - 1;
+  for (size_t i = 0; i < fg->n; i++)
+    if (fg->nodes[i].kind == FN_KERNEL) x->kern[x->nk++] = fg->nodes[i];
   /* The handle is the exec's index: records outlive their destruction for the report. */
   *e = (CUgraphExec)(uintptr_t)execs.n;
   /* x is owned by `execs` now (kept for the report until exit). */
@@ -459,12 +589,14 @@ static CUresult CUDAAPI f_cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphN
   execs.v[(uintptr_t)e - 1]->updates++;
   fake_updates++;
   vclock += (uint64_t)(opt.update_us * 1000.0);
+  plan(AG_TL_COST, -1, 0, -1, COST_UPDATE, (int64_t)(opt.update_us * 1000.0));
   return CUDA_SUCCESS;
 }
-/* Stream operations: performed or added as nodes, costing nothing; an update costs as a kernel
- * node's does. */
+/* Stream operations: performed (a held one flushed, costing the host nothing more here) or added
+ * as nodes; an update costs as a kernel node's does. */
 static CUresult CUDAAPI f_cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
-  (void)d, (void)v, (void)n, (void)s;
+  (void)d, (void)v, (void)n;
+  plan_memop(s, 0, -1);
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_cuEventRecord(CUevent e, CUstream s) {
@@ -475,27 +607,22 @@ static CUresult CUDAAPI f_cuStreamWaitEvent(CUstream s, CUevent e, unsigned flag
   (void)e, (void)s, (void)flags;
   return CUDA_SUCCESS;
 }
-static CUgraphNode op_node(void) {
-  static char nodes;
-  return (CUgraphNode)&nodes;
-}
 static CUresult CUDAAPI f_cuGraphAddMemsetNode(CUgraphNode *n, CUgraph g, const CUgraphNode *d,
                                                size_t nd, const CUDA_MEMSET_NODE_PARAMS *p,
                                                CUcontext c) {
-  (void)g, (void)d, (void)nd, (void)p, (void)c;
-  *n = op_node();
-  return CUDA_SUCCESS;
+  (void)d, (void)nd, (void)p, (void)c;
+  return fg_add(g, FN_MEMOP, n) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 static CUresult CUDAAPI f_cuGraphAddEventNode(CUgraphNode *n, CUgraph g, const CUgraphNode *d,
                                               size_t nd, CUevent e) {
-  (void)g, (void)d, (void)nd, (void)e;
-  *n = op_node();
-  return CUDA_SUCCESS;
+  (void)d, (void)nd, (void)e;
+  return fg_add(g, FN_EVENT, n) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 static void op_update(CUgraphExec e) {
   execs.v[(uintptr_t)e - 1]->updates++;
   fake_updates++;
   vclock += (uint64_t)(opt.update_us * 1000.0);
+  plan(AG_TL_COST, -1, 0, -1, COST_UPDATE, (int64_t)(opt.update_us * 1000.0));
 }
 static CUresult CUDAAPI f_cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode n,
                                                          const CUDA_MEMSET_NODE_PARAMS *p,
@@ -511,7 +638,8 @@ static CUresult CUDAAPI f_cuGraphExecEventNodeSetEvent(CUgraphExec e, CUgraphNod
 }
 
 static CUresult CUDAAPI f_cuMemcpyAsync(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s) {
-  (void)d, (void)src, (void)n, (void)s;
+  (void)d, (void)src, (void)n;
+  plan_memop(s, 0, -1);
   return CUDA_SUCCESS;
 }
 /* Copies fed as operations are of device memory (pageable ones are not fed as operations). */
@@ -524,9 +652,8 @@ static CUresult CUDAAPI f_cuPointerGetAttribute(void *data, CUpointer_attribute 
 }
 static CUresult CUDAAPI f_cuGraphAddMemcpyNode(CUgraphNode *n, CUgraph g, const CUgraphNode *d,
                                                size_t nd, const CUDA_MEMCPY3D *p, CUcontext c) {
-  (void)g, (void)d, (void)nd, (void)p, (void)c;
-  *n = op_node();
-  return CUDA_SUCCESS;
+  (void)d, (void)nd, (void)p, (void)c;
+  return fg_add(g, FN_MEMOP, n) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 static CUresult CUDAAPI f_cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphNode n,
                                                          const CUDA_MEMCPY3D *p, CUcontext c) {
@@ -535,12 +662,12 @@ static CUresult CUDAAPI f_cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphN
   return CUDA_SUCCESS;
 }
 
-/* A kernel node's handle is its index + 1 in its graph (and exec); stream operations share one
- * handle and are not followed. A toggle costs as a node update does. */
+/* A node's handle is its index + 1 in its graph (and exec). A toggle costs as a node update
+ * does. */
 static CUresult CUDAAPI f_cuGraphNodeSetEnabled(CUgraphExec e, CUgraphNode n, unsigned on) {
   fexec_t *x = execs.v[(uintptr_t)e - 1];
   vclock += (uint64_t)(opt.update_us * 1000.0);
-  if (n == op_node()) return CUDA_SUCCESS;
+  plan(AG_TL_COST, -1, 0, -1, COST_UPDATE, (int64_t)(opt.update_us * 1000.0));
   if ((uintptr_t)n - 1 >= x->n) return CUDA_ERROR_INVALID_VALUE;
   x->nodes[(uintptr_t)n - 1].off = !on;
   return CUDA_SUCCESS;
@@ -548,15 +675,20 @@ static CUresult CUDAAPI f_cuGraphNodeSetEnabled(CUgraphExec e, CUgraphNode n, un
 
 static CUresult CUDAAPI f_cuGraphLaunch(CUgraphExec e, CUstream s) {
   fexec_t *x = execs.v[(uintptr_t)e - 1];
-  /* The engine disables only a graph's last nodes (a prefix replay): the enabled ones run. */
-  size_t on = 0;
-  while (on < x->n && !x->nodes[on].off) on++;
+  /* The engine runs one stretch of a graph's nodes, the others disabled (the rest of a step cut
+   * short, or what another sequence's graph did not run): the enabled ones run. */
+  size_t from = 0, on;
+  while (from < x->n && x->nodes[from].off) from++;
+  for (on = from; on < x->n && !x->nodes[on].off; on++) {
+  }
   for (size_t i = on; i < x->n; i++)
-    if (!x->nodes[i].off) fail_check("a graph was launched with a disabled node before an enabled one");
-  replay_t r = {(uint32_t)rlaunch.n, (uint32_t)on, (uint32_t)((uintptr_t)e - 1)};
+    if (!x->nodes[i].off) fail_check("a graph was launched with enabled nodes apart");
+  size_t kernels = 0;
+  for (size_t i = from; i < on; i++) kernels += x->nodes[i].kind == FN_KERNEL;
+  replay_t r = {(uint32_t)rlaunch.n, (uint32_t)kernels, (uint32_t)((uintptr_t)e - 1)};
   squeue_t *q = squeue_of(s);
   fake_graph_launches++;
-  if (!q || q->tail - q->head < on) {
+  if (!q || q->tail - q->head < kernels) {
     fail_check("a graph was launched for more launches than were held");
     return CUDA_SUCCESS;
   }
@@ -564,19 +696,31 @@ static CUresult CUDAAPI f_cuGraphLaunch(CUgraphExec e, CUstream s) {
     fail_check("out of memory");
     return CUDA_SUCCESS;
   }
-  for (size_t i = 0; i < on; i++) {
-    launch_t *l = &L.v[q->v[q->head + i]];
+  int32_t group = (int32_t)(replays.n - 1);
+  int first = 1;
+  for (size_t i = from, k = 0; i < on; i++) {
+    if (x->nodes[i].kind == FN_MEMOP) {
+      plan_memop(s, !first, group);
+      first = 0;
+      continue;
+    }
+    if (x->nodes[i].kind != FN_KERNEL) continue;
+    launch_t *l = &L.v[q->v[q->head + k]];
     if (l->fn != x->nodes[i].fn) fail_check("a replayed graph's kernels differ from the launches it replaced");
     l->state = L_REPLAYED;
     l->replay = (uint32_t)(replays.n - 1);
-    if (VEC_PUSH(rlaunch, q->v[q->head + i])) {
+    plan(AG_TL_ISSUE, kop[l->k], !first, group, COST_LITERAL, 0);
+    first = 0;
+    if (VEC_PUSH(rlaunch, q->v[q->head + k])) {
       fail_check("out of memory");
       return CUDA_SUCCESS;
     }
+    k++;
   }
-  q->head += on;
+  q->head += kernels;
   x->replays++;
-  vclock += (uint64_t)(opt.graph_launch_us * 1000.0 + opt.graph_node_ns * (double)x->n);
+  vclock += (uint64_t)graph_cost_ns(x->nk);
+  plan(AG_TL_COST, (int32_t)x->nk, 0, group, COST_GRAPH, graph_cost_ns(x->nk));
   return CUDA_SUCCESS;
 }
 
@@ -590,16 +734,20 @@ static int submit(const ag_launch_t *al) {
   else
     q->tail--;
   L.v[i].state = L_PASSED;
+  L.v[i].own = 1;
   vclock += (uint64_t)(L.v[i].dur > 0 ? L.v[i].dur : 0);
+  plan(AG_TL_ISSUE, kop[L.v[i].k], 0, -1, COST_LITERAL, 0);
   return 0;
 }
 
 static const char *my_getenv(const char *name) {
-  static char buf[5][32];
+  static char buf[6][32];
   if (!strcmp(name, "AUTOGRAPH_REPEATS")) return snprintf(buf[0], 32, "%d", opt.repeats), buf[0];
   if (!strcmp(name, "AUTOGRAPH_MIN_SEQ")) return snprintf(buf[1], 32, "%d", opt.min_seq), buf[1];
   if (!strcmp(name, "AUTOGRAPH_MAX_SEQ")) return snprintf(buf[2], 32, "%d", opt.max_seq), buf[2];
   if (!strcmp(name, "AUTOGRAPH_MAX_GRAPHS")) return snprintf(buf[3], 32, "%d", opt.max_graphs), buf[3];
+  if (!strcmp(name, "AUTOGRAPH_CHUNK_US") && opt.chunk_us >= 0)
+    return snprintf(buf[5], 32, "%d", opt.chunk_us), buf[5];
   if (!strcmp(name, "AUTOGRAPH_DENY")) return opt.deny;
   if (!strcmp(name, "AUTOGRAPH_DUMP")) return opt.dump;
   if (!strcmp(name, "AUTOGRAPH_LOG")) return getenv("AUTOGRAPH_LOG");
@@ -751,7 +899,7 @@ static int feed_op(ag_call_t *call, void *stream, const gop_t *g) {
   ag_op_t op = {.call = call, .stream = stream};
   if (!strcmp(call->name, "cudaMemcpyAsync")) {
     /* Without its GPU event the memory is unknown: an ordering call. */
-    if (!g || g->pageable) return 0;
+    if (!g || g->pageable) return AG_OP_ORDER;
     op.kind = AG_OP_MEMCPY, op.dst = (void *)(uintptr_t)0x2000, op.src = (void *)(uintptr_t)0x3000;
     op.bytes = 4, op.dir = 4;
   } else if (!strcmp(call->name, "cudaMemsetAsync"))
@@ -761,8 +909,118 @@ static int feed_op(ag_call_t *call, void *stream, const gop_t *g) {
   else if (!strcmp(call->name, "cudaStreamWaitEvent"))
     op.kind = AG_OP_EVENT_WAIT, op.event = EV_UNSEEN;
   else
-    return 0;
-  return ag__op(&op) != AG_OP_ORDER;
+    return AG_OP_ORDER;
+  /* A copy or memset the engine holds is submitted when it flushes it or launches the graph
+   * holding it, which may happen inside this very call (it ends a sequence): queued first,
+   * taken back when not held. */
+  opq_t *q = NULL;
+  if (op.kind == AG_OP_MEMSET || op.kind == AG_OP_MEMCPY) {
+    q = opq_of(stream);
+    if (!q || (q->tail == q->cap && vec_grow((void **)&q->v, &q->cap, sizeof *q->v))) {
+      plan_oom = 1;
+      return AG_OP_ORDER;
+    }
+    q->v[q->tail++] = g ? gopi[g - T.gops.v] : -1;
+  }
+  int r = ag__op(&op);
+  if (q && r != AG_OP_HELD) q->tail--;
+  return r;
+}
+
+/* ---- the timeline's input ------------------------------------------------------------------ */
+
+/* Calls that wait for the whole device, or for one stream or event, when they wait. */
+static const char *const device_wide[] = {"cudaDeviceSynchronize", "cuCtxSynchronize", "cudaMemcpy",
+                                          "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyToSymbol",
+                                          "cudaMemcpyFromSymbol", "cudaFree", "cudaFreeHost",
+                                          "cuMemFree", "cuMemFreeHost", "cudaMemcpyPeer", NULL};
+static const char *const stream_wide[] = {"cudaStreamSynchronize", "cuStreamSynchronize",
+                                          "cudaEventSynchronize", "cuEventSynchronize", NULL};
+
+static int in_list(const char *const *list, const char *s) {
+  for (; *list; list++)
+    if (!strcmp(*list, s)) return 1;
+  return 0;
+}
+
+static int64_t *stream_ids; /* the trace's stream numbers, indexed by the timeline's */
+static int32_t nstream_ids;
+
+/* The timeline's index of trace stream s, added when new; -1 when out of memory. */
+static int32_t tl_stream(int64_t s) {
+  for (int32_t i = 0; i < nstream_ids; i++)
+    if (stream_ids[i] == s) return i;
+  int64_t *v = realloc(stream_ids, ((size_t)nstream_ids + 1) * sizeof *v);
+  if (!v) return -1;
+  stream_ids = v;
+  stream_ids[nstream_ids] = s;
+  return nstream_ids++;
+}
+
+typedef struct corrcall { int64_t corr; int32_t call; } corrcall_t;
+static int cmp_cc(const void *a, const void *b) { return cmp_corr(a, b); }
+
+/* Builds the timeline's calls (T.calls, sorted) and operations (every kernel, copy and memset
+ * joined to a call by correlation id) and an empty plan. Returns 0 or -AG_ENOMEM. */
+static int tl_build(void) {
+  size_t nk = T.kernels.n, ng = T.gops.n, m = 0;
+  corrcall_t *cc = malloc((T.calls.n + 1) * sizeof *cc);
+  TL.calls = calloc(T.calls.n + 1, sizeof *TL.calls);
+  TL.ops = calloc(nk + ng + 1, sizeof *TL.ops);
+  kop = malloc((nk + 1) * sizeof *kop), gopi = malloc((ng + 1) * sizeof *gopi);
+  PL.call_cost = malloc((T.calls.n + 1) * sizeof *PL.call_cost);
+  if (!cc || !TL.calls || !TL.ops || !kop || !gopi || !PL.call_cost) {
+    free(cc);
+    return -AG_ENOMEM;
+  }
+  TL.ncalls = T.calls.n;
+  for (size_t i = 0; i < T.calls.n; i++) {
+    const call_t *c = &T.calls.v[i];
+    ag_tl_call_t *k = &TL.calls[i];
+    const char *nm = T.cnames.v[c->nm];
+    k->ts = c->ts, k->dur = c->dur > 0 ? c->dur : 0, k->name = c->nm, k->stream = -1;
+    k->device_wide = (uint8_t)in_list(device_wide, nm);
+    k->stream_wide = (uint8_t)in_list(stream_wide, nm);
+    PL.call_cost[i] = -1;
+    if (c->corr >= 0) cc[m++] = (corrcall_t){c->corr, (int32_t)i};
+  }
+  qsort(cc, m, sizeof *cc, cmp_cc);
+  for (size_t i = 0; i < nk + ng; i++) {
+    int kernel = i < nk;
+    int64_t corr = kernel ? T.kernels.v[i].corr : T.gops.v[i - nk].corr;
+    const corrcall_t *w = find_corr(cc, m, sizeof *cc, corr);
+    int32_t *slot = kernel ? &kop[i] : &gopi[i - nk];
+    *slot = -1;
+    if (!w) continue;
+    ag_tl_op_t *o = &TL.ops[TL.nops];
+    o->ts = kernel ? T.kernels.v[i].ts : T.gops.v[i - nk].ts;
+    o->dur = kernel ? T.kernels.v[i].dur : T.gops.v[i - nk].dur;
+    if (o->dur < 0) o->dur = 0;
+    if ((o->stream = tl_stream(kernel ? T.kernels.v[i].stream : T.gops.v[i - nk].stream)) < 0) {
+      free(cc);
+      return -AG_ENOMEM;
+    }
+    o->call = w->call;
+    *slot = (int32_t)TL.nops++;
+  }
+  TL.nstreams = nstream_ids;
+  free(cc);
+  return 0;
+}
+
+/* Submits, at the current call, its own GPU operations (a copy or memset it makes itself, the
+ * kernels of a graph the program launches) that the engine did not hold. */
+static void plan_own_ops(const call_t *c) {
+  if (c->corr < 0) return;
+  /* In the order they ran (a graph's kernels and copies interleave on its stream). */
+  const gop_t *g = gop_of(c->corr), *gend = T.gops.v + T.gops.n;
+  const kev_t *k = kernel_of(c->corr), *kend = T.kernels.v + T.kernels.n;
+  for (;;) {
+    int gm = g && g < gend && g->corr == c->corr, km = k && k < kend && k->corr == c->corr;
+    if (!gm && !km) break;
+    if (gm && (!km || g->ts < k->ts)) plan(AG_TL_ISSUE, gopi[g++ - T.gops.v], 0, -1, COST_LITERAL, 0);
+    else plan(AG_TL_ISSUE, kop[k++ - T.kernels.v], 0, -1, COST_LITERAL, 0);
+  }
 }
 
 static int feed(void) {
@@ -772,6 +1030,7 @@ static int feed(void) {
   if (T.calls.n) qsort(T.calls.v, T.calls.n, sizeof *T.calls.v, cmp_call);
   if (T.gops.n) qsort(T.gops.v, T.gops.n, sizeof *T.gops.v, cmp_corr);
   if (T.steps.n) qsort(T.steps.v, T.steps.n, sizeof *T.steps.v, cmp_step);
+  if (tl_build()) return -AG_ENOMEM;
   for (size_t i = 0; i < T.calls.n; i++) {
     const call_t *c = &T.calls.v[i];
     if (c->kind == CALL_ORDER) continue;
@@ -785,10 +1044,30 @@ static int feed(void) {
     if (VEC_PUSH(L, l)) return -AG_ENOMEM;
   }
   if (!L.n) return 0;
+  /* The library's timeline runs along: its clock is the engine's (see below). */
+  if (ag__tl_prepare(&TL)) return -AG_ENOMEM;
+  if (opt.latency_us >= 0) TL.latency = (int64_t)(opt.latency_us * 1000.0);
+  PL.node_gap = opt.node_gap_us >= 0 ? (int64_t)(opt.node_gap_us * 1000.0) : -1;
+  ag_tl_run_t *run;
+  if (ag__tl_start(&TL, &PL, &TM.lib, &run)) return -AG_ENOMEM;
   engine_start();
   size_t li = 0;
   for (size_t i = 0; i < T.calls.n; i++) {
     const call_t *c = &T.calls.v[i];
+    cur_call = (int32_t)i;
+    /* The engine's clock is the host's under the library, as the timeline models it: the
+     * previous call runs (with what the engine did in it) before this one's time is known. Its
+     * pace cuts the chunks and bounds the holds. Holds whose bound passed before this call end
+     * first, at their bound, as the library's helper thread ends them. */
+    if (i && ag__tl_call(run)) return ag__tl_stop(run), -AG_ENOMEM;
+    int64_t now = ag__tl_clock(run, c->ts);
+    for (uint64_t d; (d = ag__hold_next()) && d <= (uint64_t)now;) {
+      if (d > vclock) vclock = d;
+      plan(AG_TL_AT, -1, 0, -1, COST_LITERAL, (int64_t)d - (now - c->ts));
+      ag__hold_expire(d);
+      plan(AG_TL_MAIN, -1, 0, -1, COST_LITERAL, 0);
+    }
+    if ((uint64_t)now > vclock) vclock = (uint64_t)now;
     if (c->kind == CALL_ORDER) {
       ag_call_t *call = c->order >= 0 ? &ordcalls[c->order] : &drv_order;
       void *stream = NULL;
@@ -807,11 +1086,25 @@ static int feed(void) {
         else if (t) stream = t->stream, F.order_thread++;
         else call = &drv_order, F.order_unknown++;
       }
-      if (c->order >= 0 && ordcls[c->order] == CLS_OP && call != &drv_order &&
-          feed_op(call, stream, c->corr >= 0 ? gop_of(c->corr) : NULL))
+      if (TL.calls[i].stream_wide) {
+        /* The stream a synchronisation observes, for the timeline: the one fed to the engine,
+         * or for an event, the stream its thread last launched on. */
+        const tstream_t *t = tstream_of(c->tid);
+        void *h = stream != EV_UNSEEN && stream ? stream : t ? t->stream : NULL;
+        if (h && (TL.calls[i].stream = tl_stream((int64_t)((uintptr_t)h >> 8) - 1)) < 0) return -AG_ENOMEM;
+      }
+      int r = AG_OP_ORDER;
+      if (c->order >= 0 && ordcls[c->order] == CLS_OP && call != &drv_order)
+        r = feed_op(call, stream, c->corr >= 0 ? gop_of(c->corr) : NULL);
+      if (r == AG_OP_HELD) {
+        PL.call_cost[i] = (int64_t)(opt.hold_us * 1000.0);
         continue;
-      ag__order_enter(call, stream);
-      ag__order_leave();
+      }
+      if (r == AG_OP_ORDER) {
+        ag__order_enter(call, stream);
+        ag__order_leave();
+      }
+      plan_own_ops(c);
       continue;
     }
     if (li >= L.n || L.v[li].ts != c->ts || (c->corr < 0 || !kernel_of(c->corr))) continue;
@@ -840,9 +1133,14 @@ static int feed(void) {
     squeue_t *q = squeue_of(al.stream);
     if (!q || squeue_push(q, (uint32_t)li)) return -AG_ENOMEM;
     ag__launch(&al);
+    if (!l->own) PL.call_cost[i] = (int64_t)(opt.hold_us * 1000.0);
     li++;
   }
+  /* What is still held at the end of the trace is submitted at its last call. */
+  cur_call = (int32_t)T.calls.n - 1;
   ag__flush_all();
+  if (plan_oom || ag__tl_call(run)) return ag__tl_stop(run), -AG_ENOMEM;
+  if (ag__tl_finish(run)) return -AG_EINVAL;
   for (size_t i = 0; i < nsqueues; i++)
     if (squeues[i].head != squeues[i].tail) fail_check("launches were still held after the final flush");
   return 0;
@@ -938,6 +1236,210 @@ static int compute(void) {
   return 0;
 }
 
+/* ---- the timelines: step time, recorded, modelled without the library, and under it ------- */
+
+
+/* The step (index in TM.steps) recorded host time t belongs to, or -1. */
+static int32_t tl_step_of(int64_t t) { return T.steps.n ? step_of(t) : 0; }
+
+/* Each step's duration in result r (the recording when r is NULL): a step is done when its
+ * host part and the GPU work it submitted are, at the later of its end on the host and the
+ * end of its last operation, and lasts from the end of the step before (the first, from its
+ * start). Without the GPU part, a step that waits less for the device at its start, as held
+ * work makes a program that is ahead of the GPU do, would look longer while its work ends no
+ * later. Without steps, one "step": from the first call to the end of the last call or
+ * operation. Returns 0 or -AG_ENOMEM. */
+static int step_times(const ag_tl_result_t *r, int64_t *len) {
+  const int64_t *end = r ? r->op_end : NULL;
+  if (!T.steps.n) {
+    int64_t t0 = TL.ncalls ? TL.calls[0].ts : 0, e = t0;
+    if (r) {
+      len[0] = r->end - t0;
+      return 0;
+    }
+    for (size_t c = 0; c < TL.ncalls; c++)
+      if (TL.calls[c].ts + TL.calls[c].dur > e) e = TL.calls[c].ts + TL.calls[c].dur;
+    for (size_t i = 0; i < TL.nops; i++)
+      if (TL.ops[i].ts + TL.ops[i].dur > e) e = TL.ops[i].ts + TL.ops[i].dur;
+    len[0] = e - t0;
+    return 0;
+  }
+  int64_t *done = malloc(T.steps.n * sizeof *done);
+  if (!done) return -AG_ENOMEM;
+  for (size_t i = 0; i < T.steps.n; i++) {
+    int64_t t = T.steps.v[i].ts + T.steps.v[i].dur;
+    done[i] = r ? ag__tl_host_time(r, t) : t;
+  }
+  for (size_t o = 0; o < TL.nops; o++) {
+    int32_t i = step_of(TL.calls[TL.ops[o].call].ts);
+    int64_t e = end ? end[o] : TL.ops[o].ts + TL.ops[o].dur;
+    if (i >= 0 && e > done[i]) done[i] = e;
+  }
+  for (size_t i = 0; i < T.steps.n; i++) {
+    int64_t from = r ? ag__tl_host_time(r, T.steps.v[i].ts) : T.steps.v[i].ts;
+    if (i && done[i - 1] > from) from = done[i - 1];
+    len[i] = done[i] > from ? done[i] - from : 0;
+  }
+  free(done);
+  return 0;
+}
+
+/* Sets the costs of the library's plan: a graph launch, a node update, a held launch. */
+static void plan_costs(double graph_launch_us, double graph_node_ns, double update_us, double hold_us,
+                       double node_gap_us) {
+  for (size_t i = 0; i < PL.n; i++) {
+    ag_tl_act_t *a = &PL.acts[i];
+    if (a->kind != AG_TL_COST) continue;
+    if (a->what == COST_GRAPH) a->ns = (int64_t)(graph_launch_us * 1000.0 + graph_node_ns * (double)a->op);
+    else if (a->what == COST_UPDATE) a->ns = (int64_t)(update_us * 1000.0);
+  }
+  for (size_t c = 0; c < TL.ncalls; c++)
+    if (PL.call_cost[c] >= 0) PL.call_cost[c] = (int64_t)(hold_us * 1000.0);
+  PL.node_gap = node_gap_us >= 0 ? (int64_t)(node_gap_us * 1000.0) : -1;
+}
+
+/* The library's plan again at other costs: the ratio of all steps and the worst step. */
+static int recost(tlcost_t *c, const int64_t *eager, int64_t *len) {
+  ag_tl_result_t r;
+  int rc;
+  plan_costs(c->graph_launch_us, c->graph_node_ns, c->update_us, c->hold_us, c->node_gap_us);
+  if ((rc = ag__tl_run(&TL, &PL, &r))) return rc;
+  rc = step_times(&r, len);
+  ag__tl_result_free(&r);
+  if (rc) return rc;
+  int64_t sum_l = 0, sum_e = 0;
+  c->worst = INT64_MIN;
+  for (size_t i = 0; i < TM.nsteps; i++) {
+    sum_l += len[i], sum_e += eager[i];
+    if (len[i] - eager[i] > c->worst) c->worst = len[i] - eager[i];
+  }
+  c->ratio = sum_e ? (double)sum_l / (double)sum_e : 0.0;
+  return 0;
+}
+
+static int timeline(void) {
+  int rc;
+  if ((rc = ag__tl_plan_eager(&TL, &TM.eager_plan))) return rc;
+  TM.eager_plan.node_gap = PL.node_gap;
+  if ((rc = ag__tl_run(&TL, &TM.eager_plan, &TM.eager))) return rc;
+  TM.eager_plan.structural = 1;
+  if ((rc = ag__tl_run(&TL, &TM.eager_plan, &TM.model))) return rc;
+  TM.nsteps = T.steps.n ? T.steps.n : 1;
+  int64_t *len[4] = {0};
+  for (int v = 0; v < 4; v++)
+    if (!(len[v] = malloc(TM.nsteps * sizeof *len[v]))) goto oom;
+  if (!(TM.steps = calloc(TM.nsteps, sizeof *TM.steps)) || !(TM.seq_wait = calloc(execs.n + 1, sizeof *TM.seq_wait)) ||
+      step_times(NULL, len[0]) || step_times(&TM.model, len[1]) || step_times(&TM.eager, len[2]) ||
+      step_times(&TM.lib, len[3]))
+    goto oom;
+  for (size_t i = 0; i < TM.nsteps; i++)
+    TM.steps[i] = (tlstep_t){len[0][i], len[1][i], len[2][i], len[3][i], 0};
+  /* The GPU time submissions later than their call cost: along each stream, the growth of how
+   * much later than at its call's time each operation started (a delay passed on down a stream
+   * counts once), charged to the step of the call and to the sequence replayed. */
+  int32_t *exec_of = malloc((TL.nops + 1) * sizeof *exec_of);
+  if (!exec_of) goto oom;
+  for (size_t i = 0; i < TL.nops; i++) exec_of[i] = -1;
+  for (size_t i = 0; i < L.n; i++)
+    if (L.v[i].state == L_REPLAYED && kop[L.v[i].k] >= 0)
+      exec_of[kop[L.v[i].k]] = (int32_t)replays.v[L.v[i].replay].exec;
+  for (size_t i = 0; i < TL.nops; i++) {
+    int32_t p = TL.ops[i].prev;
+    int64_t d = TM.lib.op_start[i] - TM.lib.op_alt[i];
+    int64_t dp = p >= 0 ? TM.lib.op_start[p] - TM.lib.op_alt[p] : 0;
+    int64_t added = (d > 0 ? d : 0) - (dp > 0 ? dp : 0);
+    if (added <= 0) continue;
+    int32_t st = tl_step_of(TL.calls[TL.ops[i].call].ts);
+    if (st >= 0) TM.steps[st].held_wait += added;
+    if (exec_of[i] >= 0) TM.seq_wait[exec_of[i]] += added;
+  }
+  free(exec_of);
+  double sum = 0;
+  TM.worst = INT64_MIN, TM.worst_step = 0;
+  for (size_t i = 0; i < TM.nsteps; i++) {
+    const tlstep_t *x = &TM.steps[i];
+    double e = x->rec ? fabs((double)(x->model - x->rec) / (double)x->rec) : 0.0;
+    sum += e;
+    if (e > TM.err_max) TM.err_max = e;
+    if (x->lib - x->eager > TM.worst) TM.worst = x->lib - x->eager, TM.worst_step = (int32_t)i;
+    TM.all.rec += x->rec, TM.all.model += x->model, TM.all.eager += x->eager, TM.all.lib += x->lib;
+    TM.all.held_wait += x->held_wait;
+  }
+  TM.err_mean = sum / (double)TM.nsteps;
+  /* The plausible range of the costs (docs/predictor.md has their sources). */
+  const tlcost_t costs[] = {
+      {"cheaper", 1.0, 1.0, 0.2, 0.2, -1, 0, 0},
+      {"as given", opt.graph_launch_us, opt.graph_node_ns, opt.update_us, opt.hold_us, opt.node_gap_us, 0, 0},
+      {"dearer", 5.0, 2.0, 1.0, 1.0, -1, 0, 0},
+      {"much dearer", 10.0, 5.0, 2.0, 2.0, -1, 0, 0},
+      {"graph gaps 0", opt.graph_launch_us, opt.graph_node_ns, opt.update_us, opt.hold_us, 0.0, 0, 0},
+  };
+  TM.ncosts = (int)AG_ARRAY_SIZE(costs);
+  for (int i = 0; i < TM.ncosts; i++) {
+    TM.costs[i] = costs[i];
+    if ((rc = recost(&TM.costs[i], len[2], len[3]))) goto out;
+  }
+  plan_costs(opt.graph_launch_us, opt.graph_node_ns, opt.update_us, opt.hold_us, opt.node_gap_us);
+  rc = 0;
+  goto out;
+oom:
+  rc = -AG_ENOMEM;
+out:
+  for (int v = 0; v < 4; v++) free(len[v]);
+  return rc;
+}
+
+static double ms(int64_t ns) { return (double)ns / 1e6; }
+
+static void print_timeline(void) {
+  char ng[32], num[32];
+  if (PL.node_gap >= 0) snprintf(ng, sizeof ng, "%.1f us", (double)PL.node_gap / 1000.0);
+  else snprintf(ng, sizeof ng, "as recorded");
+  printf("\nStep time, modelled (launch latency %.1f us and queued gap %.1f us as measured in the trace;\n"
+         "  graph node gap %s, held launch %.2f us, graph launch %.2f us + %.1f ns per node)\n",
+         (double)TL.latency / 1000.0, (double)TL.queue_gap / 1000.0, ng, opt.hold_us, opt.graph_launch_us,
+         opt.graph_node_ns);
+  printf("  calibration           the trace as recorded, modelled from its medians alone: off by %.1f%% on\n"
+         "                        average, %.1f%% at most\n", 100.0 * TM.err_mean, 100.0 * TM.err_max);
+  if (T.steps.n) snprintf(num, sizeof num, "#%" PRId64, T.steps.v[TM.worst_step].num);
+  else snprintf(num, sizeof num, "the trace");
+  printf("  without the library   %.3f ms (recorded %.3f ms)\n", ms(TM.all.eager), ms(TM.all.rec));
+  printf("  with the library      %.3f ms (%.3f of the time without); worst step %s, %+.3f us\n",
+         ms(TM.all.lib), TM.all.eager ? (double)TM.all.lib / (double)TM.all.eager : 0.0, num,
+         (double)TM.worst / 1000.0);
+  printf("  GPU time lost to held launches submitted later than their call: %.1f us\n",
+         (double)TM.all.held_wait / 1000.0);
+  /* The sequences whose late submission costs most. */
+  for (int k = 0; k < 3; k++) {
+    size_t best = execs.n;
+    for (size_t x = 0; x < execs.n; x++)
+      if (TM.seq_wait[x] > 0 && (best == execs.n || TM.seq_wait[x] > TM.seq_wait[best])) best = x;
+    if (best == execs.n) break;
+    const fexec_t *x = execs.v[best];
+    printf("    %10.1f us  sequence of %zu launches: ", (double)TM.seq_wait[best] / 1000.0, x->nk);
+    for (size_t j = 0; j < x->nk && j < 2; j++) printf("%s%.40s", j ? ", " : "", T.names.v[x->kern[j].fn]);
+    printf("%s\n", x->nk > 2 ? ", …" : "");
+    TM.seq_wait[best] = -TM.seq_wait[best]; /* listed (restored below) */
+  }
+  for (size_t x = 0; x < execs.n; x++)
+    if (TM.seq_wait[x] < 0) TM.seq_wait[x] = -TM.seq_wait[x];
+  printf("  at other costs        ");
+  for (int i = 0; i < TM.ncosts; i++)
+    printf("%s%s %.3f (worst step %+.3f us)", i ? ";\n                        " : "", TM.costs[i].name,
+           TM.costs[i].ratio, (double)TM.costs[i].worst / 1000.0);
+  printf("\n");
+  if (T.steps.n) {
+    printf("  %-8s %12s %12s %12s %12s %8s %14s\n", "step", "recorded ms", "model ms", "without ms",
+           "with ms", "ratio", "held wait us");
+    for (size_t i = 0; i < TM.nsteps && (int)i < opt.steps_max; i++) {
+      const tlstep_t *x = &TM.steps[i];
+      snprintf(num, sizeof num, "#%" PRId64, T.steps.v[i].num);
+      printf("  %-8s %12.3f %12.3f %12.3f %12.3f %8.3f %14.1f\n", num, ms(x->rec), ms(x->model), ms(x->eager),
+             ms(x->lib), x->eager ? (double)x->lib / (double)x->eager : 0.0, (double)x->held_wait / 1000.0);
+    }
+  }
+}
+
 typedef struct seqcount {
   uint64_t total, by_state[4];
 } seqcount_t;
@@ -955,7 +1457,7 @@ static void take_snapshot(ag_seqtab_t *t, double launch_ns, void *arg) {
 
 static int cmp_exec(const void *a, const void *b) {
   const fexec_t *const *x = a, *const *y = b;
-  uint64_t nx = (*x)->replays * (*x)->n, ny = (*y)->replays * (*y)->n;
+  uint64_t nx = (*x)->replays * (*x)->nk, ny = (*y)->replays * (*y)->nk;
   if (nx != ny) return nx > ny ? -1 : 1;
   return *x < *y ? -1 : *x > *y;
 }
@@ -1088,14 +1590,15 @@ static void print_text(const char *path, int gz, const seqcount_t *sc) {
       printf("\nTop sequences (by launches replayed)\n  %4s %7s %8s %9s  %s\n", "#", "length", "replays", "launches", "kernels");
       for (size_t i = 0; i < execs.n && (int)i < opt.top; i++) {
         const fexec_t *x = sorted[i];
-        printf("  %4zu %7zu %8" PRIu64 " %9" PRIu64 "  ", i + 1, x->n, x->replays, x->replays * x->n);
-        for (size_t j = 0; j < x->n && j < 3; j++)
-          printf("%s%.40s", j ? ", " : "", T.names.v[x->nodes[j].fn]);
-        printf("%s\n", x->n > 3 ? ", …" : "");
+        printf("  %4zu %7zu %8" PRIu64 " %9" PRIu64 "  ", i + 1, x->nk, x->replays, x->replays * x->nk);
+        for (size_t j = 0; j < x->nk && j < 3; j++)
+          printf("%s%.40s", j ? ", " : "", T.names.v[x->kern[j].fn]);
+        printf("%s\n", x->nk > 3 ? ", …" : "");
       }
       free(sorted);
     }
   }
+  print_timeline();
   printf("\nAssumptions\n");
   for (size_t i = 0; i < AG_ARRAY_SIZE(assumptions); i++) print_wrapped(assumptions[i]);
 }
@@ -1110,7 +1613,7 @@ static void j_u64(ag_json_t *j, const char *key, uint64_t v) { ag__json_key(j, k
 static void j_num(ag_json_t *j, const char *key, double v) {
   char t[64];
   snprintf(t, sizeof t, "%.6g", v);
-  ag__json_key(j, key);
+  if (key) ag__json_key(j, key);
   ag__json_raw(j, t);
 }
 static void j_dims(ag_json_t *j, const char *key, const unsigned *d) {
@@ -1119,6 +1622,14 @@ static void j_dims(ag_json_t *j, const char *key, const unsigned *d) {
   for (int i = 0; i < 3; i++) ag__json_u64(j, d[i]);
   ag__json_end(j, ']');
 }
+static void j_time(ag_json_t *j, const tlstep_t *t) {
+  j_i64(j, "recorded_ns", t->rec);
+  j_i64(j, "model_ns", t->model);
+  j_i64(j, "eager_ns", t->eager);
+  j_i64(j, "library_ns", t->lib);
+  j_i64(j, "held_wait_ns", t->held_wait);
+}
+
 static void j_step(ag_json_t *j, const stepres_t *s) {
   j_u64(j, "launches", s->launches);
   j_u64(j, "replayed", s->replayed);
@@ -1207,12 +1718,47 @@ static size_t render_json(char *buf, size_t size, const char *path, int gz, cons
     ag__json_begin(&j, '{');
     j_i64(&j, "step", T.steps.v[i].num);
     j_step(&j, &R.steps[i]);
+    j_time(&j, &TM.steps[i]);
     ag__json_end(&j, '}');
   }
   ag__json_end(&j, ']');
   ag__json_key(&j, "outside_steps");
   ag__json_begin(&j, '{');
   j_step(&j, &R.steps[T.steps.n]);
+  ag__json_end(&j, '}');
+  /* The timelines: step time without and with the library. */
+  ag__json_key(&j, "step_time");
+  ag__json_begin(&j, '{');
+  j_i64(&j, "latency_ns", TL.latency);
+  j_i64(&j, "queue_gap_ns", TL.queue_gap);
+  ag__json_key(&j, "node_gap_ns");
+  if (PL.node_gap >= 0) ag__json_u64(&j, (uint64_t)PL.node_gap);
+  else ag__json_raw(&j, "null");
+  j_num(&j, "hold_us", opt.hold_us);
+  j_num(&j, "calibration_error_mean", TM.err_mean);
+  j_num(&j, "calibration_error_max", TM.err_max);
+  j_time(&j, &TM.all);
+  j_num(&j, "ratio", TM.all.eager ? (double)TM.all.lib / (double)TM.all.eager : 0.0);
+  j_i64(&j, "worst_step_ns", TM.worst);
+  j_i64(&j, "worst_step", T.steps.n ? T.steps.v[TM.worst_step].num : -1);
+  ag__json_key(&j, "at_other_costs");
+  ag__json_begin(&j, '[');
+  for (int i = 0; i < TM.ncosts; i++) {
+    const tlcost_t *c = &TM.costs[i];
+    ag__json_begin(&j, '{');
+    ag__json_key(&j, "name"), ag__json_str(&j, c->name);
+    j_num(&j, "graph_launch_us", c->graph_launch_us);
+    j_num(&j, "graph_node_ns", c->graph_node_ns);
+    j_num(&j, "update_us", c->update_us);
+    j_num(&j, "hold_us", c->hold_us);
+    ag__json_key(&j, "node_gap_us");
+    if (c->node_gap_us >= 0) j_num(&j, NULL, c->node_gap_us);
+    else ag__json_raw(&j, "null");
+    j_num(&j, "ratio", c->ratio);
+    j_i64(&j, "worst_step_ns", c->worst);
+    ag__json_end(&j, '}');
+  }
+  ag__json_end(&j, ']');
   ag__json_end(&j, '}');
   ag__json_key(&j, "top_sequences");
   ag__json_begin(&j, '[');
@@ -1223,17 +1769,18 @@ static size_t render_json(char *buf, size_t size, const char *path, int gz, cons
     for (size_t i = 0; i < execs.n && (int)i < opt.top; i++) {
       const fexec_t *x = sorted[i];
       ag__json_begin(&j, '{');
-      j_u64(&j, "length", x->n);
+      j_u64(&j, "length", x->nk);
       j_u64(&j, "replays", x->replays);
-      j_u64(&j, "launches_replayed", x->replays * x->n);
+      j_u64(&j, "launches_replayed", x->replays * x->nk);
+      j_i64(&j, "held_wait_ns", TM.seq_wait ? TM.seq_wait[(size_t)(x->self)] : 0);
       ag__json_key(&j, "kernels");
       ag__json_begin(&j, '[');
-      for (size_t k = 0; k < x->n && k < 256; k++) {
+      for (size_t k = 0; k < x->nk && k < 256; k++) {
         ag__json_begin(&j, '{');
-        ag__json_key(&j, "name"), ag__json_str(&j, T.names.v[x->nodes[k].fn]);
-        j_dims(&j, "grid", x->nodes[k].grid);
-        j_dims(&j, "block", x->nodes[k].block);
-        j_u64(&j, "shmem", x->nodes[k].shmem);
+        ag__json_key(&j, "name"), ag__json_str(&j, T.names.v[x->kern[k].fn]);
+        j_dims(&j, "grid", x->kern[k].grid);
+        j_dims(&j, "block", x->kern[k].block);
+        j_u64(&j, "shmem", x->kern[k].shmem);
         ag__json_end(&j, '}');
       }
       ag__json_end(&j, ']');
@@ -1301,7 +1848,8 @@ static int num_arg(const char *name, const char *v, double *out) {
 }
 
 int main(int argc, char **argv) {
-  enum { O_JSON = 256, O_REPEATS, O_MIN, O_MAX, O_GRAPHS, O_DENY, O_GL, O_GN, O_UP, O_TOP, O_STEPS, O_DUMP };
+  enum { O_JSON = 256, O_REPEATS, O_MIN, O_MAX, O_GRAPHS, O_DENY, O_GL, O_GN, O_UP, O_TOP, O_STEPS, O_DUMP,
+         O_CHUNK, O_HOLD, O_GAP, O_LAT };
   static const struct option longs[] = {
       {"json", no_argument, NULL, O_JSON},       {"repeats", required_argument, NULL, O_REPEATS},
       {"min-seq", required_argument, NULL, O_MIN}, {"max-seq", required_argument, NULL, O_MAX},
@@ -1309,6 +1857,8 @@ int main(int argc, char **argv) {
       {"graph-launch-us", required_argument, NULL, O_GL}, {"graph-node-ns", required_argument, NULL, O_GN},
       {"update-us", required_argument, NULL, O_UP}, {"top", required_argument, NULL, O_TOP},
       {"steps", required_argument, NULL, O_STEPS}, {"dump", required_argument, NULL, O_DUMP},
+      {"chunk-us", required_argument, NULL, O_CHUNK}, {"hold-us", required_argument, NULL, O_HOLD},
+      {"node-gap-us", required_argument, NULL, O_GAP}, {"latency-us", required_argument, NULL, O_LAT},
       {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
   int c, bad = 0;
   while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
@@ -1325,6 +1875,10 @@ int main(int argc, char **argv) {
     case O_TOP: bad |= int_arg("--top", optarg, 0, 1000000, &opt.top); break;
     case O_STEPS: bad |= int_arg("--steps", optarg, 0, 100000000, &opt.steps_max); break;
     case O_DUMP: opt.dump = optarg; break;
+    case O_CHUNK: bad |= int_arg("--chunk-us", optarg, 0, 1000000, &opt.chunk_us); break;
+    case O_HOLD: bad |= num_arg("--hold-us", optarg, &opt.hold_us); break;
+    case O_GAP: bad |= num_arg("--node-gap-us", optarg, &opt.node_gap_us); break;
+    case O_LAT: bad |= num_arg("--latency-us", optarg, &opt.latency_us); break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -1394,6 +1948,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (opt.dump) ag__dump_write(AG_DUMP_EXIT);
+  if (timeline()) {
+    fprintf(stderr, "autograph-predict: %s: out of memory (timeline)\n", opt.path);
+    return 2;
+  }
   if (opt.json) {
     size_t cap = 1 << 16;
     for (;;) {

@@ -9,7 +9,9 @@
 # fused node once, so a pattern that matches counts 22 and one that must not match counts 0.
 # AUTOGRAPH_MIN_SEQ=6 keeps content-defined cuts from splitting the 6-launch sequence.
 . "$(dirname "$0")/lib.sh"
-export AUTOGRAPH_REPEATS=2 AUTOGRAPH_MIN_SEQ=6
+# One graph launch per replay (AUTOGRAPH_CHUNK_US=0): where chunks end follows the host's real
+# pace, which varies from run to run.
+export AUTOGRAPH_REPEATS=2 AUTOGRAPH_MIN_SEQ=6 AUTOGRAPH_CHUNK_US=0
 REPLAYS=22
 
 # Off by default: graphs, but nothing fused.
@@ -23,6 +25,11 @@ AUTOGRAPH_FUSE=exact ag_rerun k-fuse exact train
 ag_expect "$AG_STATS" "graph_launches == $REPLAYS" "replayed == 6 * graph_launches" \
   "fp['torch_add_relu'] == graph_launches" "fp['torch_mul_add'] == graph_launches" \
   "fused == 2 * graph_launches" "demotions == 0"
+# Chunks as small as they go (a 1 us budget: a chunk ends at nearly every launch) never split
+# a pair a pattern replaces: every replay still runs both fused nodes.
+AUTOGRAPH_FUSE=exact AUTOGRAPH_CHUNK_US=1 ag_rerun k-fuse exact-chunks train
+ag_expect "$AG_STATS" "replayed == 6 * $REPLAYS" "fp['torch_add_relu'] == $REPLAYS" \
+  "fp['torch_mul_add'] == $REPLAYS" "graph_launches > $REPLAYS" "demotions == 0"
 # `all` includes `exact`.
 AUTOGRAPH_FUSE=all ag_rerun k-fuse all train
 ag_expect "$AG_STATS" "fused == 2 * $REPLAYS"

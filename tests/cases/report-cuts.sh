@@ -11,7 +11,8 @@
 . "$(dirname "$0")/lib.sh"
 ag_need e-cut
 command -v python3 >/dev/null || ag_skip "skipped: python3 is not installed"
-export AUTOGRAPH_MIN_SEQ=40
+# One graph launch per replay (AUTOGRAPH_CHUNK_US=0): the runs below are whole sequences.
+export AUTOGRAPH_MIN_SEQ=40 AUTOGRAPH_CHUNK_US=0
 rep=$AG_ROOT/tools/autograph-report
 
 # check K STEPS WARM — one run with statistics and dump; checks both and the text report.

@@ -8,7 +8,7 @@
 # with calls in the middle of every step (after the third launch). With --repeats 2 steps 3 to
 # 6 are replayed (24 launches) whatever the calls are (a step cut in two is two sequences, each
 # graphed), so what shows a cut is the number of graph launches: 4 for whole steps, 8 for
-# steps cut in two.
+# steps cut in two (each sequence one graph launched at its end: --chunk-us 0).
 #   quiet     event queries and an event synchronisation from another thread, cudaMalloc, and a
 #             memset whose GPU event is on another stream (13): no cut, 4 graph launches;
 #   memset    a memset on stream 7 (its GPU event says so): a cut, 8;
@@ -52,7 +52,7 @@ for variant in ("quiet", "memset", "record", "elsewhere", "other"):
     tr.write("%s/%s.json" % (sys.argv[2], variant))
 PY
 for v in quiet memset record elsewhere other; do
-  "$pred" --json --repeats 2 --min-seq 2 "$d/$v.json" >"$d/$v.out" || ag_fail "autograph-predict failed on $v"
+  "$pred" --json --repeats 2 --min-seq 2 --chunk-us 0 "$d/$v.json" >"$d/$v.out" || ag_fail "autograph-predict failed on $v"
 done
 for v in quiet other; do
   ag_expect "$d/$v.out" "replayed == 24" "graph_launches == 4"

@@ -5,8 +5,10 @@
 # Expectations come from the engine's rules, not from a previous run: with the sequence bounded
 # below by K (--min-seq K, so no content-defined cut falls inside a step) the step's K launches
 # are one sequence, seen at steps 0 .. R-1 (R = --repeats) and replayed from step R on, so
-# replayed = (N - R) * K; launches per step are exactly K; the saved host time is the sum of the
-# replayed launches' own durations in the trace minus one modelled graph launch per replay;
+# replayed = (N - R) * K; launches per step are exactly K; with whole sequences (--chunk-us 0)
+# the saved host time is the sum of the replayed launches' own durations in the trace minus one
+# modelled graph launch per replay, and with chunks there are as many graph launches per replay
+# as the chunk rule makes of the host's pace under the library;
 # a trace whose grid changes every step replays nothing; .json.gz gives the same answer as
 # .json; the text report says what --json says; --dump writes a dump autograph-report reads.
 . "$(dirname "$0")/lib.sh"
@@ -23,7 +25,7 @@ python3 "$mt" train "$d/vgrid.json" --steps 10 --kernels 8 --vary-grid || ag_fai
 check() {
   local out=$1 r=$2
   shift 2
-  "$pred" --json --min-seq 8 --repeats "$r" "$@" "$d/t.json" >"$out" || ag_fail "autograph-predict failed (repeats $r)"
+  "$pred" --json --min-seq 8 --chunk-us 0 --repeats "$r" "$@" "$d/t.json" >"$out" || ag_fail "autograph-predict failed (repeats $r)"
   python3 - "$out" "$d/t.json" "$r" <<'PY' || ag_fail "predicted figures do not follow the engine's rules (repeats $r)"
 import json, sys
 p = json.load(open(sys.argv[1]))
@@ -70,8 +72,36 @@ check "$d/r1.json" 1
 check "$d/r2.json" 2
 check "$d/r3.json" 3
 # The defaults are the library's (AUTOGRAPH_REPEATS=1): the same prediction as --repeats 1.
-"$pred" --json --min-seq 8 "$d/t.json" >"$d/def8.json" || ag_fail "autograph-predict failed (defaults)"
+"$pred" --json --min-seq 8 --chunk-us 0 "$d/t.json" >"$d/def8.json" || ag_fail "autograph-predict failed (defaults)"
 cmp -s "$d/def8.json" "$d/r1.json" || ag_fail "the default prediction is not that of --repeats 1"
+
+# Chunks. Under the library a held launch costs --hold-us (0.5 us) instead of its duration, so
+# the host holds one every (the trace's time between a launch's end and the next launch) + 0.5
+# us. A chunk ends before the entry that would put more than its budget between its first entry
+# and its last; budgets start at a quarter of --chunk-us and double up to it (src/segment.h).
+# The expected number of chunks per replay follows from that rule; what is replayed does not
+# change. 50 us is the default.
+for c in 50 10 5 0; do
+  "$pred" --json --min-seq 8 --chunk-us "$c" "$d/t.json" >"$d/chunks-$c.json" || ag_fail "autograph-predict failed (chunks $c)"
+  python3 - "$d/chunks-$c.json" "$d/t.json" "$c" <<'PY' || ag_fail "chunks do not follow the rule (--chunk-us $c)"
+import json, sys
+p, tr, budget = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["traceEvents"], int(sys.argv[3]) * 1000
+ns = lambda v: int(round(float(v) * 1000))
+l = sorted((ns(e["ts"]), ns(e["dur"])) for e in tr if e.get("name") == "cudaLaunchKernel")[:8]
+t = [0]
+for (a, da), (b, _) in zip(l, l[1:]):
+    t.append(t[-1] + (b - a - da) + 500)
+chunks, first, b = 1, 0, budget // 4 or budget
+for i in range(1, 8):
+    if budget and t[i] - t[first] > b:
+        chunks, first, b = chunks + 1, i, min(2 * b, budget)
+want = {"replayed": 72, "graphs": 1, "graph_launches": chunks * 9}
+bad = {k: (p[k], v) for k, v in want.items() if p[k] != v}
+print(f"--chunk-us {sys.argv[3]}: {chunks} chunks a replay; got", {k: p[k] for k in want})
+sys.exit(1 if bad else 0)
+PY
+done
+cmp -s <("$pred" --json --min-seq 8 "$d/t.json") "$d/chunks-50.json" || ag_fail "the default chunk budget is not 50 us"
 
 # Steady state of a short trace: 3 steps, repeats 2: the first step is left out, so the last 2
 # steps count, one learning and one replayed (8 of 16); with no step markers at all, the last
@@ -105,7 +135,7 @@ ag_expect "$d/vary.out" "launches == 80" "replayed == 0" "graphs == 0" "st['sequ
 ag_expect "$d/vgrid.out" "launches == 80" "replayed == 72" "graphs == 1" "updates == 8 * 8"
 
 # gzip: the same prediction.
-"$pred" --json --min-seq 8 "$d/t.json.gz" >"$d/gz.json" || ag_fail "autograph-predict failed on .json.gz"
+"$pred" --json --min-seq 8 --chunk-us 0 "$d/t.json.gz" >"$d/gz.json" || ag_fail "autograph-predict failed on .json.gz"
 python3 - "$d/r1.json" "$d/gz.json" <<'PY' || ag_fail ".json.gz and .json predictions differ"
 import json, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:])
@@ -116,7 +146,7 @@ assert a == b, [k for k in a if a[k] != b.get(k)]
 PY
 
 # The text report says what --json says.
-"$pred" --min-seq 8 "$d/t.json" >"$d/text" || ag_fail "autograph-predict failed (text)"
+"$pred" --min-seq 8 --chunk-us 0 "$d/t.json" >"$d/text" || ag_fail "autograph-predict failed (text)"
 python3 - "$d/text" "$d/r1.json" <<'PY' || { cat "$d/text" >&2; ag_fail "text report and --json disagree"; }
 import json, re, sys
 t = open(sys.argv[1]).read()
@@ -129,7 +159,13 @@ assert m and abs(float(m[1]) * 1000 - j["saved_ns"]) <= 50, m
 m = re.search(r"launches per step +(\d+)\n", t)
 assert m and int(m[1]) == 8
 assert "Assumptions" in t and "fixed" in t
-assert len(re.findall(r"^  #\d+ ", t, re.M)) == 10
+per_step = t[t.index("\nPer step"):t.index("\nTop sequences")]
+assert len(re.findall(r"^  #\d+ ", per_step, re.M)) == 10
+times = t[t.index("\nStep time"):t.index("\nAssumptions")]
+assert len(re.findall(r"^  #\d+ ", times, re.M)) == 10
+m = re.search(r"with the library +([\d.]+) ms \(([\d.]+) of the time without\)", times)
+assert m and abs(float(m[1]) * 1e6 - j["step_time"]["library_ns"]) <= 500, m
+assert abs(float(m[2]) - j["step_time"]["ratio"]) < 0.0005
 PY
 
 # The engine's own dump of the predicted sequences, read by the report tool.
@@ -141,6 +177,6 @@ if [ -x "$AG_ROOT/tools/autograph-report" ]; then
 fi
 
 # The source-tree wrapper runs the same binary.
-BUILD=$BUILD "$AG_ROOT/tools/autograph-predict" --json --min-seq 8 "$d/t.json" >"$d/w.json" || ag_fail "tools/autograph-predict failed"
+BUILD=$BUILD "$AG_ROOT/tools/autograph-predict" --json --min-seq 8 --chunk-us 0 "$d/t.json" >"$d/w.json" || ag_fail "tools/autograph-predict failed"
 cmp -s "$d/w.json" "$d/r1.json" || ag_fail "tools/autograph-predict output differs from the binary's"
 echo "tools-predict: exact replay, savings and per-step figures for repeats 1, 2 and 3; varying blocks and grids, gzip, text, dump"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trace-flush.sh — the causes the trace gives for the end of held runs, on tests/progs/e-flush.cu
-# (one kind of ordering call per mode): each mode's call appears by its API name (a synchronous
-# copy, a host function); where the run ends with an event record ("event", "poll") the record
+# (one kind of ordering call per mode): each mode's call appears by its API name where it ends a
+# held run (a synchronous copy); where the run ends with an event record ("event", "poll") the record
 # is the last node of the graph, so every held run is a complete sequence and nothing is flushed
 # but a run that diverged from a sequence seen once (a mismatch while learning);
 # and in the mode where a launch on
@@ -12,10 +12,12 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/trace-lib.sh"
 want_copy="'cudaMemcpy' in causes"
-want_event="causes - {'mismatch'} == {'sequence complete'} and all(e['args'].get('fallback') == 'mismatch' for e in flushes) and len(tracks) == 3"
+want_event="causes - {'mismatch', 'chunk complete'} == {'sequence complete'} and all(e['args'].get('fallback') == 'mismatch' for e in flushes) and len(tracks) == 3"
 want_legacy="'legacy default stream (implicit synchronisation)' in causes and len(tracks) == 4 and any('legacy' in t for t in tracks.values())"
-want_hostfn="'cudaLaunchHostFunc' in causes"
-want_poll="causes - {'mismatch'} == {'sequence complete'} and all(e['args'].get('fallback') == 'mismatch' for e in flushes)"
+# A host function after a complete sequence: the run is replayed as soon as it is complete, so
+# the call ends nothing held.
+want_hostfn="'sequence complete' in causes and 'cudaLaunchHostFunc' not in causes"
+want_poll="causes - {'mismatch', 'chunk complete'} == {'sequence complete'} and all(e['args'].get('fallback') == 'mismatch' for e in flushes)"
 for mode in copy event legacy hostfn poll; do
   want=want_$mode
   AG_EXPECT_REPLAY=1 ag_compare_prog e-flush "$mode"

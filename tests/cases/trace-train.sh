@@ -3,7 +3,8 @@
 # replays graphs): the program's output and exit status are identical with and without the
 # trace; the trace is valid and agrees with the statistics of the same run (replays =
 # graph_launches, builds = graphs, replayed launches, flushed launches per reason; see
-# trace-lib.sh), names the ordering call that ends each iteration's held run (cudaMemcpy) and
+# trace-lib.sh), says that each iteration's held run ended complete (it is replayed as soon as
+# its last launch is held, not at the copy of the loss that ended it while it was learned) and
 # puts the stream's work on a track of its own. Without AUTOGRAPH_TRACE, and with
 # AUTOGRAPH_DISABLE=1, no trace file is written.
 . "$(dirname "$0")/lib.sh"
@@ -15,7 +16,7 @@ AG_EXPECT_REPLAY=1 ag_compare_prog train-loop
 
 AUTOGRAPH_TRACE=$AG_TMP/t.json AG_EXPECT_REPLAY=1 ag_rerun train-loop trace
 ag_trace_check "$AG_TMP/t.json" "$AG_STATS" \
-  "len(replays) > 0" "len(builds) >= 1" "'cudaMemcpy' in causes" \
+  "len(replays) > 0" "len(builds) >= 1" "'sequence complete' in causes" \
   "sum(1 for t in tracks if t) == 1" "all(r['args']['seq'] in {b['args']['seq'] for b in builds} for r in replays)" \
   "od['launches'] == st['launches']"
 [ -e "$AG_TMP/t.json.tmp" ] && ag_fail "the temporary file $AG_TMP/t.json.tmp was left behind"

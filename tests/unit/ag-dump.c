@@ -74,7 +74,7 @@ int main(void) {
   }
   s[0]->count = 1;                                           /* learning */
   s[1]->count = 5, s[1]->state = AG_SEQ_READY;               /* graphed, pays */
-  s[1]->replays = 3, s[1]->replay_ns = 50;
+  s[1]->replays = 3, s[1]->replay_ns = 50, s[1]->replayed = 7; /* 3 whole runs, and a chunk */
   s[2]->count = 4, s[2]->state = AG_SEQ_DEMOTED;             /* demoted */
   s[2]->replays = 16, s[2]->replay_ns = 900;
   ag__dump_demoted(s[2], "replay does not pay");
@@ -114,7 +114,7 @@ int main(void) {
   CHECK(p1 < p0 && p0 < p2 && pd < p2);
   CHECK(has(p1, "\"state\":\"graphed\",\"reason\":null,\"host_ns\":{\"launch_mean\":200.0,"
                 "\"replay_mean\":50.0},\"saved_ns_est\":450.0"));
-  CHECK(has(p1, "\"launches_replayed\":6"));
+  CHECK(has(p1, "\"replays\":3,\"launches_replayed\":7"));
   CHECK(has(doc, "\"state\":\"demoted\",\"reason\":\"replay does not pay\""));
   CHECK(has(doc, "\"id\":4,"));
   CHECK(has(doc, "\"state\":\"evicted\",\"reason\":\"graph cache full"));

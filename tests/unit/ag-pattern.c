@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "graph.h"
 #include "pattern.h"
 
 #define VEC "_ZN2at6native29vectorized_elementwise_kernelILi4E"
@@ -243,6 +244,32 @@ int main(void) {
     relu(y, (int)big, 0, 0.0f, 4 * G, 3 * G);
     ag_pat_launch_t g3[2] = {L(&kadd_std, x), L(&krelu, y)};
     CHECK_STR(match_l(g3), "torch_add_relu");
+  }
+  {
+    /* Chunks of a sequence never split a run a pattern replaces (ag__graph_align_chunks):
+     * entries div, add, relu, div, add, relu, in an arena as the engine holds them. The pairs
+     * (1, 2) and (4, 5) are patterns; boundaries at 2 and 5 fall inside them and move to 1
+     * and 4; one at 3 stays; one at 4 next to a moved one at 4 goes. */
+    uint8_t arena[6 * 64];
+    ag_held_t h[6];
+    const ag_kinfo_t *ks[6] = {&kdiv, &kadd, &krelu, &kdiv, &kadd, &krelu};
+    memset(h, 0, sizeof h);
+    for (int i = 0; i < 6; i++) {
+      uint8_t *a = arena + 64 * i;
+      if (ks[i] == &krelu) relu(a, N, 0, 0.0f, O, T);
+      else binary(a, N, 1.0f, T, A, B);
+      h[i].k = (ag_kinfo_t *)ks[i], h[i].off = (uint32_t)(64 * i);
+      h[i].grid[0] = (N + 511) / 512, h[i].grid[1] = h[i].grid[2] = 1;
+      h[i].block[0] = 128, h[i].block[1] = h[i].block[2] = 1;
+    }
+    int st[8] = {0, 2, 3, 5, 6}, st2[8] = {0, 2, 4, 5, 6}, st3[8] = {0, 1, 3, 6};
+    CHECK_INT(ag__graph_align_chunks(h, 6, arena, st, 4), ==, 4);
+    CHECK(st[0] == 0 && st[1] == 1 && st[2] == 3 && st[3] == 4 && st[4] == 6);
+    CHECK_INT(ag__graph_align_chunks(h, 6, arena, st2, 4), ==, 3);
+    CHECK(st2[0] == 0 && st2[1] == 1 && st2[2] == 4 && st2[3] == 6);
+    /* Boundaries already outside every pattern do not move. */
+    CHECK_INT(ag__graph_align_chunks(h, 6, arena, st3, 3), ==, 3);
+    CHECK(st3[0] == 0 && st3[1] == 1 && st3[2] == 3 && st3[3] == 6);
   }
   printf("ag-pattern: ok\n");
   return 0;

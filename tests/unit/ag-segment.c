@@ -130,5 +130,29 @@ int main(void) {
     CHECK(ag__seqtab_first(f, 11) == NULL);
     ag__seqtab_free(f);
   }
+
+  /* Chunks (ag__chunk_plan): a budget of 40 us gives the first chunk 10 us, then 20, then 40
+   * for every later one. Entries 3 us apart: 0..9 us (4 entries), 12..30 (7), 33..72 (14),
+   * 75..114 (14), 117..156 (14), 159..177 (the last 7): no entry waits longer than its
+   * chunk's budget. A pause of the host longer than a budget always ends a chunk; budget 0 is
+   * one chunk. */
+  {
+    uint64_t t[60];
+    int st[60], n;
+    for (int i = 0; i < 60; i++) t[i] = 3000u * (uint64_t)i;
+    n = ag__chunk_plan(t, 60, 40000, st);
+    CHECK_INT(n, ==, 6);
+    CHECK(st[0] == 0 && st[1] == 4 && st[2] == 11 && st[3] == 25 && st[4] == 39 && st[5] == 53);
+    for (int i = 30; i < 60; i++) t[i] += 500000; /* a pause of 0.5 ms after entry 29 */
+    n = ag__chunk_plan(t, 60, 40000, st);
+    CHECK_INT(n, ==, 7);
+    CHECK(st[3] == 25 && st[4] == 30 && st[5] == 44 && st[6] == 58);
+    CHECK_INT(ag__chunk_plan(t, 60, 0, st), ==, 1);
+    CHECK_INT(st[0], ==, 0);
+    CHECK_INT(ag__chunk_plan(t, 1, 40000, st), ==, 1);
+    /* Every entry its own chunk when they come further apart than any budget. */
+    for (int i = 0; i < 60; i++) t[i] = 100000u * (uint64_t)i;
+    CHECK_INT(ag__chunk_plan(t, 60, 40000, st), ==, 60);
+  }
   return 0;
 }

@@ -135,7 +135,7 @@ int main(void) {
   ag__trace_hold((void *)0x10);
   ag__trace_cause("api \"quoted\"\\\n\x01");
   t = ag__now_ns();
-  ag__trace_replay((void *)0x10, &s, 2, t, t + 1500, 1);
+  ag__trace_replay((void *)0x10, &s, 2, t, t + 1500, 1, 0);
   ag__trace_hold((void *)0x1);
   ag__trace_flush((void *)0x1, 2, AG_FB_MISMATCH, ag__now_ns(), 0, NULL);
   CHECK_INT(ag__trace_count(&dropped), ==, 4);
@@ -193,7 +193,18 @@ int main(void) {
   ag__trace_flush((void *)0x20, 6, AG_FB_FLUSHED, ag__now_ns(), 0, NULL);
   t = ag__now_ns();
   ag__trace_build((void *)0x30, &s, 2, t, 999);
+  /* A run in chunks: each chunk's replay ends a held slice and the run is held again after it;
+   * a run whose last entries all went in chunks ends with no event. */
+  ag__trace_hold((void *)0x40);
+  ag__trace_replay((void *)0x40, &s, 3, ag__now_ns(), ag__now_ns(), 0, 1);
+  ag__trace_replay((void *)0x40, &s, 4, ag__now_ns(), ag__now_ns(), 0, 1);
+  ag__trace_replay((void *)0x40, &s, 5, ag__now_ns(), ag__now_ns(), 0, 0);
+  ag__trace_hold((void *)0x50);
+  ag__trace_replay((void *)0x50, &s, 7, ag__now_ns(), ag__now_ns(), 0, 1);
+  ag__trace_unhold((void *)0x50);
   doc = render();
+  CHECK_INT(count(doc, "\"cause\":\"chunk complete\""), ==, 3);
+  CHECK_INT(count(doc, "\"launches\":5,\"outcome\":\"replay\",\"cause\":\"sequence complete\""), ==, 1);
   CHECK(strstr(doc, "\"reason\":\"caf?? \\\"reason\\\"\""));
   CHECK_INT(count(doc, "\"reason\":\"reason 0\""), ==, 2);
   CHECK(strstr(doc, "\"reason\":\"reason 30\""));
@@ -204,7 +215,7 @@ int main(void) {
   /* A flush of reason "flushed" without a cause set is called by its reason. */
   CHECK(strstr(doc, "\"launches\":6,\"cause\":\"flushed\""));
   CHECK(strstr(doc, "\"ok\":false,\"cuda_error\":999"));
-  CHECK_INT(count(doc, "\"name\":\"held\""), ==, 2);
+  CHECK_INT(count(doc, "\"name\":\"held\""), ==, 2 + 3 + 1);
   CHECK(!strstr(doc, "trace truncated"));
   CHECK(strstr(doc, "\"dropped_events\":0"));
   free(doc);
