@@ -38,9 +38,11 @@
 #include <string.h>
 #include <unistd.h>
 
-/* One piece of work, [start, end) in modelled nanoseconds. */
+/* Pieces of work, [start, end) in modelled nanoseconds, `count` of them with the same interval
+ * (with the variables unset all work lies at 0, and no step ever ends to release it: one entry
+ * holds it all). */
 typedef struct span {
-  uint64_t start, end;
+  uint64_t start, end, count;
 } span_t;
 
 typedef struct step {
@@ -59,6 +61,7 @@ static size_t nspans, cap_spans;
 
 static step_t *steps;
 static size_t nsteps, cap_steps;
+static int lost; /* memory ran out: some work or a step is missing from the figures */
 
 static const char *report_path; /* SIM_CLOCK_REPORT, read at load */
 static pid_t report_pid;        /* the process that read it: a forked child writes nothing */
@@ -68,10 +71,13 @@ static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 /* Records one piece of work. When memory runs out the work is left out of the figures, which
  * the report says (a test reading it must not trust it then). */
-static int lost;
 static void add_work(uint64_t start, uint64_t end) {
   ops_total++;
   device_end = max64(device_end, end);
+  if (nspans && spans[nspans - 1].start == start && spans[nspans - 1].end == end) {
+    spans[nspans - 1].count++;
+    return;
+  }
   if (nspans == cap_spans) {
     size_t ncap = cap_spans ? cap_spans * 2 : 64;
     span_t *grown = realloc(spans, ncap * sizeof *grown);
@@ -86,7 +92,7 @@ static void add_work(uint64_t start, uint64_t end) {
   size_t i = nspans;
   while (i > 0 && spans[i - 1].start > start) i--;
   memmove(spans + i + 1, spans + i, (nspans - i) * sizeof *spans);
-  spans[i] = (span_t){start, end};
+  spans[i] = (span_t){start, end, 1};
   nspans++;
 }
 
@@ -101,7 +107,10 @@ static void measure(uint64_t s, uint64_t t, uint64_t *busy, uint64_t *last, uint
   for (size_t i = 0; i < nspans && spans[i].start <= t; i++) {
     const span_t *p = &spans[i];
     if (p->start == t && p->end > t) continue; /* starts when the step ends: the next one's */
-    if (p->start >= s && n++ == 0) f = p->start;
+    if (p->start >= s) {
+      if (n == 0) f = p->start;
+      n += p->count;
+    }
     uint64_t a = max64(p->start, s), e = min64(p->end, t);
     if (p->end < s) continue;
     l = max64(l, e);
