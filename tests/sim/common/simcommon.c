@@ -4,6 +4,7 @@
  */
 #include "simcommon.h"
 
+#include <fnmatch.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,7 +23,16 @@ typedef struct simc_rule {
 
 static simc_rule_t rules[SIMC_MAX_RULES];
 static int nrules;
-static uint64_t costs[4];
+static uint64_t costs[SIMC_NCOSTS];
+
+/* One rule of SIM_KERNEL_NS; a plain number is one rule whose pattern is NULL (every kernel). */
+typedef struct simc_krule {
+  char *pattern;
+  uint64_t ns, per_block_ns;
+} simc_krule_t;
+
+static simc_krule_t *krules;
+static int nkrules;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static uint64_t parse_ns(const char *var) {
@@ -61,12 +71,82 @@ static void parse_fail(void) {
   free(copy);
 }
 
+/* Parses an unsigned decimal number filling [s, end) exactly; 0 on success. */
+static int parse_u64(const char *s, const char *end, uint64_t *out) {
+  if (s == end) return -1;
+  uint64_t v = 0;
+  for (const char *p = s; p < end; p++) {
+    if (*p < '0' || *p > '9' || v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10) return -1;
+    v = v * 10 + (uint64_t)(*p - '0');
+  }
+  *out = v;
+  return 0;
+}
+
+/* SIM_KERNEL_NS: one number, or `pattern:ns[+per_block_ns]` rules separated by commas. Any
+ * malformed rule discards the whole variable (one warning), so that a typo is never half
+ * applied. */
+static void parse_kernel_ns(void) {
+  const char *s = getenv("SIM_KERNEL_NS");
+  if (!s || !*s) return;
+  uint64_t all;
+  if (parse_u64(s, s + strlen(s), &all) == 0) {
+    krules = calloc(1, sizeof *krules);
+    if (!krules) return;
+    krules[0].ns = all;
+    nkrules = 1;
+    return;
+  }
+  int n = 1;
+  for (const char *p = s; *p; p++) n += *p == ',';
+  simc_krule_t *r = calloc((size_t)n, sizeof *r);
+  if (!r) return;
+  int k = 0;
+  const char *bad = NULL;
+  for (const char *tok = s; !bad && k < n; k++) {
+    const char *end = strchr(tok, ',');
+    if (!end) end = tok + strlen(tok);
+    const char *colon = NULL;
+    for (const char *p = tok; p < end; p++)
+      if (*p == ':') colon = p; /* the last colon: a pattern may contain one in brackets */
+    const char *plus = colon ? memchr(colon, '+', (size_t)(end - colon)) : NULL;
+    if (!colon || colon == tok ||
+        parse_u64(colon + 1, plus ? plus : end, &r[k].ns) ||
+        (plus && parse_u64(plus + 1, end, &r[k].per_block_ns)) ||
+        !(r[k].pattern = strndup(tok, (size_t)(colon - tok)))) {
+      bad = tok;
+      break;
+    }
+    tok = *end ? end + 1 : end;
+  }
+  if (bad) {
+    fprintf(stderr, "sim: ignoring malformed SIM_KERNEL_NS=%s (expected a number, or "
+            "pattern:ns or pattern:ns+per_block_ns rules separated by commas)\n", s);
+    for (int i = 0; i < n; i++) free(r[i].pattern);
+    free(r);
+    return;
+  }
+  krules = r;
+  nkrules = n;
+}
+
 static void init(void) {
   parse_fail();
   costs[SIMC_LAUNCH_NS] = parse_ns("SIM_LAUNCH_NS");
   costs[SIMC_GRAPH_LAUNCH_NS] = parse_ns("SIM_GRAPH_LAUNCH_NS");
   costs[SIMC_GRAPH_NODE_NS] = parse_ns("SIM_GRAPH_NODE_NS");
   costs[SIMC_NODE_UPDATE_NS] = parse_ns("SIM_NODE_UPDATE_NS");
+}
+
+/* The modelled device times are read on first use, which only the driver makes: the runtime
+ * and cuDNN link their own copy of this file, and must not warn about them a second time. */
+static pthread_once_t device_once = PTHREAD_ONCE_INIT;
+
+static void init_device(void) {
+  costs[SIMC_LAUNCH_LATENCY_NS] = parse_ns("SIM_LAUNCH_LATENCY_NS");
+  costs[SIMC_MEMOP_NS] = parse_ns("SIM_MEMOP_NS");
+  costs[SIMC_GRAPH_NODE_GAP_NS] = parse_ns("SIM_GRAPH_NODE_GAP_NS");
+  parse_kernel_ns();
 }
 
 int simc_should_fail(const char *api) {
@@ -82,8 +162,19 @@ int simc_should_fail(const char *api) {
 }
 
 uint64_t simc_cost(enum simc_cost which) {
-  pthread_once(&once, init);
+  if (which >= SIMC_LAUNCH_LATENCY_NS) pthread_once(&device_once, init_device);
+  else pthread_once(&once, init);
   return costs[which];
+}
+
+uint64_t simc_kernel_ns(const char *name, uint64_t blocks) {
+  pthread_once(&device_once, init_device);
+  for (int i = 0; i < nkrules; i++) {
+    const simc_krule_t *r = &krules[i];
+    if (!r->pattern || fnmatch(r->pattern, name ? name : "", 0) == 0)
+      return r->ns + r->per_block_ns * blocks;
+  }
+  return 0;
 }
 
 void simc_spin_ns(uint64_t ns) {

@@ -9,7 +9,17 @@
  * The names are those of the public API, without _v2/_ptsz suffixes.
  *
  * Modelled host costs (busy-waits on the calling thread, nanoseconds, default 0):
- * SIM_LAUNCH_NS, SIM_GRAPH_LAUNCH_NS, SIM_GRAPH_NODE_NS, SIM_NODE_UPDATE_NS.
+ * SIM_LAUNCH_NS, SIM_GRAPH_LAUNCH_NS, SIM_GRAPH_NODE_NS, SIM_NODE_UPDATE_NS. The driver also
+ * adds each of them to its modelled host clock (tests/sim/driver/clock.c).
+ *
+ * Modelled device times (nanoseconds, default 0; they move only the driver's modelled clock,
+ * never the real one): SIM_LAUNCH_LATENCY_NS (from a submission to the earliest start of its
+ * work), SIM_MEMOP_NS (each copy and memset), SIM_GRAPH_NODE_GAP_NS (between consecutive nodes
+ * of a launched graph) and SIM_KERNEL_NS, either one number (every kernel) or a comma-separated
+ * list of `pattern:ns` or `pattern:ns+per_block_ns` rules: the first rule whose fnmatch pattern
+ * matches the kernel's name gives its duration, ns plus per_block_ns for each block of the grid;
+ * a kernel no rule matches takes 0. A malformed value is reported once on stderr and ignored as
+ * a whole, so that a typo cannot leave half of the rules in force.
  */
 #ifndef SIM_COMMON_H
 #define SIM_COMMON_H
@@ -20,8 +30,21 @@
 int simc_should_fail(const char *api);
 
 /* Value of a SIM_*_NS cost variable, read once; 0 when unset or malformed. */
-enum simc_cost { SIMC_LAUNCH_NS, SIMC_GRAPH_LAUNCH_NS, SIMC_GRAPH_NODE_NS, SIMC_NODE_UPDATE_NS };
+enum simc_cost {
+  SIMC_LAUNCH_NS,
+  SIMC_GRAPH_LAUNCH_NS,
+  SIMC_GRAPH_NODE_NS,
+  SIMC_NODE_UPDATE_NS,
+  SIMC_LAUNCH_LATENCY_NS,
+  SIMC_MEMOP_NS,
+  SIMC_GRAPH_NODE_GAP_NS,
+  SIMC_NCOSTS
+};
 uint64_t simc_cost(enum simc_cost which);
+
+/* Modelled duration of one kernel named `name` whose grid has `blocks` blocks in all, from
+ * SIM_KERNEL_NS (0 when unset, malformed, or no rule matches). */
+uint64_t simc_kernel_ns(const char *name, uint64_t blocks);
 
 /* Busy-waits `ns` nanoseconds on the calling thread (no sleep: it models CPU time). */
 void simc_spin_ns(uint64_t ns);

@@ -165,6 +165,8 @@ static int blocking(const drv_stream_t *s) {
 
 CUresult drv_submit_locked(drv_stream_t *s, drv_op_t *op) {
   int err = 0;
+  /* The modelled clock orders by the same implicit dependencies, whether or not the work they
+   * name has already completed for real (drv_op_add_dep drops those). */
   if (s->kind == DRV_STREAM_LEGACY) {
     for (drv_stream_t *o = all_streams; o; o = o->next_all) {
       if (!blocking(o)) continue;
@@ -175,14 +177,17 @@ CUresult drv_submit_locked(drv_stream_t *s, drv_op_t *op) {
         return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
       }
       err |= drv_op_add_dep(op, o, o->submitted);
+      if (o->vend > op->vready) op->vready = o->vend;
     }
   } else if (blocking(s)) {
     err |= drv_op_add_dep(op, &drv_legacy, drv_legacy.submitted);
+    if (drv_legacy.vend > op->vready) op->vready = drv_legacy.vend;
   }
   if (err) {
     drv_op_free(op);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  drv_clock_submit_locked(s, op);
   op->seq = ++s->submitted;
   op->next = NULL;
   if (s->tail) s->tail->next = op;
@@ -206,6 +211,22 @@ void drv_capture_end_streams_locked(struct drv_capture *c) {
 
 void drv_wait_all_locked(void) {
   for (drv_stream_t *s = all_streams; s; s = s->next_all) drv_wait_stream_locked(s, s->submitted);
+}
+
+/* The modelled end is read before waiting: work another thread submits meanwhile is not what
+ * this call waits for. */
+void drv_sync_stream_locked(drv_stream_t *s) {
+  uint64_t vend = s->vend;
+  drv_wait_stream_locked(s, s->submitted);
+  drv_clock_block_locked(vend);
+}
+
+void drv_sync_all_locked(void) {
+  uint64_t vend = 0;
+  for (drv_stream_t *s = all_streams; s; s = s->next_all)
+    if (s->vend > vend) vend = s->vend;
+  drv_wait_all_locked();
+  drv_clock_block_locked(vend);
 }
 
 /* ---- streams ---- */
@@ -356,9 +377,10 @@ static CUresult stream_sync_or_query(int ptds, CUstream h, int query) {
     drv_capture_invalidate(s->cap);
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   } else if (query) {
+    /* Real completion, not the modelled clock, which a query leaves alone. */
     r = s->done < s->submitted ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
   } else {
-    drv_wait_stream_locked(s, s->submitted);
+    drv_sync_stream_locked(s);
   }
   pthread_mutex_unlock(&drv_lock);
   if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) return r;
@@ -430,6 +452,7 @@ static CUresult enqueue_host(int ptds, CUstream h, CUhostFn fn, CUstreamCallback
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   *copy = call;
+  op->kind = DRV_OP_HOST;
   pthread_mutex_lock(&drv_lock);
   r = drv_submit_locked(s, op);
   pthread_mutex_unlock(&drv_lock);
@@ -528,6 +551,7 @@ static CUresult event_record(int ptds, CUevent h, CUstream hs, unsigned flags) {
     e->recorded = 1;
     e->s = s;
     e->seq = s->submitted;
+    e->vtime = s->vend;
     e->cap = NULL;
   }
   pthread_mutex_unlock(&drv_lock);
@@ -557,8 +581,13 @@ static CUresult event_sync_or_query(CUevent h, int query) {
   r = drv_capture_unsafe_locked();
   if (!r && drv_event_capture(e)) r = CUDA_ERROR_CAPTURED_EVENT;
   if (!r && e->recorded) {
-    if (query) r = e->s->done < e->seq ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
-    else drv_wait_stream_locked(e->s, e->seq);
+    if (query) {
+      r = e->s->done < e->seq ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+    } else {
+      uint64_t vtime = e->vtime; /* this record's, even if the event is recorded again meanwhile */
+      drv_wait_stream_locked(e->s, e->seq);
+      drv_clock_block_locked(vtime);
+    }
   }
   pthread_mutex_unlock(&drv_lock);
   if (r && r != CUDA_ERROR_NOT_READY) return r;
@@ -618,6 +647,7 @@ static CUresult stream_wait_event(int ptds, CUstream hs, CUevent h, unsigned int
     drv_op_free(op);
     r = CUDA_ERROR_OUT_OF_MEMORY;
   } else {
+    if (e->recorded) op->vready = e->vtime;
     r = drv_submit_locked(s, op);
   }
   pthread_mutex_unlock(&drv_lock);

@@ -72,11 +72,17 @@ typedef struct drv_dep {
   uint64_t seq;            /* satisfied once s->done >= seq */
 } drv_dep_t;
 
+/* What an op is to the modelled clock (clock.c): ordering ops (event records and waits, frees in
+ * stream order) take no time and are not counted as work. */
+enum { DRV_OP_ORDER, DRV_OP_KERNEL, DRV_OP_MEMOP, DRV_OP_HOST, DRV_OP_GRAPH };
+
 struct drv_op {
   drv_op_t *next;
   uint64_t seq;
   drv_dep_t *deps;
   int ndeps, cap_deps;
+  int kind;                   /* DRV_OP_*, set by the caller before submission */
+  uint64_t vready;            /* modelled time its explicit dependencies end (event waits) */
   void (*run)(drv_op_t *op);  /* on the device thread, lock released */
   void (*fini)(drv_op_t *op); /* frees the payload; may be NULL */
   void *arg;
@@ -93,6 +99,7 @@ struct drv_stream {
   int priority;
   unsigned long long id;
   uint64_t submitted, done;
+  uint64_t vend;           /* modelled end of the latest op submitted (clock.c) */
   drv_op_t *head, *tail;
   int running;             /* a device thread is running the head op */
   int destroyed;
@@ -110,6 +117,7 @@ struct CUevent_st {
   drv_stream_t *s;         /* stream and op sequence of the latest record */
   uint64_t seq;
   uint64_t time_ns;        /* stamped on the device thread when the record ran */
+  uint64_t vtime;          /* modelled time the latest record completes (clock.c) */
   struct drv_capture *cap; /* recorded in this capture (deps below), or NULL */
   CUgraphNode *cap_deps;
   size_t ncap_deps;
@@ -128,11 +136,37 @@ int drv_op_add_dep(drv_op_t *op, drv_stream_t *s, uint64_t seq);
 /* Queues op on s with the implicit legacy-stream dependencies. Lock held. Checks capture
  * rules for the legacy stream (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT). Frees op on error. */
 CUresult drv_submit_locked(drv_stream_t *s, drv_op_t *op);
-/* Waits (lock held) until s has completed everything submitted so far. */
+/* Waits (lock held) until s has completed everything up to seq, or every stream everything
+ * submitted so far. Called alone, they are the simulator's own waits (a graph exec updated
+ * while a launch of it may run, a module unloaded under queued launches): a GPU does not wait
+ * there, so they leave the modelled clock alone. */
 void drv_wait_stream_locked(drv_stream_t *s, uint64_t seq);
 void drv_wait_all_locked(void);
+/* The waits of calls that CUDA makes wait for the device (synchronisations, synchronous copies,
+ * frees): the same waits, then the modelled host clock moves to the modelled end of the work
+ * waited for (drv_clock_block_locked). Lock held. */
+void drv_sync_stream_locked(drv_stream_t *s);
+void drv_sync_all_locked(void);
 uint64_t drv_now_ns(void);
 CUresult drv_event(CUevent h, struct CUevent_st **out);
+
+/* ---- clock.c: the modelled clock ---- */
+/* Spends a modelled host cost: busy-waits ns on the caller, as the cost variables always did,
+ * and advances the modelled host clock by ns. Takes the lock. */
+void drv_cost(uint64_t ns);
+/* Gives op its modelled start and end as it is queued on s (lock held, after every check that
+ * may refuse it): start = max(host clock + SIM_LAUNCH_LATENCY_NS, s's latest end, op->vready);
+ * its work is accounted, s->vend becomes its end, and a graph's event record nodes get the
+ * modelled time of their record. */
+void drv_clock_submit_locked(drv_stream_t *s, drv_op_t *op);
+/* The host waited for work that ends at modelled time t: the host clock becomes max(host, t),
+ * and when it moved, a step ends there (lock held). */
+void drv_clock_block_locked(uint64_t t);
+/* The program's controls: declared host work (the clock only, nothing spins), and the figures so
+ * far (host clock, busy time, idle time before the device end; NULL pointers allowed; 0). */
+void simctl_host_work(unsigned long long ns);
+int simctl_clock(unsigned long long *host_ns, unsigned long long *busy_ns,
+                 unsigned long long *idle_ns);
 
 /* ---- memory.c ---- */
 /* DRV_MEM_SYMBOL: a __device__/__constant__ variable's storage, which the simulated runtime

@@ -524,7 +524,7 @@ static struct CUgraphNode_st *exec_node(CUgraphExec e, CUgraphNode n) {
 CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
                                                    const CUDA_KERNEL_NODE_PARAMS *p) {
   DRV_FAIL("cuGraphExecKernelNodeSetParams", CUDA_ERROR_INVALID_VALUE);
-  simc_spin_ns(simc_cost(SIMC_NODE_UPDATE_NS));
+  drv_cost(simc_cost(SIMC_NODE_UPDATE_NS));
   CUresult r = exec_check(e);
   if (r) return r;
   struct CUgraphNode_st *x = exec_node(e, n);
@@ -551,7 +551,7 @@ CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphNode n,
 CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode n,
                                                 const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx) {
   DRV_FAIL("cuGraphExecMemsetNodeSetParams", CUDA_ERROR_INVALID_VALUE);
-  simc_spin_ns(simc_cost(SIMC_NODE_UPDATE_NS));
+  drv_cost(simc_cost(SIMC_NODE_UPDATE_NS));
   CUresult r = exec_check(e);
   if (r) return r;
   struct CUgraphNode_st *x = exec_node(e, n);
@@ -575,7 +575,7 @@ CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode n,
 CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphNode n,
                                                 const CUDA_MEMCPY3D *p, CUcontext ctx) {
   DRV_FAIL("cuGraphExecMemcpyNodeSetParams", CUDA_ERROR_INVALID_VALUE);
-  simc_spin_ns(simc_cost(SIMC_NODE_UPDATE_NS));
+  drv_cost(simc_cost(SIMC_NODE_UPDATE_NS));
   CUresult r = exec_check(e);
   if (r) return r;
   struct CUgraphNode_st *x = exec_node(e, n);
@@ -594,7 +594,7 @@ CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphNode n,
 }
 
 static CUresult exec_event_set(CUgraphExec e, CUgraphNode n, CUevent ev, CUgraphNodeType type) {
-  simc_spin_ns(simc_cost(SIMC_NODE_UPDATE_NS));
+  drv_cost(simc_cost(SIMC_NODE_UPDATE_NS));
   CUresult r = exec_check(e);
   if (r) return r;
   struct CUgraphNode_st *x = exec_node(e, n);
@@ -682,7 +682,7 @@ static CUresult exec_enabled_node(CUgraphExec e, CUgraphNode n, struct CUgraphNo
 
 CUresult CUDAAPI cuGraphNodeSetEnabled(CUgraphExec e, CUgraphNode n, unsigned int on) {
   DRV_FAIL("cuGraphNodeSetEnabled", CUDA_ERROR_INVALID_VALUE);
-  simc_spin_ns(simc_cost(SIMC_NODE_UPDATE_NS));
+  drv_cost(simc_cost(SIMC_NODE_UPDATE_NS));
   struct CUgraphNode_st *x;
   CUresult r = exec_enabled_node(e, n, &x);
   if (r) return r;
@@ -733,12 +733,13 @@ static CUresult graph_launch(int ptds, CUgraphExec e, CUstream h) {
   DRV_FAIL("cuGraphLaunch", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   CUresult r = exec_check(e);
   if (r) return r;
-  simc_spin_ns(simc_cost(SIMC_GRAPH_LAUNCH_NS) + e->g->n * simc_cost(SIMC_GRAPH_NODE_NS));
+  drv_cost(simc_cost(SIMC_GRAPH_LAUNCH_NS) + e->g->n * simc_cost(SIMC_GRAPH_NODE_NS));
   drv_stream_t *s;
   if ((r = drv_stream(h, ptds, &s))) return r;
   if ((r = drv_async_error())) return r;
   drv_op_t *op = drv_op_new(graph_op_run, NULL, e->g);
   if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
+  op->kind = DRV_OP_GRAPH;
   pthread_mutex_lock(&drv_lock);
   if (s->cap) {
     /* Launching a graph into a capture would need child graph nodes. */
@@ -749,12 +750,14 @@ static CUresult graph_launch(int ptds, CUgraphExec e, CUstream h) {
   }
   for (size_t i = 0; i < e->g->n; i++) {
     struct CUgraphNode_st *n = e->g->nodes[i];
-    if (n->type == CU_GRAPH_NODE_TYPE_WAIT_EVENT && n->u.ev->recorded &&
-        drv_op_add_dep(op, n->u.ev->s, n->u.ev->seq)) {
+    if (n->type != CU_GRAPH_NODE_TYPE_WAIT_EVENT || !n->u.ev->recorded) continue;
+    if (drv_op_add_dep(op, n->u.ev->s, n->u.ev->seq)) {
       pthread_mutex_unlock(&drv_lock);
       drv_op_free(op);
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    /* The launch waits for every awaited event before its first node, as it runs here. */
+    if (n->u.ev->vtime > op->vready) op->vready = n->u.ev->vtime;
   }
   r = drv_submit_locked(s, op);
   if (!r) {

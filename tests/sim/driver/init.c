@@ -268,7 +268,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice d) {
   pthread_mutex_lock(&drv_lock);
   if (drv_primary.retained <= 0) r = CUDA_ERROR_INVALID_CONTEXT;
   else if (--drv_primary.retained == 0) {
-    drv_wait_all_locked();
+    drv_sync_all_locked();
     drv_primary.gen++;
     destroyed = 1;
   }
@@ -311,7 +311,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice d) {
   CUresult r = check_dev(d);
   if (r) return r;
   pthread_mutex_lock(&drv_lock);
-  drv_wait_all_locked();
+  drv_sync_all_locked();
   drv_primary.sticky = drv_primary.async_err = CUDA_SUCCESS;
   drv_primary.retained = 0;
   drv_primary.flags = 0;
@@ -476,7 +476,7 @@ static CUresult ctx_sync(CUcontext c) {
   if (c && !valid_ctx(c)) return CUDA_ERROR_INVALID_CONTEXT;
   pthread_mutex_lock(&drv_lock);
   r = drv_capture_any_locked();
-  if (!r) drv_wait_all_locked();
+  if (!r) drv_sync_all_locked();
   pthread_mutex_unlock(&drv_lock);
   return r ? r : drv_async_error();
 }

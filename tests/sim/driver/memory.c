@@ -154,7 +154,7 @@ static CUresult free_common(uintptr_t p, unsigned kind_mask) {
   pthread_mutex_lock(&drv_lock);
   r = drv_capture_unsafe_locked();
   if (!r) {
-    drv_wait_all_locked();
+    drv_sync_all_locked();
     if (untrack(p, kind_mask, &a)) r = CUDA_ERROR_INVALID_VALUE;
     else if (a.kind != DRV_MEM_HOST) device_used -= page_round(a.size);
   }
@@ -205,7 +205,7 @@ CUresult CUDAAPI cuMemHostUnregister(void *p) {
   pthread_mutex_lock(&drv_lock);
   r = drv_capture_unsafe_locked();
   if (!r) {
-    drv_wait_all_locked();
+    drv_sync_all_locked();
     if (!p || untrack((uintptr_t)p, 1u << DRV_MEM_REGISTERED, &a))
       r = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
   }
@@ -491,6 +491,7 @@ static CUresult queue_copy_locked(drv_stream_t *s, const drv_copy_t *in, int syn
     pthread_mutex_unlock(&drv_lock);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  op->kind = DRV_OP_MEMOP;
   *c = *in;
   int staged = src_pageable && !dst_pageable;
   if (staged && stage(c)) {
@@ -499,7 +500,7 @@ static CUresult queue_copy_locked(drv_stream_t *s, const drv_copy_t *in, int syn
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   r = drv_submit_locked(s, op);
-  if (!r && sync == SYNC_API && !d2d && !staged) drv_wait_stream_locked(s, s->submitted);
+  if (!r && sync == SYNC_API && !d2d && !staged) drv_sync_stream_locked(s);
   pthread_mutex_unlock(&drv_lock);
   return r;
 }
@@ -708,8 +709,9 @@ static CUresult set_api(int ptds, CUstream h, int sync, drv_set_t m) {
       r = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
       *copy = m;
+      op->kind = DRV_OP_MEMOP;
       r = drv_submit_locked(s, op);
-      if (!r && sync && host_target) drv_wait_stream_locked(s, s->submitted);
+      if (!r && sync && host_target) drv_sync_stream_locked(s);
     }
   }
   pthread_mutex_unlock(&drv_lock);

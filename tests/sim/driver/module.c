@@ -651,7 +651,7 @@ static CUresult launch(int ptds, const char *api, CUfunction f, unsigned gx, uns
                        unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                        CUstream h, void **params, void **extra, const drv_kattrs_t *ka) {
   (void)api;
-  simc_spin_ns(simc_cost(SIMC_LAUNCH_NS));
+  drv_cost(simc_cost(SIMC_LAUNCH_NS));
   drv_stream_t *s;
   CUresult r = drv_stream(h, ptds, &s);
   if (r) return r;
@@ -684,6 +684,7 @@ static CUresult launch(int ptds, const char *api, CUfunction f, unsigned gx, uns
     free(l);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  op->kind = DRV_OP_KERNEL;
   r = drv_submit_locked(s, op);
   pthread_mutex_unlock(&drv_lock);
   return r;
