@@ -17,7 +17,7 @@
 ag_config_t ag__config = {.log_level = AG_LOG_WARN, .repeats = 1, .min_seq = 2, .max_seq = 256,
                           .max_graphs = 512, .max_graph_mb = 2048,
                           .dump_max_seq = 1000, .trace_max_events = 1000000,
-                          .hold_us = 1000, .chunk_us = 50};
+                          .hold_us = 1000, .chunk_us = 30};
 
 typedef struct ag_option_desc {
   const char *name;
@@ -41,7 +41,7 @@ static const ag_option_desc_t options[AG_OPT_COUNT_] = {
     [AG_OPT_TRACE] = {"AUTOGRAPH_TRACE", ""},
     [AG_OPT_TRACE_MAX_EVENTS] = {"AUTOGRAPH_TRACE_MAX_EVENTS", "1000000"},
     [AG_OPT_HOLD_US] = {"AUTOGRAPH_HOLD_US", "1000"},
-    [AG_OPT_CHUNK_US] = {"AUTOGRAPH_CHUNK_US", "50"},
+    [AG_OPT_CHUNK_US] = {"AUTOGRAPH_CHUNK_US", "30"},
 };
 
 static const char *const fuse_levels[] = {"off", "exact", "all"};

@@ -80,8 +80,8 @@ cmp -s "$d/def8.json" "$d/r1.json" || ag_fail "the default prediction is not tha
 # us. A chunk ends before the entry that would put more than its budget between its first entry
 # and its last; budgets start at a quarter of --chunk-us and double up to it (src/segment.h).
 # The expected number of chunks per replay follows from that rule; what is replayed does not
-# change. 50 us is the default.
-for c in 50 10 5 0; do
+# change. 30 us is the default.
+for c in 30 50 10 5 0; do
   "$pred" --json --min-seq 8 --chunk-us "$c" "$d/t.json" >"$d/chunks-$c.json" || ag_fail "autograph-predict failed (chunks $c)"
   python3 - "$d/chunks-$c.json" "$d/t.json" "$c" <<'PY' || ag_fail "chunks do not follow the rule (--chunk-us $c)"
 import json, sys
@@ -101,7 +101,7 @@ print(f"--chunk-us {sys.argv[3]}: {chunks} chunks a replay; got", {k: p[k] for k
 sys.exit(1 if bad else 0)
 PY
 done
-cmp -s <("$pred" --json --min-seq 8 "$d/t.json") "$d/chunks-50.json" || ag_fail "the default chunk budget is not 50 us"
+cmp -s <("$pred" --json --min-seq 8 "$d/t.json") "$d/chunks-30.json" || ag_fail "the default chunk budget is not 30 us"
 
 # Steady state of a short trace: 3 steps, repeats 2: the first step is left out, so the last 2
 # steps count, one learning and one replayed (8 of 16); with no step markers at all, the last

@@ -48,11 +48,14 @@ static inline uint64_t prog_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* ns nanoseconds of host work (preparing a step, the Python between two launches). On the
- * simulator it is declared to the driver's modelled clock (simctl_host_work), which advances
- * by exactly ns whatever the machine's speed; elsewhere (a GPU) the thread busy-spins ns of real
- * time, so the same program runs unchanged. The control is looked up once the driver is loaded
- * (the runtime loads it at the first CUDA call), and the answer kept from then on. */
+/* ns nanoseconds of host work (preparing a step, the Python between two launches): the thread
+ * busy-spins ns of real time, and on the simulator the work is also declared to the driver's
+ * modelled clock (simctl_host_work), which advances by exactly ns whatever the machine's speed.
+ * The spin keeps the real pace of the program what the model says (a library that follows the
+ * pace at which launches come, as libautograph's chunks do, sees the same program the clock
+ * charges), and lets the same program run unchanged on a GPU. The control is looked up once
+ * the driver is loaded (the runtime loads it at the first CUDA call), and the answer kept from
+ * then on. */
 typedef void (*prog_host_work_fn)(unsigned long long ns);
 static inline void prog_host_work(uint64_t ns) {
   static prog_host_work_fn fn;
@@ -70,10 +73,7 @@ static inline void prog_host_work(uint64_t ns) {
       __atomic_store_n(&known, k = f ? 1 : 2, __ATOMIC_RELEASE);
     }
   }
-  if (k == 1) {
-    __atomic_load_n(&fn, __ATOMIC_RELAXED)(ns);
-    return;
-  }
+  if (k == 1) __atomic_load_n(&fn, __ATOMIC_RELAXED)(ns);
   for (uint64_t t0 = prog_now_ns(); prog_now_ns() - t0 < ns;) {
   }
 }
