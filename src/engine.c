@@ -142,6 +142,11 @@ typedef struct strm {
                            * read by the helper without it (atomic) */
   int sent;               /* held entries already submitted (chunks launched, src/graph.h) */
   uint64_t rep_ns;        /* host time of the current run's chunk launches (the guard's) */
+  /* The time effect of holding (the guard's): since when the stream has been idle while it
+   * held entries not yet submitted (0: it was busy, or nothing is held), and how long its last
+   * submission kept the GPU waiting, and from which sequence's graph. */
+  uint64_t idle_from, last_wait;
+  ag_seq_t *last_seq;
   int hops;               /* stream operations (memsets, event records and waits) among held */
   int nevs;               /* entries of `evheld` naming it */
   uint64_t used;          /* E.clock at its last launch */
@@ -312,6 +317,14 @@ static int held_launches(const strm_t *S, int a, int b) {
   return m;
 }
 
+/* S submitted what it held (from s's graph, or as ordinary launches for candidate s): how long
+ * that kept the GPU waiting, when the stream was idle since an entry was held. */
+static void submitted(strm_t *S, ag_seq_t *s) {
+  S->last_wait = S->idle_from ? ag__now_ns() - S->idle_from : 0;
+  S->last_seq = s;
+  S->idle_from = 0;
+}
+
 /* Submits what S holds up to entry n and has not submitted yet (entries [S->sent, n): those
  * before went in chunks) as ordinary launches, counted under `reason`. A failure is kept for
  * the thread that made the failed launch (it was told success when the launch was held).
@@ -334,6 +347,7 @@ static int submit_held(strm_t *S, int n, int reason) {
     __atomic_store_n(&ag__pending_err, r, __ATOMIC_RELEASE);
   }
   S->sent = n;
+  submitted(S, S->cand);
   ag__obs_submitted(S->stream, n - a, held_launches(S, a, n), reason, t0, r, nfailed, S->cand);
   return r;
 }
@@ -350,6 +364,7 @@ static void stop_holding(strm_t *S) {
   S->hops = 0;
   S->sent = 0;
   S->rep_ns = 0;
+  S->idle_from = 0;
   __atomic_store_n(&S->deadline, 0, __ATOMIC_RELAXED);
 }
 
@@ -393,6 +408,7 @@ static int run_chunk(strm_t *S, ag_seq_t *s, int j, int to, int more) {
                    from == st[j] && to == st[j + 1], more, t0, t1, updates);
   S->sent = to;
   S->rep_ns += t1 - t0;
+  submitted(S, s);
   return 0;
 }
 
@@ -495,9 +511,15 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
    * node updates) costs clearly more host time than launching its kernels one by one is not
    * worth holding. Prefix replays do not enter it: their cost is that of the whole graph's
    * launch. To confirm on a GPU: both costs here are modelled by the simulator. */
-  if (s->replays >= 16 && sampled >= 16 * 32 &&
-      s->replay_ns > 1.25 * (double)__atomic_load_n(&launch_ns, __ATOMIC_RELAXED) * s->n)
+  double ln = (double)__atomic_load_n(&launch_ns, __ATOMIC_RELAXED);
+  if (s->replays >= 16 && sampled >= 16 * 32 && s->replay_ns > 1.25 * ln * s->n)
     demote(s, "replay does not pay");
+  /* And the time effect: a sequence whose replays keep the GPU waiting before the program
+   * synchronises (its last launches held while the device had nothing to do) longer than they
+   * save host time makes the program slower, whatever its replays cost. */
+  else if (s->replays >= 16 && sampled && s->wait_ns &&
+           (double)s->wait_ns / (double)s->replays > ln * s->n - s->replay_ns)
+    demote(s, "replays keep the GPU waiting longer than they save");
   return 0;
 }
 
@@ -579,9 +601,19 @@ out:
   seg_restart(S);
 }
 
+/* A call observes S's work with nothing launched on S since its last submission: if that
+ * submission kept the GPU waiting (the stream was idle while its launches were held), the
+ * program now waits that much longer, charged to the sequence whose launches they were. */
+static void tail(strm_t *S) {
+  if (S->last_seq && S->last_seq->state != AG_SEQ_DEMOTED) S->last_seq->wait_ns += S->last_wait;
+  S->last_wait = 0;
+  S->last_seq = NULL;
+}
+
 /* An external cut of S: a call that observes its work, a launch that cannot be held. */
 static void cut(strm_t *S) {
   if (S->seg.len) finish(S, 0, 0, AG_FB_FLUSHED);
+  if (AG_UNLIKELY(S->last_seq)) tail(S);
 }
 
 /* Cuts every record (a call that may observe any stream, exit, fork). */
@@ -879,6 +911,15 @@ static inline strm_t *strm_of(void *stream, void *ctx) {
 
 static void chunk_done(strm_t *S, int e);
 
+/* Whether S's stream has no work left on the device (cuStreamQuery). */
+static int stream_idle(const strm_t *S) {
+  if (!ag__real.cuStreamQuery) return 0;
+  ag__tls.quiet++;
+  CUresult r = ag__real.cuStreamQuery((CUstream)S->stream);
+  ag__tls.quiet--;
+  return r == CUDA_SUCCESS;
+}
+
 /* The bound of a hold whose last entry is entry i of S's run. Where the candidate sequence has
  * been held before, the pace of its host (how long after entry i its next entry came) sets it:
  * four times that, at least AG_HOLD_FLOOR_US; never more than AUTOGRAPH_HOLD_US. So a step's
@@ -918,6 +959,8 @@ static inline __attribute__((always_inline)) int advance(strm_t *S, ag_kinfo_t *
                                                          uint32_t *gen) {
   int i = S->seg.len, held = 0;
   uint64_t done;
+  /* More work after the last submission: whoever waits now waits for that too. */
+  if (AG_UNLIKELY(S->last_seq)) S->last_wait = 0, S->last_seq = NULL;
   if (AG_UNLIKELY(h == S->hashes[0]) && i >= S->seg.period) {
     /* The sequence's first launch again, half of AUTOGRAPH_MAX_SEQ or more launches later, with
      * no cut point of the segmenter's between: a period closes, so the sequence ends before this
@@ -954,6 +997,9 @@ static inline __attribute__((always_inline)) int advance(strm_t *S, ag_kinfo_t *
   if (AG_UNLIKELY(S->holding)) {
     if (hold(S, i, k, l, bytes) == 0) {
       held = 1;
+      /* The first entry not submitted yet: is the GPU idle meanwhile (the guard's)? */
+      if (i == S->sent && S->cand->state == AG_SEQ_READY && ag__config.chunk_us)
+        S->idle_from = stream_idle(S) ? S->held[i].t : 0;
       if (S->cand->state == AG_SEQ_READY && ag__config.chunk_us) chunk_done(S, i + 1);
       if (S->holding) set_deadline(S, i);
     } else {

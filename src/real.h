@@ -31,6 +31,7 @@
   XX(cuFuncGetModule, 11000)                                              \
   XX(cuStreamIsCapturing, 10000)                                          \
   XX(cuStreamGetFlags, 5050)                                              \
+  XX(cuStreamQuery, 2000)                                                 \
   XX(cuMemsetD8Async, 3020)                                               \
   XX(cuEventRecord, 2000)                                                 \
   XX(cuStreamWaitEvent, 3020)                                             \

@@ -129,6 +129,8 @@ struct ag_seq {
   uint64_t replayed;    /* launches its graph ran in place of (whole replays, chunks and parts) */
   double replay_ns;     /* running mean host time of a replay */
   uint64_t timeouts;    /* holds of it ended by the bound (AUTOGRAPH_HOLD_US) */
+  uint64_t wait_ns;     /* GPU time its replays' last submissions kept the GPU waiting before
+                         * the program synchronised (the guard's, src/engine.c) */
   uint32_t *pace;       /* n: how long after entry i the host held entry i + 1 (ns), as learned
                          * from its replays (src/engine.c), or NULL */
   UT_hash_handle hh;

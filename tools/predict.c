@@ -346,6 +346,9 @@ static uint64_t vclock;
 static ag_tl_t TL;
 static ag_tl_plan_t PL;
 static int32_t cur_call = -1;
+static ag_tl_run_t *tl_run;  /* the library's timeline, run along while the engine is fed */
+static int64_t *stream_ids; /* the trace's stream numbers, indexed by the timeline's */
+static int32_t nstream_ids;
 static int32_t *kop, *gopi; /* TL operation of each kernel event / GPU copy or memset, or -1 */
 
 /* The timelines (tools/timeline.h): the trace as recorded, modelled without the library (its
@@ -501,6 +504,15 @@ static CUresult CUDAAPI f_cuStreamGetFlags(CUstream s, unsigned *flags) {
   *flags = CU_STREAM_NON_BLOCKING;
   return CUDA_SUCCESS;
 }
+/* Whether a stream has work left, in the library's timeline as it stands (the work of the call
+ * being fed is not in it yet). */
+static CUresult CUDAAPI f_cuStreamQuery(CUstream s) {
+  int64_t id = (int64_t)((uintptr_t)s >> 8) - 1;
+  for (int32_t i = 0; tl_run && i < nstream_ids; i++)
+    if (stream_ids[i] == id && ag__tl_stream_end(tl_run, i) > (int64_t)vclock) return CUDA_ERROR_NOT_READY;
+  return CUDA_SUCCESS;
+}
+
 static CUresult CUDAAPI f_cuDriverGetVersion(int *v) {
   *v = 13000;
   return CUDA_SUCCESS;
@@ -777,6 +789,7 @@ static void engine_start(void) {
   ag__real.cuFuncGetName = f_cuFuncGetName;
   ag__real.cuStreamIsCapturing = f_cuStreamIsCapturing;
   ag__real.cuStreamGetFlags = f_cuStreamGetFlags;
+  ag__real.cuStreamQuery = f_cuStreamQuery;
   ag__real.cuMemsetD8Async = f_cuMemsetD8Async;
   ag__real.cuEventRecord = f_cuEventRecord;
   ag__real.cuStreamWaitEvent = f_cuStreamWaitEvent;
@@ -943,8 +956,6 @@ static int in_list(const char *const *list, const char *s) {
   return 0;
 }
 
-static int64_t *stream_ids; /* the trace's stream numbers, indexed by the timeline's */
-static int32_t nstream_ids;
 
 /* The timeline's index of trace stream s, added when new; -1 when out of memory. */
 static int32_t tl_stream(int64_t s) {
@@ -1050,6 +1061,7 @@ static int feed(void) {
   PL.node_gap = opt.node_gap_us >= 0 ? (int64_t)(opt.node_gap_us * 1000.0) : -1;
   ag_tl_run_t *run;
   if (ag__tl_start(&TL, &PL, &TM.lib, &run)) return -AG_ENOMEM;
+  tl_run = run;
   engine_start();
   size_t li = 0;
   for (size_t i = 0; i < T.calls.n; i++) {
@@ -1139,6 +1151,7 @@ static int feed(void) {
   /* What is still held at the end of the trace is submitted at its last call. */
   cur_call = (int32_t)T.calls.n - 1;
   ag__flush_all();
+  tl_run = NULL;
   if (plan_oom || ag__tl_call(run)) return ag__tl_stop(run), -AG_ENOMEM;
   if (ag__tl_finish(run)) return -AG_EINVAL;
   for (size_t i = 0; i < nsqueues; i++)

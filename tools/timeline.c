@@ -384,6 +384,10 @@ int64_t ag__tl_clock(run_t *R, int64_t t) {
   return t + R->shift;
 }
 
+int64_t ag__tl_stream_end(const run_t *R, int32_t s) {
+  return s >= 0 && s < R->tl->nstreams ? R->stream_end[s] : NOT_YET;
+}
+
 int ag__tl_call(run_t *R) {
   const ag_tl_t *tl = R->tl;
   const ag_tl_plan_t *p = R->p;

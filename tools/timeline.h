@@ -159,6 +159,8 @@ int ag__tl_run(const ag_tl_t *tl, const ag_tl_plan_t *p, ag_tl_result_t *r);
 typedef struct ag_tl_run ag_tl_run_t;
 int ag__tl_start(const ag_tl_t *tl, const ag_tl_plan_t *p, ag_tl_result_t *r, ag_tl_run_t **run);
 int64_t ag__tl_clock(ag_tl_run_t *run, int64_t t);
+/* The end of the last operation submitted so far to stream s (INT64_MIN: none). */
+int64_t ag__tl_stream_end(const ag_tl_run_t *run, int32_t s);
 int ag__tl_call(ag_tl_run_t *run);
 int ag__tl_finish(ag_tl_run_t *run);
 void ag__tl_stop(ag_tl_run_t *run);
