@@ -168,6 +168,8 @@ static struct {
   int mixed;              /* nblk[1] && nblk[2]: launches must check their partners */
   int nev;                /* entries in `evheld` */
   int off;                /* no holding at all (forked child, no driver table, out of memory) */
+  int observing;          /* an ordering call is cutting what it observes (the program may wait
+                           * for the device in it: see tail) */
   ag_seqtab_t *tab;
   strm_t s[AG_STREAMS];
 } E = {.cur = &none};
@@ -317,10 +319,10 @@ static int held_launches(const strm_t *S, int a, int b) {
   return m;
 }
 
-/* S submitted what it held (from s's graph, or as ordinary launches for candidate s): how long
- * that kept the GPU waiting, when the stream was idle since an entry was held. */
-static void submitted(strm_t *S, ag_seq_t *s) {
-  S->last_wait = S->idle_from ? ag__now_ns() - S->idle_from : 0;
+/* S submitted what it held at t (from s's graph, or as ordinary launches for candidate s): how
+ * long that kept the GPU waiting, when the stream was idle since an entry was held. */
+static void submitted(strm_t *S, ag_seq_t *s, uint64_t t) {
+  S->last_wait = S->idle_from && t > S->idle_from ? t - S->idle_from : 0;
   S->last_seq = s;
   S->idle_from = 0;
 }
@@ -332,7 +334,7 @@ static void submitted(strm_t *S, ag_seq_t *s) {
 static int submit_held(strm_t *S, int n, int reason) {
   int pushed, r, first = -1, nfailed = 0, a = S->sent;
   if (n <= a) return 0;
-  uint64_t t0 = ag__obs_clock();
+  uint64_t t0 = ag__obs_clock(), ts = S->idle_from ? ag__now_ns() : 0;
   pushed = ag__ctx_enter(S->ctx);
   ag__tls.quiet++;
   if (pushed < 0) {
@@ -347,7 +349,7 @@ static int submit_held(strm_t *S, int n, int reason) {
     __atomic_store_n(&ag__pending_err, r, __ATOMIC_RELEASE);
   }
   S->sent = n;
-  submitted(S, S->cand);
+  submitted(S, S->cand, ts);
   ag__obs_submitted(S->stream, n - a, held_launches(S, a, n), reason, t0, r, nfailed, S->cand);
   return r;
 }
@@ -408,7 +410,7 @@ static int run_chunk(strm_t *S, ag_seq_t *s, int j, int to, int more) {
                    from == st[j] && to == st[j + 1], more, t0, t1, updates);
   S->sent = to;
   S->rep_ns += t1 - t0;
-  submitted(S, s);
+  submitted(S, s, t0);
   return 0;
 }
 
@@ -517,7 +519,7 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
   /* And the time effect: a sequence whose replays keep the GPU waiting before the program
    * synchronises (its last launches held while the device had nothing to do) longer than they
    * save host time makes the program slower, whatever its replays cost. */
-  else if (s->replays >= 16 && sampled && s->wait_ns &&
+  else if (s->replays >= 16 && sampled >= 16 * 32 && s->wait_ns &&
            (double)s->wait_ns / (double)s->replays > ln * s->n - s->replay_ns)
     demote(s, "replays keep the GPU waiting longer than they save");
   return 0;
@@ -601,11 +603,18 @@ out:
   seg_restart(S);
 }
 
-/* A call observes S's work with nothing launched on S since its last submission: if that
- * submission kept the GPU waiting (the stream was idle while its launches were held), the
- * program now waits that much longer, charged to the sequence whose launches they were. */
+static int stream_idle(const strm_t *S);
+
+/* A call observes S's work with nothing launched on S since its last submission. If that
+ * submission kept the GPU waiting (the stream was idle while its launches were held) and the
+ * work is not done yet (the call may wait for it), the program may wait that much longer than
+ * without the library: charged to the sequence whose launches they were. */
 static void tail(strm_t *S) {
-  if (S->last_seq && S->last_seq->state != AG_SEQ_DEMOTED) S->last_seq->wait_ns += S->last_wait;
+  if (E.observing && S->last_wait && S->last_seq && S->last_seq->state != AG_SEQ_DEMOTED) {
+    int pushed = ag__ctx_enter(S->ctx);
+    if (pushed >= 0 && !stream_idle(S)) S->last_seq->wait_ns += S->last_wait;
+    ag__ctx_leave(pushed);
+  }
   S->last_wait = 0;
   S->last_seq = NULL;
 }
@@ -1542,6 +1551,7 @@ static void order_cut(ag_call_t *call, void *stream) {
     engine_unlock();
     return;
   }
+  E.observing = 1;
   if (rule == RULE_ALL) {
     cut_all();
   } else {
@@ -1551,6 +1561,7 @@ static void order_cut(ag_call_t *call, void *stream) {
         if (E.s[i].stream == stream && stream) strm_drop(&E.s[i]);
     }
   }
+  E.observing = 0;
   engine_unlock();
 }
 
