@@ -1,10 +1,12 @@
 /* drv-module.c — the simulated driver: module loading (cubin, fatbin, compressed fatbin),
  * launches by kernelParams and by `extra`, parameter info, launch validation, modelled cost,
- * graphs (nodes, parameter updates, exec update), stream capture rules, the end of a context,
- * and sticky faults. */
+ * graphs (nodes, parameter updates, exec update, changes while a launch is in flight), stream
+ * capture rules, the end of a context, and sticky faults. */
 #include "drv-common.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 static CUcontext ctx;
@@ -231,6 +233,81 @@ static void test_graphs(void) {
   CHECK_CU(cuGraphDestroy(g));
 }
 
+/* A host function that holds its stream until the test releases it (or 10 s pass, so that a
+ * simulator whose graph changes wait for the device fails instead of hanging). */
+static atomic_int gate_open;
+static atomic_int gate_released; /* set when the gate opened because the test released it */
+static void CUDA_CB gate(void *arg) {
+  (void)arg;
+  double t0 = drv_test_now();
+  while (!atomic_load(&gate_open) && drv_test_now() - t0 < 10) sched_yield();
+  atomic_store(&gate_released, atomic_load(&gate_open));
+}
+
+static void gate_shut(CUstream s) {
+  atomic_store(&gate_open, 0);
+  atomic_store(&gate_released, 0);
+  CHECK_CU(cuLaunchHostFunc(s, gate, NULL));
+}
+
+/* Changing an executable graph while a launch of it waits on the device: every change returns at
+ * once, the launch runs the graph as it was when launched, the next launch the changed one, and
+ * destroying the exec leaves a launch in flight intact. */
+static void test_graph_changes_in_flight(void) {
+  CUstream s;
+  CUdeviceptr x;
+  CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CHECK_CU(cuMemAlloc_v2(&x, 64 * sizeof(float)));
+  CHECK_CU(cuMemsetD32_v2(x, 0, 64));
+  CUgraph g;
+  CUgraphNode k1, k2;
+  float a = 1;
+  int n = 64;
+  void *args[] = {&x, &a, &n};
+  CUDA_KERNEL_NODE_PARAMS p = {.func = add, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                               .blockDimX = 64, .blockDimY = 1, .blockDimZ = 1,
+                               .kernelParams = args};
+  CHECK_CU(cuGraphCreate(&g, 0));
+  CHECK_CU(cuGraphAddKernelNode_v2(&k1, g, NULL, 0, &p));
+  a = 10;
+  CHECK_CU(cuGraphAddKernelNode_v2(&k2, g, &k1, 1, &p));
+  CUgraphExec ex;
+  CHECK_CU(cuGraphInstantiateWithFlags(&ex, g, 0));
+
+  gate_shut(s);
+  CHECK_CU(cuGraphLaunch(ex, s)); /* adds 1 + 10 once the gate opens */
+  a = 100;
+  CHECK_CU(cuGraphExecKernelNodeSetParams_v2(ex, k1, &p)); /* later launches: 100 + 10 */
+  CHECK_CU(cuGraphNodeSetEnabled(ex, k2, 0));               /* later launches: 100 */
+  unsigned on = 1;
+  CHECK_CU(cuGraphNodeGetEnabled(ex, k2, &on));
+  CHECK_INT(on, ==, 0);
+  atomic_store(&gate_open, 1);
+  CHECK_CU(cuStreamSynchronize(s));
+  CHECK_INT(atomic_load(&gate_released), ==, 1); /* nothing above waited for the launch */
+  CHECK_INT((int)read1(x), ==, 11);
+  CHECK_CU(cuGraphLaunch(ex, s));
+  CHECK_CU(cuStreamSynchronize(s));
+  CHECK_INT((int)read1(x), ==, 111);
+
+  /* Two launches in flight, then an update from the graph (whose k1 holds 1) and the exec
+   * destroyed: neither reaches the launches already made. */
+  gate_shut(s);
+  CHECK_CU(cuGraphLaunch(ex, s)); /* 100 */
+  CHECK_CU(cuGraphNodeSetEnabled(ex, k2, 1));
+  CHECK_CU(cuGraphLaunch(ex, s)); /* 100 + 10 */
+  CUgraphExecUpdateResultInfo info;
+  CHECK_CU(cuGraphExecUpdate_v2(ex, g, &info));
+  CHECK_CU(cuGraphExecDestroy(ex));
+  atomic_store(&gate_open, 1);
+  CHECK_CU(cuStreamSynchronize(s));
+  CHECK_INT(atomic_load(&gate_released), ==, 1);
+  CHECK_INT((int)read1(x), ==, 111 + 100 + 110);
+  CHECK_CU(cuGraphDestroy(g));
+  CHECK_CU(cuMemFree_v2(x));
+  CHECK_CU(cuStreamDestroy_v2(s));
+}
+
 static void test_capture(void) {
   CUstream s, s2;
   CUdeviceptr x;
@@ -401,6 +478,7 @@ int main(void) {
   test_modules();
   test_launch();
   test_graphs();
+  test_graph_changes_in_flight();
   test_capture();
   test_wrong_thread();
   test_cost();

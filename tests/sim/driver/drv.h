@@ -303,6 +303,10 @@ struct CUgraph_st {
   uint32_t magic;
   CUgraphNode *nodes;
   size_t n, cap;
+  /* An executable graph's nodes, under drv_lock: users counts the launches that will still read
+   * them; orphan marks nodes their exec no longer owns, freed by the last of those launches. */
+  unsigned users;
+  int orphan;
 };
 CUresult drv_graph_add(struct CUgraph_st *g, CUgraphNodeType type, const CUgraphNode *deps,
                        size_t ndeps, struct CUgraphNode_st **out);

@@ -4,7 +4,11 @@
  * be in the graph, so creation order is a topological order). Kernel nodes copy their argument
  * values when added or set. Instantiation deep-copies the nodes into an executable graph whose
  * node i corresponds to graph node i; cuGraphExec*SetParams name the original node. A launch is
- * one operation on the stream that runs the nodes in order on the device thread.
+ * one operation on the stream that runs the nodes in order on the device thread. As CUDA
+ * documents, changing an executable graph (its nodes' parameters, which nodes are enabled, an
+ * update from another graph) affects later launches only and never waits for launches already
+ * made: a change to nodes that a launch in flight will still read goes to a copy (exec_own), and
+ * the last such launch frees the old nodes.
  * cuGraphExecUpdate pairs nodes by creation order and refuses changes of topology or node type.
  */
 #include "drv.h"
@@ -397,6 +401,7 @@ static CUresult clone(struct CUgraph_st *src, struct CUgraph_st **out) {
     if (dv != deps) free(dv);
     if (r) break;
     n->u = s->u;
+    n->disabled = s->disabled;
     if (s->type == CU_GRAPH_NODE_TYPE_KERNEL && (r = drv_launch_copy(&n->u.k, &s->u.k))) {
       memset(&n->u, 0, sizeof n->u);
       graph_pop(g);
@@ -487,23 +492,19 @@ static CUresult exec_check(CUgraphExec e) {
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) {
   DRV_FAIL("cuGraphExecDestroy", CUDA_ERROR_INVALID_VALUE);
   CUresult r = exec_check(e);
-  if (r == CUDA_ERROR_CONTEXT_IS_DESTROYED) {
-    /* A real driver freed it with its context; here it stayed readable until now. Nothing of it
-     * can run any more, so it is freed without waiting, and the handle is dead. */
-    drv_graph_free(e->g);
-    e->magic = 0;
-    free(e);
-    return r;
-  }
-  if (r) return r;
-  /* A launched graph may still run: wait for it, since its nodes are freed here. */
+  /* A real driver freed an exec of a destroyed context with the context; here it stayed
+   * readable until now, and the handle dies here too. */
+  if (r && r != CUDA_ERROR_CONTEXT_IS_DESTROYED) return r;
+  /* Launches already made still run: the last of them frees the nodes. Nothing waits. */
   pthread_mutex_lock(&drv_lock);
-  drv_wait_all_locked();
+  struct CUgraph_st *g = e->g;
+  g->orphan = 1;
+  if (g->users) g = NULL;
   pthread_mutex_unlock(&drv_lock);
-  drv_graph_free(e->g);
+  if (g) drv_graph_free(g);
   e->magic = 0;
   free(e);
-  return CUDA_SUCCESS;
+  return r;
 }
 
 CUresult CUDAAPI cuGraphExecGetFlags(CUgraphExec e, cuuint64_t *flags) {
@@ -521,6 +522,27 @@ static struct CUgraphNode_st *exec_node(CUgraphExec e, CUgraphNode n) {
   return e->g->nodes[n->index];
 }
 
+/* Before a change to e's nodes: if a launch in flight will still read them, e takes a copy, and
+ * the old nodes go with the last such launch (copy on write). Launches and changes of one exec
+ * come from one thread at a time, as CUDA asks, so only the device thread runs meanwhile. */
+static CUresult exec_own(CUgraphExec e) {
+  pthread_mutex_lock(&drv_lock);
+  unsigned users = e->g->users;
+  pthread_mutex_unlock(&drv_lock);
+  if (!users) return CUDA_SUCCESS;
+  struct CUgraph_st *copy;
+  CUresult r = clone(e->g, &copy); /* the device thread only reads the nodes too */
+  if (r) return r;
+  pthread_mutex_lock(&drv_lock);
+  struct CUgraph_st *old = e->g;
+  e->g = copy;
+  old->orphan = 1;
+  if (old->users) old = NULL; /* the last launch frees it */
+  pthread_mutex_unlock(&drv_lock);
+  if (old) drv_graph_free(old);
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
                                                    const CUDA_KERNEL_NODE_PARAMS *p) {
   DRV_FAIL("cuGraphExecKernelNodeSetParams", CUDA_ERROR_INVALID_VALUE);
@@ -530,11 +552,8 @@ CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
   struct CUgraphNode_st *x = exec_node(e, n);
   if (!x || x->type != CU_GRAPH_NODE_TYPE_KERNEL || !p) return CUDA_ERROR_INVALID_VALUE;
   if (p->ctx && p->ctx != &drv_primary) return CUDA_ERROR_INVALID_VALUE;
-  /* The exec node may be in use by a launched graph. */
-  pthread_mutex_lock(&drv_lock);
-  drv_wait_all_locked();
-  pthread_mutex_unlock(&drv_lock);
-  return set_kernel(&x->u.k, p);
+  if ((r = exec_own(e))) return r;
+  return set_kernel(&exec_node(e, n)->u.k, p);
 }
 
 #undef cuGraphExecKernelNodeSetParams
@@ -563,10 +582,9 @@ CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode n,
                  .height = 1, .value = p->value, .elem = p->elementSize};
   pthread_mutex_lock(&drv_lock);
   r = drv_set_check(&m);
-  /* The exec node may be in use by a launched graph. */
-  if (!r) drv_wait_all_locked();
   pthread_mutex_unlock(&drv_lock);
-  if (!r) x->u.m = m;
+  if (!r) r = exec_own(e);
+  if (!r) exec_node(e, n)->u.m = m;
   return r;
 }
 
@@ -586,10 +604,9 @@ CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphNode n,
   r = drv_copy_from3d(p, &c);
   if (!r && (c.width != x->u.c.width || c.height != x->u.c.height || c.depth != x->u.c.depth))
     r = CUDA_ERROR_INVALID_VALUE;
-  /* The exec node may be in use by a launched graph. */
-  if (!r) drv_wait_all_locked();
   pthread_mutex_unlock(&drv_lock);
-  if (!r) x->u.c = c;
+  if (!r) r = exec_own(e);
+  if (!r) exec_node(e, n)->u.c = c;
   return r;
 }
 
@@ -601,10 +618,8 @@ static CUresult exec_event_set(CUgraphExec e, CUgraphNode n, CUevent ev, CUgraph
   struct CUevent_st *evp;
   if (!x || x->type != type) return CUDA_ERROR_INVALID_VALUE;
   if ((r = drv_event(ev, &evp))) return r;
-  pthread_mutex_lock(&drv_lock);
-  drv_wait_all_locked();
-  pthread_mutex_unlock(&drv_lock);
-  x->u.ev = ev;
+  if ((r = exec_own(e))) return r;
+  exec_node(e, n)->u.ev = ev;
   return CUDA_SUCCESS;
 }
 
@@ -645,9 +660,8 @@ CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, CUgraphExecUpdat
       if (a->deps[j]->index != b->deps[j]->index)
         return update_fail(info, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, NULL, a);
   }
-  pthread_mutex_lock(&drv_lock);
-  drv_wait_all_locked();
-  pthread_mutex_unlock(&drv_lock);
+  if ((r = exec_own(e))) return r;
+  x = e->g;
   for (size_t i = 0; i < g->n; i++) {
     struct CUgraphNode_st *a = g->nodes[i], *b = x->nodes[i];
     if (a->type == CU_GRAPH_NODE_TYPE_KERNEL) {
@@ -667,8 +681,7 @@ CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, CUgraphExecUpdat
 /* Enabling and disabling exec nodes: only kernel, memset and memcpy nodes (CUDA's note), named
  * by the node of the graph the exec was instantiated from. A disabled node is an empty node
  * until enabled again; its parameters are kept (and may still be set). The change applies to
- * later launches only: a launched graph reads its nodes when it runs, so the change waits for
- * launched work, as parameter updates do. */
+ * later launches only (a launch runs its own copy of the nodes). */
 static CUresult exec_enabled_node(CUgraphExec e, CUgraphNode n, struct CUgraphNode_st **out) {
   CUresult r = exec_check(e);
   if (r) return r;
@@ -686,10 +699,8 @@ CUresult CUDAAPI cuGraphNodeSetEnabled(CUgraphExec e, CUgraphNode n, unsigned in
   struct CUgraphNode_st *x;
   CUresult r = exec_enabled_node(e, n, &x);
   if (r) return r;
-  pthread_mutex_lock(&drv_lock);
-  drv_wait_all_locked();
-  x->disabled = !on;
-  pthread_mutex_unlock(&drv_lock);
+  if ((r = exec_own(e))) return r;
+  exec_node(e, n)->disabled = !on;
   return CUDA_SUCCESS;
 }
 
@@ -699,9 +710,7 @@ CUresult CUDAAPI cuGraphNodeGetEnabled(CUgraphExec e, CUgraphNode n, unsigned in
   CUresult r = exec_enabled_node(e, n, &x);
   if (r) return r;
   if (!on) return CUDA_ERROR_INVALID_VALUE;
-  pthread_mutex_lock(&drv_lock);
   *on = !x->disabled;
-  pthread_mutex_unlock(&drv_lock);
   return CUDA_SUCCESS;
 }
 
@@ -729,6 +738,12 @@ static void graph_op_run(drv_op_t *op) {
   }
 }
 
+/* Under drv_lock, as every op is freed. */
+static void graph_op_fini(drv_op_t *op) {
+  struct CUgraph_st *g = op->arg;
+  if (!--g->users && g->orphan) drv_graph_free(g);
+}
+
 static CUresult graph_launch(int ptds, CUgraphExec e, CUstream h) {
   DRV_FAIL("cuGraphLaunch", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   CUresult r = exec_check(e);
@@ -737,23 +752,25 @@ static CUresult graph_launch(int ptds, CUgraphExec e, CUstream h) {
   drv_stream_t *s;
   if ((r = drv_stream(h, ptds, &s))) return r;
   if ((r = drv_async_error())) return r;
-  drv_op_t *op = drv_op_new(graph_op_run, NULL, e->g);
+  drv_op_t *op = drv_op_new(graph_op_run, graph_op_fini, e->g);
   if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
   op->kind = DRV_OP_GRAPH;
   pthread_mutex_lock(&drv_lock);
+  /* The launch reads these nodes until it completes: changes meanwhile go to a copy. */
+  e->g->users++;
   if (s->cap) {
     /* Launching a graph into a capture would need child graph nodes. */
     drv_capture_invalidate(s->cap);
-    pthread_mutex_unlock(&drv_lock);
     drv_op_free(op);
+    pthread_mutex_unlock(&drv_lock);
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
   for (size_t i = 0; i < e->g->n; i++) {
     struct CUgraphNode_st *n = e->g->nodes[i];
     if (n->type != CU_GRAPH_NODE_TYPE_WAIT_EVENT || !n->u.ev->recorded) continue;
     if (drv_op_add_dep(op, n->u.ev->s, n->u.ev->seq)) {
-      pthread_mutex_unlock(&drv_lock);
       drv_op_free(op);
+      pthread_mutex_unlock(&drv_lock);
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
     /* The launch waits for every awaited event before its first node, as it runs here. */
