@@ -24,11 +24,19 @@
  * launches are matched to the fake calls in order (a queue per stream), and the counts are checked
  * against the engine's own statistics (ag__stats) before anything is reported.
  *
- * Time is modelled: the engine's guard measures host time with clock_gettime(CLOCK_MONOTONIC),
- * which this program defines for itself. The clock advances only inside the fakes: an ordinary
- * launch costs its own duration in the trace, a graph launch costs the modelled
- * --graph-launch-us plus --graph-node-ns per node, a node update --update-us. So the guard
- * sees the same costs the report uses, and the prediction is deterministic.
+ * Time is modelled: the engine measures host time with clock_gettime(CLOCK_MONOTONIC), which
+ * this program defines for itself. Between calls the clock is the host's time under the library
+ * as the timeline models it (tools/timeline.h: the trace's own time, shifted by what the library
+ * saves or costs before that point), so the engine sees the pace at which launches come (its
+ * chunks and the bound on its holds follow it); inside the fakes it advances by the modelled
+ * costs: an ordinary launch costs its own duration in the trace, a graph launch the modelled
+ * --graph-launch-us plus --graph-node-ns per node, a node update --update-us. Holds end at their
+ * bound on that clock, and whether a stream has work left (cuStreamQuery) is the modelled GPU's.
+ * So the guard sees the same costs the report uses, and the prediction is deterministic.
+ *
+ * The timelines (tools/timeline.h) give each step's time as recorded, modelled as recorded (the
+ * calibration) and modelled under the library (the plan of submissions the engine made while it
+ * was fed: each fake records what it submits at which call).
  *
  * Exit status: 0; 2 for a usage error or a trace that cannot be used (missing, not JSON, not a
  * Chrome trace, truncated or corrupt gzip, no kernel launches), with one line on stderr
@@ -773,7 +781,8 @@ static void engine_start(void) {
    * is replaced by the options of this command (ag__config is read lazily by the engine: the
    * sequence buffers are sized at the first launch). */
   ag__config_parse(&ag__config, my_getenv, warn_cfg);
-  /* No real time passes here: holds end by the trace's own calls only (not by AUTOGRAPH_HOLD_US). */
+  /* No real time passes here and no helper thread runs: holds end at their bound because feed()
+   * ends them, on the modelled host clock (ag__hold_next, ag__hold_expire). */
   ag__hold_offline = 1;
   __atomic_store_n(&ag__dump_armed, 0, __ATOMIC_RELAXED);
   if (opt.dump) ag__dump_init();
@@ -1501,6 +1510,21 @@ static const char *const assumptions[] = {
     "Launch attributes (cudaLaunchKernelExC) are not in a trace: those launches are assumed to "
     "have none. Cooperative launches are not replayed here: the library holds them through "
     "cuLaunchKernelEx, which the prediction does not model.",
+    "Step time is modelled on the trace's timeline: the host runs the recorded program, the time "
+    "between calls as recorded (one shift for all threads); a GPU operation starts at the latest "
+    "of its submission plus the launch latency, the end of the previous operation of its stream "
+    "plus the gap seen, and the end of the operation on another stream it was seen to wait for; "
+    "a call seen to wait for the GPU waits for what it waited for. Under the library a held "
+    "launch costs --hold-us instead of its duration, a flushed one its duration, a graph launch "
+    "and a node update their modelled costs, and a chunk's kernels start when it is launched, "
+    "after the gaps each had in the trace (a graph removes host time, not the device's time "
+    "between kernels; --node-gap-us says otherwise). A launch that waited for a full launch "
+    "queue does not wait when held. Graph instantiation is not included. A step lasts until its "
+    "host part and the GPU work it submitted are done. The calibration models the trace as "
+    "recorded from its medians alone (latency, gaps, wake-up); the comparison keeps what each "
+    "operation and call showed beyond them, in both runs.",
+    "At other costs the engine's decisions are those it made at the given costs: its guard, "
+    "chunks and bounds may decide otherwise.",
 };
 
 /* One assumption as a list item, wrapped at 96 columns. */
@@ -1828,6 +1852,12 @@ static void usage(FILE *f) {
           "  --graph-launch-us X modelled host cost of one graph launch (default 2.5)\n"
           "  --graph-node-ns X   modelled extra cost per graph node (default 1)\n"
           "  --update-us X       modelled cost of one node update (default 0.5)\n"
+          "  --hold-us X         modelled host cost of a launch the library holds (default 0.5)\n"
+          "  --chunk-us N        AUTOGRAPH_CHUNK_US (default 30)\n"
+          "  --node-gap-us X     device time between consecutive nodes of a graph (default:\n"
+          "                      the gap each kernel had after the one before in the trace)\n"
+          "  --latency-us X      submission to start on an idle stream (default: measured\n"
+          "                      in the trace)\n"
           "  --top N             sequences listed (default 10)\n"
           "  --steps N           steps listed in the text report (default 50)\n"
           "  --dump FILE         also write the engine's sequence dump (AUTOGRAPH_DUMP schema,\n"

@@ -13,11 +13,14 @@
  * the result (written by the step's last et_fold) into pinned memory and a
  * cudaStreamSynchronize, as `loss.item()` does, and the host folds the result into the checksum.
  * All work is on one stream created with cudaStreamNonBlocking. Output: the checksum every ten
- * steps, at the end the checksum and the buffer's, then the launch counts.
+ * steps, at the end the checksum and the buffer's, then the launch counts. On stderr, the wall
+ * time per step of the last three quarters of the steps (tools/gpu-check compares it with and
+ * without the library on a GPU; on the simulator the modelled clock is the measure).
  */
 #include <cuda_runtime.h>
 
 #include <stdlib.h>
+#include <time.h>
 
 #include "prog.h"
 #include "sim_kernel.h"
@@ -93,7 +96,10 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaMemsetAsync(y, 0, N * sizeof *y, s));
   CHECK_CUDA(cudaMemsetAsync(out, 0, OUT * sizeof *out, s));
   uint64_t total = prog_hash(NULL, 0);
+  struct timespec t0 = {0, 0}, t1;
+  int timed_from = steps / 4;
   for (int it = 0; it < steps; it++) {
+    if (it == timed_from) clock_gettime(CLOCK_MONOTONIC, &t0);
     prog_host_work(4 * (uint64_t)host_ns);
     for (int j = 0; j < per_step; j++) {
       prog_host_work((uint64_t)host_ns);
@@ -110,6 +116,11 @@ int main(int argc, char **argv) {
     if (it % 10 == 9 || it == steps - 1)
       printf("step %d: %016llx\n", it, (unsigned long long)total);
   }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  fprintf(stderr, "e-timeline: %.3f us per step over steps %d to %d (wall clock)\n",
+          ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 /
+              (steps - timed_from),
+          timed_from, steps - 1);
   CHECK_CUDA(cudaMemcpy(h, x, sizeof h, cudaMemcpyDeviceToHost));
   uint64_t hx = prog_hash(h, sizeof h);
   CHECK_CUDA(cudaMemcpy(h, y, sizeof h, cudaMemcpyDeviceToHost));
