@@ -309,11 +309,14 @@ typedef struct replay_rec {
 static VEC(launch_t) L;
 static VEC(replay_t) replays;
 /* Launches held by the engine, oldest first, per stream (the engine holds on several streams at
- * once and submits each stream's in order). */
+ * once and submits each stream's in order); and the stream's held copies and memsets, as the
+ * timeline's operations (-1: one the timeline does not have), oldest first. */
 typedef struct squeue {
   void *stream;
   uint32_t *v;
   size_t head, tail, cap;
+  int32_t *ops;
+  size_t ohead, otail, ocap;
 } squeue_t;
 #define SQUEUES 256
 static squeue_t squeues[SQUEUES];
@@ -394,22 +397,6 @@ static struct {
 static int plan_oom;
 enum { COST_LITERAL, COST_GRAPH, COST_UPDATE };
 
-typedef struct opq {
-  void *stream;
-  int32_t *v;
-  size_t head, tail, cap;
-} opq_t;
-static opq_t opqs[SQUEUES];
-static size_t nopqs;
-
-static opq_t *opq_of(void *stream) {
-  for (size_t i = 0; i < nopqs; i++)
-    if (opqs[i].stream == stream) return &opqs[i];
-  if (nopqs == SQUEUES) return NULL;
-  opqs[nopqs].stream = stream;
-  return &opqs[nopqs++];
-}
-
 static int64_t graph_cost_ns(size_t n);
 
 static void plan(int kind, int32_t op, int node, int32_t group, int what, int64_t ns) {
@@ -420,12 +407,12 @@ static void plan(int kind, int32_t op, int node, int32_t group, int what, int64_
 
 /* The next held copy or memset of stream s, submitted now (flushed, or a node of a graph). */
 static void plan_memop(void *s, int node, int32_t group) {
-  opq_t *q = opq_of(s);
-  if (!q || q->head == q->tail) {
+  squeue_t *q = squeue_of(s);
+  if (!q || q->ohead == q->otail) {
     fail_check("the engine submitted a copy or memset it was not holding");
     return;
   }
-  plan(AG_TL_ISSUE, q->v[q->head++], node, group, COST_LITERAL, 0);
+  plan(AG_TL_ISSUE, q->ops[q->ohead++], node, group, COST_LITERAL, 0);
 }
 
 /* What submitting one held launch as an ordinary launch costs the host: its own recorded
@@ -935,17 +922,17 @@ static int feed_op(ag_call_t *call, void *stream, const gop_t *g) {
   /* A copy or memset the engine holds is submitted when it flushes it or launches the graph
    * holding it, which may happen inside this very call (it ends a sequence): queued first,
    * taken back when not held. */
-  opq_t *q = NULL;
+  squeue_t *q = NULL;
   if (op.kind == AG_OP_MEMSET || op.kind == AG_OP_MEMCPY) {
-    q = opq_of(stream);
-    if (!q || (q->tail == q->cap && vec_grow((void **)&q->v, &q->cap, sizeof *q->v))) {
+    q = squeue_of(stream);
+    if (!q || (q->otail == q->ocap && vec_grow((void **)&q->ops, &q->ocap, sizeof *q->ops))) {
       plan_oom = 1;
       return AG_OP_ORDER;
     }
-    q->v[q->tail++] = g ? gopi[g - T.gops.v] : -1;
+    q->ops[q->otail++] = g ? gopi[g - T.gops.v] : -1;
   }
   int r = ag__op(&op);
-  if (q && r != AG_OP_HELD) q->tail--;
+  if (q && r != AG_OP_HELD) q->otail--;
   return r;
 }
 

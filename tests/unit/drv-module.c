@@ -174,6 +174,13 @@ static void test_cost(void) {
   CHECK_CU(cuCtxSynchronize());
 }
 
+/* A kernel node of drv_add over one block of 64 threads, with the arguments args. */
+static CUDA_KERNEL_NODE_PARAMS add_node(void **args) {
+  return (CUDA_KERNEL_NODE_PARAMS){.func = add, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                   .blockDimX = 64, .blockDimY = 1, .blockDimZ = 1,
+                                   .kernelParams = args};
+}
+
 static void test_graphs(void) {
   CUdeviceptr x;
   CHECK_CU(cuMemAlloc_v2(&x, 64 * sizeof(float)));
@@ -184,9 +191,7 @@ static void test_graphs(void) {
   float a = 1;
   int n = 64;
   void *args[] = {&x, &a, &n};
-  CUDA_KERNEL_NODE_PARAMS p = {.func = add, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                               .blockDimX = 64, .blockDimY = 1, .blockDimZ = 1,
-                               .kernelParams = args};
+  CUDA_KERNEL_NODE_PARAMS p = add_node(args);
   CHECK_CU(cuGraphAddKernelNode_v2(&k1, g, NULL, 0, &p));
   a = 10; /* the node holds the value 1 */
   CHECK_CU(cuGraphAddKernelNode_v2(&k2, g, &k1, 1, &p));
@@ -264,9 +269,7 @@ static void test_graph_changes_in_flight(void) {
   float a = 1;
   int n = 64;
   void *args[] = {&x, &a, &n};
-  CUDA_KERNEL_NODE_PARAMS p = {.func = add, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                               .blockDimX = 64, .blockDimY = 1, .blockDimZ = 1,
-                               .kernelParams = args};
+  CUDA_KERNEL_NODE_PARAMS p = add_node(args);
   CHECK_CU(cuGraphCreate(&g, 0));
   CHECK_CU(cuGraphAddKernelNode_v2(&k1, g, NULL, 0, &p));
   a = 10;
