@@ -475,8 +475,8 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
   if (s->state == AG_SEQ_BUILD) {
     ag_graph_t *g;
     uint64_t tb = ag__obs_clock();
-    int *starts = malloc((size_t)n * sizeof *starts);
-    uint64_t *t = malloc((size_t)n * sizeof *t);
+    int *starts = calloc((size_t)n, sizeof *starts);
+    uint64_t *t = calloc((size_t)n, sizeof *t);
     r = CUDA_ERROR_OUT_OF_MEMORY;
     if (starts && t) {
       for (int i = 0; i < n; i++) t[i] = S->held[i].t;
@@ -1006,10 +1006,12 @@ static inline __attribute__((always_inline)) int advance(strm_t *S, ag_kinfo_t *
   if (AG_UNLIKELY(S->holding)) {
     if (hold(S, i, k, l, bytes) == 0) {
       held = 1;
+      /* A held entry always has a candidate: the sequence it is held for. Once that one is
+       * built, chunks go as they complete. */
+      int chunked = S->cand && S->cand->state == AG_SEQ_READY && ag__config.chunk_us;
       /* The first entry not submitted yet: is the GPU idle meanwhile (the guard's)? */
-      if (i == S->sent && S->cand->state == AG_SEQ_READY && ag__config.chunk_us)
-        S->idle_from = stream_idle(S) ? S->held[i].t : 0;
-      if (S->cand->state == AG_SEQ_READY && ag__config.chunk_us) chunk_done(S, i + 1);
+      if (chunked && i == S->sent) S->idle_from = stream_idle(S) ? S->held[i].t : 0;
+      if (chunked) chunk_done(S, i + 1);
       if (S->holding) set_deadline(S, i);
     } else {
       if (i) ag__obs_cause("out of memory");

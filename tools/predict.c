@@ -1273,18 +1273,19 @@ static int step_times(const ag_tl_result_t *r, int64_t *len) {
     len[0] = e - t0;
     return 0;
   }
-  int64_t *done = malloc(T.steps.n * sizeof *done);
+  const size_t nsteps = T.steps.n;
+  int64_t *done = malloc(nsteps * sizeof *done);
   if (!done) return -AG_ENOMEM;
-  for (size_t i = 0; i < T.steps.n; i++) {
+  for (size_t i = 0; i < nsteps; i++) {
     int64_t t = T.steps.v[i].ts + T.steps.v[i].dur;
     done[i] = r ? ag__tl_host_time(r, t) : t;
   }
   for (size_t o = 0; o < TL.nops; o++) {
     int32_t i = step_of(TL.calls[TL.ops[o].call].ts);
     int64_t e = end ? end[o] : TL.ops[o].ts + TL.ops[o].dur;
-    if (i >= 0 && e > done[i]) done[i] = e;
+    if (i >= 0 && (size_t)i < nsteps && e > done[i]) done[i] = e;
   }
-  for (size_t i = 0; i < T.steps.n; i++) {
+  for (size_t i = 0; i < nsteps; i++) {
     int64_t from = r ? ag__tl_host_time(r, T.steps.v[i].ts) : T.steps.v[i].ts;
     if (i && done[i - 1] > from) from = done[i - 1];
     len[i] = done[i] > from ? done[i] - from : 0;
