@@ -454,6 +454,42 @@ static void graph_failed(strm_t *S, ag_seq_t *s, int n, int r) {
   submit_held(S, n, AG_FB_GRAPH_ERROR);
 }
 
+/* Plans s's chunks from the host times of S's run of it (n == s->n entries): the plan's
+ * starts in starts (n of room), their number returned; 0 when out of memory. */
+static int plan_chunks(const strm_t *S, int n, int *starts) {
+  uint64_t *t = calloc((size_t)n, sizeof *t);
+  if (!t) return 0;
+  for (int i = 0; i < n; i++) t[i] = S->held[i].t;
+  int nc = ag__chunk_plan(t, n, (uint64_t)ag__config.chunk_us * 1000u, starts);
+  free(t);
+  return nc;
+}
+
+/* The replay at which a sequence's chunks are planned again, from the pace of that run. The
+ * first plan follows the run the graph was built from, whose pace one-time costs may have
+ * slowed (the first hold starting the helper thread, the first launches of a kernel): a pause
+ * seen once there would cut every later replay into one more graph launch. */
+#define AG_REPLAN_AT 4
+
+/* Plans s's chunks again from S's run of it and, when the plan differs, builds its graphs anew
+ * from this run (the old ones are freed: launches of them in flight complete first, as CUDA
+ * documents). A failure keeps the old graphs. Under the lock, S's context current, quiet. */
+static void replan(strm_t *S, ag_seq_t *s, int n) {
+  const int *old;
+  int *starts = calloc((size_t)n, sizeof *starts), nc, same;
+  ag_graph_t *g;
+  if (!starts || !(nc = plan_chunks(S, n, starts))) goto out;
+  same = ag__graph_chunks(s->graph, &old) == nc && !memcmp(old, starts, (size_t)nc * sizeof *old);
+  if (!same && ag__graph_build(&g, S->held, n, S->arena, starts, nc) == 0) {
+    ag__log(AG_LOG_DEBUG, "a sequence of %d: %d chunks instead of %d, by the pace of its replays",
+            n, ag__graph_chunks(g, &old), ag__graph_chunks(s->graph, &old));
+    ag__graph_free(s->graph);
+    s->graph = g;
+  }
+out:
+  free(starts);
+}
+
 /* The n launches S holds form the complete sequence s (n == s->n): build its graphs if needed
  * (cut into chunks by the pace at which they were held), update, launch what was not launched
  * yet. Or they are a proper prefix of s, whose graph is built (n < s->n, s READY): the chunks
@@ -475,15 +511,11 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
   if (s->state == AG_SEQ_BUILD) {
     ag_graph_t *g;
     uint64_t tb = ag__obs_clock();
-    int *starts = calloc((size_t)n, sizeof *starts);
-    uint64_t *t = calloc((size_t)n, sizeof *t);
+    int *starts = calloc((size_t)n, sizeof *starts), nc;
     r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (starts && t) {
-      for (int i = 0; i < n; i++) t[i] = S->held[i].t;
-      int nc = ag__chunk_plan(t, n, (uint64_t)ag__config.chunk_us * 1000u, starts);
+    if (starts && (nc = plan_chunks(S, n, starts)))
       r = ag__graph_build(&g, S->held, n, S->arena, starts, nc);
-    }
-    free(starts), free(t);
+    free(starts);
     if (r == 0) {
       s->graph = g;
       ag__seqtab_ready(E.tab, s, ag__graph_cost(n));
@@ -491,6 +523,7 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
     ag__obs_built(S->stream, s, n, tb, r);
   }
   if (r == 0) r = run_to(S, s, n, 1);
+  if (r == 0 && whole && s->replays + 1 == AG_REPLAN_AT && ag__config.chunk_us) replan(S, s, n);
   ag__tls.quiet--;
   ag__ctx_leave(pushed);
   if (r == AG_GRAPH_NO_PREFIX) {

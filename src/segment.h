@@ -94,7 +94,8 @@ static inline int ag__seg_push(ag_seg_t *s, uint64_t h, uint64_t *done_hash) {
  * of `budget`, each later one twice the one before, up to `budget`: the first work of a
  * sequence reaches the GPU soon, and where the host issues its launches quickly the chunks grow
  * and cost few graph launches; a long pause of the host (Python between two launches) always
- * ends a chunk. budget 0: one chunk. Writes the chunks' first entries to starts (starts[0] = 0)
+ * ends a chunk. A last chunk that fits in its budget together with the chunk before is one chunk
+ * with it (a short sequence is not split for a few microseconds). budget 0: one chunk. Writes the chunks' first entries to starts (starts[0] = 0)
  * and returns their number, from 1 to n. */
 int ag__chunk_plan(const uint64_t *t, int n, uint64_t budget, int *starts);
 

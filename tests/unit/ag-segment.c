@@ -150,6 +150,16 @@ int main(void) {
     CHECK_INT(ag__chunk_plan(t, 60, 0, st), ==, 1);
     CHECK_INT(st[0], ==, 0);
     CHECK_INT(ag__chunk_plan(t, 1, 40000, st), ==, 1);
+    /* Three entries 4 us apart, budget 30 us: the first chunk's 7.5 us holds two, and the
+     * third, whose own budget is 15 us, fits with them (8 us): one chunk, not two. Four entries
+     * 5 us apart: 0..5, then 10..15, which together span 15 us, within the second budget. */
+    for (int i = 0; i < 4; i++) t[i] = 4000u * (uint64_t)i;
+    CHECK_INT(ag__chunk_plan(t, 3, 30000, st), ==, 1);
+    for (int i = 0; i < 4; i++) t[i] = 5000u * (uint64_t)i;
+    CHECK_INT(ag__chunk_plan(t, 4, 30000, st), ==, 1);
+    for (int i = 0; i < 4; i++) t[i] = 6000u * (uint64_t)i; /* 0..6, 12..18: 18 us > 15 us */
+    CHECK_INT(ag__chunk_plan(t, 4, 30000, st), ==, 2);
+    CHECK_INT(st[1], ==, 2);
     /* Every entry its own chunk when they come further apart than any budget. */
     for (int i = 0; i < 60; i++) t[i] = 100000u * (uint64_t)i;
     CHECK_INT(ag__chunk_plan(t, 60, 40000, st), ==, 60);

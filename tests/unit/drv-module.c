@@ -263,7 +263,7 @@ static void test_graph_changes_in_flight(void) {
   CUdeviceptr x;
   CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   CHECK_CU(cuMemAlloc_v2(&x, 64 * sizeof(float)));
-  CHECK_CU(cuMemsetD32_v2(x, 0, 64));
+  CHECK_CU(cuMemsetD32Async(x, 0, 64, s)); /* on s: s does not wait for the legacy stream */
   CUgraph g;
   CUgraphNode k1, k2;
   float a = 1;

@@ -39,6 +39,9 @@ static void *worker(void *) {
 int main() {
   CHECK_CUDA(cudaMalloc((void **)&slot, 2 * sizeof(int)));
   CHECK_CUDA(cudaMemset(slot, 0, 2 * sizeof(int)));
+  /* A memset of device memory may return before it is done, and the other thread's stream does
+   * not wait for this one's work: the zeros must land before its launch. */
+  CHECK_CUDA(cudaStreamSynchronize(0));
   rt_pt_slow<<<1, 1>>>(slot, 9);
   pthread_t t;
   pthread_create(&t, NULL, worker, NULL);
