@@ -330,7 +330,7 @@ CTX_END(cuDevicePrimaryCtxReset, PFN_cuDevicePrimaryCtxReset_v11000, CUdevice, a
 CTX_END(cuDevicePrimaryCtxRelease, PFN_cuDevicePrimaryCtxRelease_v11000, CUdevice,
         ag__device_ending((int)h))
 
-/* ---- settings (issue 11) ------------------------------------------------------------------ */
+/* ---- settings ----------------------------------------------------------------------------- */
 
 /* Each names its setting by an object and (entry, attribute, device), context-wide ones by the
  * current context; held launches are submitted before the value changes (src/engine.h). */

@@ -175,7 +175,7 @@ static cudaError_t launch_cudaLaunchKernelExC(int i, const cudaLaunchConfig_t *c
   return (cudaError_t)ag__launch(&l);
 }
 
-/* ---- stream operations the engine may hold as graph nodes (issue 12) -------------------- */
+/* ---- stream operations the engine may hold as graph nodes ------------------------------- */
 
 /* The operation `op` of runtime function i, performed by `call`: held, performed quietly and
  * recorded, or handled as the ordering call it also is (src/engine.h, ag__op). */
@@ -222,7 +222,7 @@ static cudaError_t op_cudaStreamWaitEvent(int i, cudaStream_t stream, cudaEvent_
   OP_BODY(i, op, ((__typeof(&cudaStreamWaitEvent))real)(stream, event, flags))
 }
 
-/* ---- settings and error queries (issue 11) ------------------------------------------------ */
+/* ---- settings and error queries ----------------------------------------------------------- */
 
 /* A setting is keyed by the object it applies to and (call, attribute, device); context-wide
  * ones by the current device's context as the driver reports it. Held launches are flushed

@@ -172,7 +172,7 @@ int ag__config_parse(ag_config_t *cfg, const char *(*getenv_fn)(const char *name
   }
   int_option(getenv_fn, warn, AG_OPT_TRACE_MAX_EVENTS, 1, 100000000, &cfg->trace_max_events,
              &nbad);
-  /* The bound of a hold (issue 11): a second at most, so that a mistaken value cannot stall a
+  /* The bound of a hold: a second at most, so that a mistaken value cannot stall a
    * program that waits on the device without calling CUDA for long. */
   int_option(getenv_fn, warn, AG_OPT_HOLD_US, 0, 1000000, &cfg->hold_us, &nbad);
   /* How long a held launch may wait for its chunk (src/segment.h, ag__chunk_plan). */

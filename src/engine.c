@@ -13,9 +13,9 @@
  *     host's pace (AUTOGRAPH_CHUNK_US, src/segment.h): each chunk is launched as soon as its
  *     last launch is held, so the GPU never waits for the host to issue a whole sequence.
  * Stream operations (memsets, copies, event records and waits) enter sequences the same way,
- * through ag__op, and become graph nodes (issue 12, §4). Several streams hold at once. A
+ * through ag__op, and become graph nodes. Several streams hold at once. A
  * stream's held launches are submitted as ordinary launches, in order, before anything that can
- * observe them (issue 12, §1: call_rule and cut_stream say what each call observes): a call on
+ * observe them (call_rule and cut_stream say what each call observes): a call on
  * that stream or on an implicit-synchronisation partner (the legacy default stream and blocking
  * streams), a call on the device or on every stream, a query of an event recorded in its
  * sequence, a launch that cannot be held, a divergence from the sequence, a capture, exit or
@@ -115,7 +115,7 @@ static inline void engine_unlock(void) {
 static void engine_lock_reinit(void) { __atomic_store_n(&lock_word, 0, __ATOMIC_RELAXED); }
 #endif
 
-/* One record per stream that launches (issue 12): the sequence being learned or held on it.
+/* One record per stream that launches: the sequence being learned or held on it.
  * Records live in a fixed array, so that the helper thread may read a record's `holding` and
  * `hold_gen` without the lock. A stream beyond AG_STREAMS takes the record least recently used,
  * which is cut first (what it held is submitted, what it was learning is counted). */
@@ -280,7 +280,7 @@ void ag__ctx_leave(int pushed) {
   ag__tls.ctx = NULL; /* asked again at the next launch */
 }
 
-/* Events recorded or waited on in a stream's current sequence (issue 12, §4): a call that
+/* Events recorded or waited on in a stream's current sequence: a call that
  * observes such an event (a query, a synchronisation, a destroy, another record of it, a wait
  * on it from another stream) ends that sequence first, submitting it when it is held (the
  * record or wait may be a held graph node). Sequences are cut there whether held or not, so
@@ -599,7 +599,7 @@ static void seg_restart(strm_t *S) {
  * a proper prefix of at least two thirds of a sequence whose graph is built, is replayed from
  * that graph with the later nodes disabled (a step cut short by a synchronisation, the last
  * step before a report). Any other is submitted, and then counted as an occurrence of its own
- * sequence like any run that was not held (issue 12): a step that always ends at the same call
+ * sequence like any run that was not held: a step that always ends at the same call
  * becomes a sequence of its own, graphed after AUTOGRAPH_REPEATS. A run ended by the bound on
  * holds is not counted (see below). */
 static void finish(strm_t *S, int content, uint64_t hash, int reason) {
@@ -613,7 +613,7 @@ static void finish(strm_t *S, int content, uint64_t hash, int reason) {
     else if (content || !(s = find_ready_prefix(S, n)) || replay(S, s, n))
       s = NULL, r = submit_held(S, n, content ? AG_FB_MISMATCH : reason);
     stop_holding(S);
-    /* A run that failed at submission is never learned (issue 11); nor is one ended by the
+    /* A run that failed at submission is never learned; nor is one ended by the
      * bound on holds: the program waits on the device there, and graphing the run would only
      * make every later occurrence wait for the bound. */
     if (s || r || (!content && reason == AG_FB_HOLD_TIMEOUT)) goto out;
@@ -664,7 +664,7 @@ static void cut_all(void) {
     if (E.s[i].stream) cut(&E.s[i]);
 }
 
-/* ---- which streams a call observes (issue 12) ------------------------------------------------ */
+/* ---- which streams a call observes ----------------------------------------------------------- */
 
 /* CUDA's implicit synchronisation: work on the legacy default stream waits for all earlier work
  * on blocking streams of its context and vice versa; non-blocking streams (cudaStreamNonBlocking,
@@ -1180,7 +1180,7 @@ static inline __attribute__((always_inline)) int step(const ag_launch_t *l, void
 }
 
 /* A pass-through launch recorded in the sequence of generation `gen` failed: it must never
- * enter a learned sequence (issue 11; a structure is held only if that very structure
+ * enter a learned sequence (a structure is held only if that very structure
  * succeeded before). If its sequence is still current, it is dropped uncounted; if it was
  * counted when it ended at this launch, the count is taken back, and a sequence already being
  * graphed is demoted. (A sequence ended by another thread's cut in the moment between the
@@ -1210,7 +1210,7 @@ static void forget_failed(uint32_t gen) {
   engine_unlock();
 }
 
-/* ---- the bound on holds (issue 11) -------------------------------------------------------- */
+/* ---- the bound on holds ------------------------------------------------------------------- */
 
 /* S's hold reached its bound: what it holds and has not submitted runs now, from the
  * candidate's graph where it is built (its chunks, or part of one), else as ordinary launches,
@@ -1392,7 +1392,7 @@ out:
   return with_pending(r, l->path != AG_PATH_DRIVER);
 }
 
-/* ---- stream operations held as graph nodes (issue 12, §4) --------------------------------- */
+/* ---- stream operations held as graph nodes ------------------------------------------------ */
 
 static inline void count_call(ag_call_t *call, int family);
 
@@ -1650,7 +1650,7 @@ int ag__order_leave_status(ag_call_t *call, void *stream, int status, int rt) {
   return with_pending(status, rt);
 }
 
-/* ---- failed submissions (issue 11) ---------------------------------------------------------- */
+/* ---- failed submissions --------------------------------------------------------------------- */
 
 /* The status a runtime call reports for a failed launch: the driver calls an impossible launch
  * an invalid value, the runtime an invalid configuration; other codes share their values. */
@@ -1793,7 +1793,7 @@ void ag__func_of_kernel(const void *func, const void *kernel) {
   errno = saved;
 }
 
-/* ---- forgetting: the ends of modules, fatbins and contexts (issue 11) ------------------------ */
+/* ---- forgetting: the ends of modules, fatbins and contexts ----------------------------------- */
 
 static void seq_gone(ag_seq_t *s, void *arg) {
   (void)arg;

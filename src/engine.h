@@ -126,7 +126,7 @@ static inline int ag__active(void) {
 /* Handles one launch; returns the status of the launch as the API reports it. */
 int ag__launch(const ag_launch_t *l);
 
-/* A stream operation the engine may hold as a graph node (issue 12, §4): cudaMemsetAsync,
+/* A stream operation the engine may hold as a graph node: cudaMemsetAsync,
  * cudaEventRecord, cudaStreamWaitEvent, cudaMemcpyAsync (and their per-thread forms). The entry point fills one
  * and calls ag__op, which says what to do:
  *   AG_OP_HELD:  it was held (its stream is holding a known sequence it continues); return
@@ -165,7 +165,7 @@ void ag__order_leave(void);
  * unreported failed submission of the calling thread's held launches (ag__error_take). */
 int ag__order_leave_status(ag_call_t *call, void *stream, int status, int rt);
 
-/* Failed submissions (issue 11). A held launch was told success; if its submission fails
+/* Failed submissions. A held launch was told success; if its submission fails
  * later (on whatever thread submits it), the error is kept for the thread that made the launch
  * and returned once, by that thread's next wrapped call that would have returned success
  * (launch, ordering call, setting), outside library calls; a runtime call also makes it the
@@ -219,7 +219,7 @@ void ag__func_named(const void *func, int is_kernel, const void *mod, const char
 void ag__func_of_kernel(const void *func, const void *kernel);
 void ag__image_unloaded(const void *mod);
 
-/* The ends of what kernels come from (issue 11). Each submits what is held, then forgets every
+/* The ends of what kernels come from. Each submits what is held, then forgets every
  * kernel record, layout, sequence and graph that refers to what ends, so that a handle, host
  * stub or context the process reuses later is learned afresh. They never fail and may forget
  * more than needed (relearning is cheap; a stale record replays the wrong kernel).

@@ -31,7 +31,7 @@ typedef struct ag_held {
   pthread_t owner; /* the thread that made the launch (a failure is reported to it) */
 } ag_held_t;
 
-/* Stream operations held as graph nodes (issue 12, §4). Their held entries name a pseudo-kernel
+/* Stream operations held as graph nodes. Their held entries name a pseudo-kernel
  * record (the engine's) whose fkind is one of these, whose parameter layout describes the
  * operation's bytes in the arena, and whose fn is NULL: the bytes are compared and updated like
  * kernel arguments, and the node is a memset node (one-dimensional, bytes), an event record

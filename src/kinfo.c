@@ -10,8 +10,8 @@
  * keyed by (image, name), never by name alone: two modules may hold different kernels of the
  * same name (JIT compilers reuse names). An image loaded through the driver is read while the
  * load is in progress, wherever it lies: the program may free its buffer, write the next image
- * into it, or dlclose the object that held it once the load has returned (issue 11; measured on
- * libcuBLASLt in docs/module-lifetimes.md). Fatbins registered with the runtime
+ * into it, or dlclose the object that held it once the load has returned (the cost is measured
+ * on libcuBLASLt in docs/module-lifetimes.md). Fatbins registered with the runtime
  * (__cudaRegisterFatBinary) are keyed by their address and read when one of their kernels first
  * needs a layout: they lie in the read-only data of a loaded object until
  * __cudaUnregisterFatBinary, which forgets them. All of this is under `img_lock`, a leaf lock:
@@ -292,7 +292,7 @@ static int layout_from_driver(ag_kinfo_t *k, int as_kernel) {
       r = ag__real.cuFuncGetParamInfo ? ag__real.cuFuncGetParamInfo((CUfunction)k->fn, n, &off, &size)
                                       : CUDA_ERROR_NOT_SUPPORTED;
     /* Past the last parameter the driver answers CUDA_ERROR_INVALID_VALUE; at the first one
-     * that means the kernel has none (issue 11), once the driver has shown that it answers
+     * that means the kernel has none, once the driver has shown that it answers
      * these queries at all. The caller still prefers an image that lists parameters for it. */
     if (r == CUDA_ERROR_INVALID_VALUE) {
       if (n > 0) break;

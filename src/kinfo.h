@@ -10,7 +10,7 @@
  * whose layout cannot be learned, an NCCL kernel and a kernel the deny list names are marked so
  * and never held.
  *
- * Records, layouts and names live only as long as what they came from (issue 11): unloading a
+ * Records, layouts and names live only as long as what they came from: unloading a
  * module or library, unregistering a fatbin, destroying or resetting a context forgets every
  * record obtained from it (ag__kinfo_forget and the functions built on it), so that a handle or
  * host stub the process reuses later is learned afresh. An image is read only while the call

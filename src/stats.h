@@ -36,7 +36,7 @@ typedef struct ag_stats {
   uint64_t fallbacks[AG_FB_COUNT_];
   uint64_t sequences, demotions, evictions;
   uint64_t kernels; /* kernel records learned */
-  /* What the end of a module, fatbin or context made the engine forget (issue 11). */
+  /* What the end of a module, fatbin or context made the engine forget. */
   uint64_t forgot_kernels, forgot_sequences, forgot_graphs;
   uint64_t fused; /* times a fused replacement ran in place of the originals, all patterns */
   uint64_t hold_timeouts;      /* holds ended by the bound (AUTOGRAPH_HOLD_US), src/engine.c */

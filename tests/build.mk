@@ -55,7 +55,7 @@ $(BUILD)/tests/progs/k-fuse: NVCCFLAGS += --extended-lambda
 # The programs share tests/progs/prog.h.
 $(PROGS): $(wildcard tests/progs/*.h)
 
-# Plugins the module-lifetime programs dlopen (tests/plugins, issue 11): l-plugin.cu twice, as
+# Plugins the module-lifetime programs dlopen (tests/plugins): l-plugin.cu twice, as
 # plugin A and plugin B, and l-image.c, which holds the l-image cubin in its read-only data.
 PLUGINS := $(BUILD)/tests/plugins/l-plugin-a.so $(BUILD)/tests/plugins/l-plugin-b.so \
            $(BUILD)/tests/plugins/l-image.so

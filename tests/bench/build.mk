@@ -20,7 +20,7 @@ $(BUILD)/tests/bench/%: tests/bench/%.cu $(wildcard tests/*.h tests/sim/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(AG_NVCCFLAGS) $(NVCCFLAGS) -o $@ $< $(AG_NVLIBS) -lpthread
 
-# What reading images at load costs (issue 11): the library's kinfo.c timed on the fatbins of a
+# What reading images at load costs: the library's kinfo.c timed on the fatbins of a
 # large host library (libcublasLt.so.13). Run by hand: $(BUILD)/tests/bench/image-load [LIB].
 BENCH_IMAGE_LOAD := $(BUILD)/tests/bench/image-load
 bench-build: $(BENCH_IMAGE_LOAD)

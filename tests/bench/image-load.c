@@ -1,15 +1,16 @@
-/* image-load.c — what reading an image's layouts at load costs (issue 11,
- * docs/module-lifetimes.md): the library's own ag__kinfo_image, timed on each fatbin container
+/* image-load.c — what reading an image's layouts at load costs
+ * (docs/module-lifetimes.md): the library's own ag__kinfo_image, timed on each fatbin container
  * of a host library's .nv_fatbin section (libcublasLt.so.13: ~42k kernels), as the runtime
  * inside that library would pass them to cuLibraryLoadData one by one.
  *
  * Usage: image-load [LIBRARY]   (default: $CUDA_HOME/lib64/libcublasLt.so.13)
  *
  * For each container it times, with CLOCK_MONOTONIC:
- *   at load, before issue 11: dladdr(container) (the check that deferred the parse of an image
- *                   inside a loaded object), then nothing; the parse was paid at the first
- *                   launch whose layout the driver did not give (drivers before 12.4, and
- *                   kernels without parameters on any driver);
+ *   at load, parse deferred (what the library did before it read images at load):
+ *                   dladdr(container) (the check that deferred the parse of an image inside
+ *                   a loaded object), then nothing; the parse was paid at the first launch
+ *                   whose layout the driver did not give (drivers before 12.4, and kernels
+ *                   without parameters on any driver);
  *   at load, now, driver before 12.4 (or not yet seen to describe parameters):
  *                   ag__kinfo_image(handle, container, 0): parse every cubin, keep the layouts;
  *   at load, now, driver seen to describe parameters (12.4 and later): ag__kinfo_image again,
@@ -143,10 +144,10 @@ int main(int argc, char **argv) {
   }
   printf("%s: %zu fatbin containers in .nv_fatbin (%.1f MiB), %zu kernels\n", path, n,
          (double)secsize / (1 << 20), kernels);
-  report("at load, before issue 11:", t_old, n);
+  report("at load, parse deferred:", t_old, n);
   report("at load, now, driver < 12.4:", t_new, n);
   report("at load, now, driver >= 12.4:", t_drv, n);
-  printf("first use, before issue 11, driver < 12.4 or no parameters: the parse above\n");
+  printf("first use, parse deferred, driver < 12.4 or no parameters: the parse above\n");
   printf("heap: %.1f MiB for the layouts of %zu images\n", (double)(heap1 - heap0) / (1 << 20),
          nimg);
   return 0;

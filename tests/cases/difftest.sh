@@ -12,7 +12,7 @@
 # launch count, and at least half of the programs must replay graphs (the library did work).
 #
 # DIFFTEST_HOSTILE gates the regression programs: a program CLASS-SEED runs only when CLASS is
-# in the list (default `all`: every class of issue 11 is fixed; docs/difftest.md).
+# in the list (default `all`: the library has a fix for every class; docs/difftest.md).
 . "$(dirname "$0")/lib.sh"
 ag_need
 hostile=${DIFFTEST_HOSTILE:-all}

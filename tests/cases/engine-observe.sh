@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # engine-observe.sh — held launches are submitted before exactly the calls that can observe them
-# (issue 12, §1 and §2; tests/progs/e-observe.cu, one mode per rule). Each mode's output must be
+# (tests/progs/e-observe.cu, one mode per rule). Each mode's output must be
 # identical with and without the library (a call that observes held work and did not submit it
 # first changes the values the host sees), and its statistics must show that calls which cannot
 # observe the held work did not submit it: as many graph launches per step as the step has

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # engine-steps.sh — learning steps that end early, steps longer than a sequence, and finding the
-# place again after a divergence (issue 12, §3; tests/progs/e-steps.cu, 40 steps per mode).
+# place again after a divergence (tests/progs/e-steps.cu, 40 steps per mode).
 # Identical output with the library in every mode, and:
 #   prefix  after ten steps of 25 launches, steps end after the first 15: their end, held as a
 #           prefix of a known sequence too short to be replayed from its graph (under two

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # life-ctx.sh — ending a context through the driver API ends its modules, functions and graphs
-# (issue 11; tests/progs/l-ctx.cu). Three rounds: retain the primary context, load a cubin, run
+# (tests/progs/l-ctx.cu). Three rounds: retain the primary context, load a cubin, run
 # graphed steps, launch two more (held by the library) and end the context at once: the last
 # release, then a reset, then the last release. The next round loads the same image, and the
 # simulated driver hands out the same handles. With the library the output must be identical
 # under three seeds; the launches held when each context ended ran before it ended (2 of the
 # step's 3, replayed from the round's graph with its last node disabled: one prefix replay per
 # round, nothing passed through); every round is learnt afresh: three graphs, none demoted,
-# no graph launch failed. Before issue 11 the first round's graph was replayed in the second
-# round's context (the simulator refuses it: destroyed context) and the sequence demoted.
+# no graph launch failed. A library that kept what it learnt past the end of a context replayed
+# the first round's graph in the second round's context (the simulator refuses it: destroyed
+# context) and demoted the sequence.
 . "$(dirname "$0")/lib.sh"
 [ -f "$BUILD/tests/kernels/prog-driver.cubin" ] || ag_skip "skipped: $BUILD/tests/kernels/prog-driver.cubin is not built"
 expect() {

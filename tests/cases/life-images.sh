@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# life-images.sh — images read after they are gone (issue 11; tests/progs/l-images.cu). The
+# life-images.sh — images read after they are gone (tests/progs/l-images.cu). The
 # program loads a cubin with cuModuleLoadData from a plugin's read-only data and dlcloses the
 # plugin, and two more from one static buffer it then overwrites (a JIT reusing its buffer);
 # one kernel has no parameters. The library must read what it needs while each load is in
@@ -28,7 +28,8 @@ for seed in 2 3; do
     ag_rerun l-images "pre-12.4-seed$seed" "$k" "$p" -- launch copy
   expect
 done
-# The JIT's buffer alone (no plugin): before issue 11 no layout of m2 or m3 was known here.
+# The JIT's buffer alone (no plugin): a library that read images after the load knew no layout
+# of m2 or m3 here.
 export SIM_FAIL=cuFuncGetParamInfo:1+,cuKernelGetParamInfo:1+
 AG_EXPECT_REPLAY=1 ag_compare_prog l-images "$k" "$p" jit -- launch copy
 expect

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# life-plugin.sh — kernel records must not outlive their module (issue 11; tests/progs/l-plugin.cu).
+# life-plugin.sh — kernel records must not outlive their module (tests/progs/l-plugin.cu).
 # Plugin A (pkA(int *x, int a)) is dlopened, run until its steps are replayed as a graph, and
 # dlclosed; plugin B (pkB(int a, int *x)) is loaded at the same address, so its host stub has
 # A's address (the program fails unless it does), and run; then A again. With the library the
 # output must be identical, under three seeds, and each plugin must be learnt afresh: three
 # kernel records, three graphs, nothing demoted. A library that kept A's record under the stub's
-# address replays A's graph with B's arguments (it crashed, before issue 11).
+# address replays A's graph with B's arguments (an earlier version of the library did, and crashed).
 . "$(dirname "$0")/lib.sh"
 case "${AG_SAN_PRELOAD:-}" in
 *libtsan*)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# life-reset.sh — cudaDeviceReset forgets everything of the context (issue 11;
-# tests/progs/l-reset.cu). Four rounds of graphed steps with a reset between rounds: with the
+# life-reset.sh — cudaDeviceReset forgets everything of the context
+# (tests/progs/l-reset.cu). Four rounds of graphed steps with a reset between rounds: with the
 # library the output must be identical under three seeds, and each reset must make it forget
 # the context's kernels, sequences and graphs and learn them again: four graphs, none demoted,
-# no graph launch failed. Before issue 11 the first round's graph was replayed after the reset
-# (in a destroyed context: the simulator says so, and the sequence was demoted).
+# no graph launch failed. A library that kept what it learnt past a reset replayed the first
+# round's graph after it (in a destroyed context: the simulator says so, and the sequence was
+# demoted).
 . "$(dirname "$0")/lib.sh"
 expect() {
   ag_expect "$AG_STATS" "graphs == 4" "demotions == 0" "fb['graph_error'] == 0" \

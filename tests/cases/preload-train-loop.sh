@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 AG_EXPECT_REPLAY=1 ag_compare_prog train-loop -- launch copy memset alloc free sync
 ag_expect "$AG_STATS" "replayed >= 0.9 * launches" "updates > 0" "graph_launches > 0"
-# Steady state (issue 12): of the launches in the second half of the runs the dump keeps, at
+# Steady state: of the launches in the second half of the runs the dump keeps, at
 # least 95% replayed (the first steps are learned; the last run ends at the program's end).
 AUTOGRAPH_DUMP=$AG_TMP/train.dump ag_rerun train-loop dump -- launch
 python3 - "$AG_TMP/train.dump" <<'PY' || ag_fail "steady state below 95% (see above)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rel-holds.sh — a hold never outlives its bound (issue 11, §1; tests/progs/r-holdflag.cu).
+# rel-holds.sh — a hold never outlives its bound (tests/progs/r-holdflag.cu).
 # The program launches, then spins on a flag its last kernel writes into mapped host memory,
 # with no CUDA call: held launches must be submitted by the library's helper thread within
 # AUTOGRAPH_HOLD_US. Without the bound the program hangs; it gives up by itself after 20 s and

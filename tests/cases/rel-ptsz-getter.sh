@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # rel-ptsz-getter.sh — a per-thread getter request below the per-thread entry's version
-# (issue 11, §6; tests/progs/r-ptsz-getter.cu): the driver hands out cuLaunchKernel_ptsz for
+# (tests/progs/r-ptsz-getter.cu): the driver hands out cuLaunchKernel_ptsz for
 # cuLaunchKernel at version 4000 with the per-thread flag. The library must wrap it as the
 # per-thread entry (every launch seen, none held: the per-thread default stream is never held),
 # not as the legacy one (which would hold the launches and submit them to the legacy stream).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# rel-validity.sh — what a held launch's submission depends on (issue 11, §2;
-# tests/progs/r-validity.cu):
+# rel-validity.sh — what a held launch's submission depends on
+# (tests/progs/r-validity.cu):
 #   attr     the dynamic shared-memory limit raised and lowered between launches: held launches
 #            are submitted before each change (identical output, and holds did happen);
 #   same     the same limit set before every launch: no flush, so sequences are still replayed;

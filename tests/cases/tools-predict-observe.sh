@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools-predict-observe.sh — autograph-predict applies the library's rule of what each call
-# observes (issue 12) to hand-made traces, and finds each stream call's stream as
+# observes to hand-made traces, and finds each stream call's stream as
 # docs/predictor.md says: from its copy or memset on the GPU, else from the stream its thread
 # last launched on, else every stream.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# torch-sim-fuse.sh — the library's kernel patterns on real PyTorch (issue 14): tests/torch/fuse.py
+# torch-sim-fuse.sh — the library's kernel patterns on real PyTorch: tests/torch/fuse.py
 # chains add/relu and mul/add of PyTorch's own kernels. With AUTOGRAPH_FUSE=exact the library's
 # fused kernels (their twins: tests/sim/torch/fused.c) replace the pairs in the graphs it
 # replays, and the digests are bit-identical to the run without the library; without the twins

@@ -45,7 +45,7 @@ difftest: $(AG_ALL) $(DT_PLUGINS) $(DT_IMAGE) $(CUBINS)
 	    --count $(N) --start $(START) --hostile $(HOSTILE) --configs $(CONFIGS) --jobs 2
 
 # A shared object whose data is tests/kernels/dt-mod.cu's cubin: a program loads the module from
-# it with cuModuleLoadData and dlcloses it (issue 11 §4).
+# it with cuModuleLoadData and dlcloses it.
 DT_IMAGE := $(BUILD)/tests/difftest/libdt-image.so
 AG_TEST_ALL += $(DT_IMAGE)
 $(DT_IMAGE): $(BUILD)/tests/kernels/dt-mod.cubin

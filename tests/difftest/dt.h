@@ -231,7 +231,8 @@ static inline void dt_poll_event(cudaEvent_t ev) {
   (void)cudaGetLastError();
 }
 /* Queries that leave the last error as CUDA leaves it: a "not ready" answer is not an error,
- * so nothing should remain for cudaGetLastError (issue 11 §6 doubts the simulator here). */
+ * so nothing should remain for cudaGetLastError (the simulator once left cudaErrorNotReady
+ * there). */
 static inline void dt_peek_stream_keep(cudaStream_t s) {
   cudaError_t e = cudaStreamQuery(s);
   if (e != cudaErrorNotReady) CHECK_CUDA(e);

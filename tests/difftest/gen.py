@@ -27,16 +27,16 @@ import random
 import sys
 
 HOSTILE = {
-    "flag": "the host spins on host-mapped memory a kernel writes, with no CUDA call (issue 11 §1)",
-    "attr": "the shared-memory limit of a kernel raised, used, lowered, used (§2)",
-    "badlaunch": "a launch with an invalid configuration now and then, its error checked (§2)",
-    "modules": "a cubin module unloaded and another loaded in its place between iterations (§3)",
-    "plugins": "a plugin dlopened, run, dlclosed, and another one loaded in its place (§3)",
-    "image": "a module whose image is unmapped after cuModuleLoadData; a kernel without parameters (§4)",
-    "fusegeom": "PyTorch-named elementwise chains launched with a grid that covers part of the tensor (§5)",
-    "reset": "cudaDeviceReset between epochs, everything created again (§6)",
-    "symbols": "cudaMemcpyTo/FromSymbolAsync in stream order on a __device__ array (§6, simulator)",
-    "notready": "stream and event queries that may say 'not ready', the last error not cleared (§6, simulator)",
+    "flag": "the host spins on host-mapped memory a kernel writes, with no CUDA call",
+    "attr": "the shared-memory limit of a kernel raised, used, lowered, used",
+    "badlaunch": "a launch with an invalid configuration now and then, its error checked",
+    "modules": "a cubin module unloaded and another loaded in its place between iterations",
+    "plugins": "a plugin dlopened, run, dlclosed, and another one loaded in its place",
+    "image": "a module whose image is unmapped after cuModuleLoadData; a kernel without parameters",
+    "fusegeom": "PyTorch-named elementwise chains launched with a grid that covers part of the tensor",
+    "reset": "cudaDeviceReset between epochs, everything created again",
+    "symbols": "cudaMemcpyTo/FromSymbolAsync in stream order on a __device__ array (tests the simulator)",
+    "notready": "stream and event queries that may say 'not ready', the last error not cleared (tests the simulator)",
 }
 
 NMAX = 2048
@@ -510,7 +510,7 @@ class Gen:
 
     # ---------------------------------------------------------------- hostile moves
     def op_flag(self, s, it, key):
-        """produce, then raise_flag, on one stream; the host spins on the flag (issue 11 §1)."""
+        """produce, then raise_flag, on one stream; the host spins on the flag."""
         y, x = self.pick_dev(2)
         n = self.n0
         self.dev_op(s, [x, y], [y], self.launch("dt_axpy", n, s, self.bufs[y].name, self.bufs[x].name, "0.25f", str(n), api="<<<>>>"), key)

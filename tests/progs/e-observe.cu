@@ -1,4 +1,4 @@
-/* e-observe.cu — calls that observe held launches, and calls that do not (issue 12, §1 and §2).
+/* e-observe.cu — calls that observe held launches, and calls that do not.
  *
  * Usage: e-observe MODE, MODE one of
  *   poll     the main thread repeats a step of launches on a non-blocking stream, each step

@@ -1,5 +1,4 @@
-/* e-steps.cu — steps that end early, steps longer than a sequence, steps that diverge once
- * (issue 12, §3).
+/* e-steps.cu — steps that end early, steps longer than a sequence, steps that diverge once.
  *
  * Usage: e-steps MODE [STEPS], MODE one of
  *   prefix   the first ten steps launch 25 kernels, then the stream is synchronised; from the

@@ -1,5 +1,5 @@
 /* l-ctx.cu — destroying a context through the driver API ends its modules, functions and
- * graphs (issue 11).
+ * graphs.
  *
  * Usage: l-ctx [KERNEL_DIR]   (default: ../kernels next to this program)
  *

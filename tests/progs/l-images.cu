@@ -1,4 +1,4 @@
-/* l-images.cu — images read after they are gone (issue 11).
+/* l-images.cu — images read after they are gone.
  *
  * Usage: l-images [KERNEL_DIR [PLUGIN_DIR [jit]]]   (defaults: ../kernels and ../plugins next
  * to this program; `jit`: leave the plugin out, m1's kernels are then m3's)

@@ -1,4 +1,4 @@
-/* l-plugin.cu — kernel records must not outlive their module (issue 11).
+/* l-plugin.cu — kernel records must not outlive their module.
  *
  * Usage: l-plugin [PLUGIN_DIR]   (default: ../plugins next to this program)
  *

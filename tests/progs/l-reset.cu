@@ -1,4 +1,4 @@
-/* l-reset.cu — cudaDeviceReset ends everything of the device's primary context (issue 11).
+/* l-reset.cu — cudaDeviceReset ends everything of the device's primary context.
  *
  * Four rounds; each creates a stream and buffers, runs ITERS steps (three launches, then a copy
  * back: long enough to be learnt and replayed as a graph), prints checksums, and all but the

@@ -1,4 +1,4 @@
-/* r-capfail.cu — a stream capture that fails to end still ends (issue 11, §6).
+/* r-capfail.cu — a stream capture that fails to end still ends.
  *
  * The program begins a global-mode capture on a stream, launches into it, makes an unsafe call
  * (cudaMalloc) that invalidates the capture, and ends it: cudaStreamEndCapture returns

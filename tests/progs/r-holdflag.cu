@@ -1,4 +1,4 @@
-/* r-holdflag.cu — the host waits on device-written memory without calling CUDA (issue 11, §1).
+/* r-holdflag.cu — the host waits on device-written memory without calling CUDA.
  *
  * Each iteration launches `produce` (three kernels) and then `raise_flag`, which writes the
  * iteration number into host memory allocated with cudaHostAllocMapped; the host then spins on

@@ -1,4 +1,4 @@
-/* r-ptsz-getter.cu — a per-thread driver entry point asked for below its version (issue 11, §6).
+/* r-ptsz-getter.cu — a per-thread driver entry point asked for below its version.
  *
  * cuLaunchKernel has a per-thread form (cuLaunchKernel_ptsz) whose entry in cudaTypedefs.h has
  * version 7000; before any other CUDA call the program asks the driver's getter for

@@ -1,4 +1,4 @@
-/* r-validity.cu — what a launch's validity depends on changes after it was made (issue 11, §2).
+/* r-validity.cu — what a launch's validity depends on changes after it was made.
  *
  * Usage: r-validity MODE, MODE one of
  *   attr     cudaFuncSetAttribute(MaxDynamicSharedMemorySize) raised to 96 KiB, a launch with
