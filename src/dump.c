@@ -162,6 +162,7 @@ typedef struct snap_seq {
   char reason[128]; /* empty: null */
   double launch_mean, replay_mean, saved; /* NAN: null */
   int nk, omitted;
+  int cycle, pieces; /* a run of repetitions of a cycle (ag_seq_t.unit): its length, pieces */
   const shape_t **k;
   const shape_t *one; /* the kernel of a denied pseudo-sequence */
   uint64_t *varied;   /* 2 * nk */
@@ -230,6 +231,7 @@ static void fill_seq(snap_seq_t *o, const ag_seq_t *s, double launch_ns) {
   HASH_FIND(hh, recs, &s, sizeof s, r);
   o->id = s->id, o->hash = s->key.hash, o->n = s->n;
   o->seen = s->count, o->replays = s->replays, o->replayed = s->replayed;
+  o->cycle = s->unit, o->pieces = s->npieces;
   o->state = state_of(s, r);
   if (s->state == AG_SEQ_DEMOTED && r && r->reason[0])
     snprintf(o->reason, sizeof o->reason, "%s", r->reason);
@@ -492,6 +494,16 @@ static size_t format(const snap_t *sn, char *buf, size_t size) {
     ag__json_key(&j, "replay_mean"), num(&j, q->replay_mean);
     ag__json_end(&j, '}');
     ag__json_key(&j, "saved_ns_est"), num(&j, q->saved);
+    ag__json_key(&j, "repeats");
+    if (q->cycle) {
+      ag__json_begin(&j, '{');
+      ag__json_key(&j, "cycle_length"), ag__json_u64(&j, (uint64_t)q->cycle);
+      ag__json_key(&j, "pieces"), ag__json_u64(&j, (uint64_t)q->pieces);
+      ag__json_key(&j, "times"), ag__json_u64(&j, (uint64_t)(q->n / q->cycle));
+      ag__json_end(&j, '}');
+    } else {
+      ag__json_raw(&j, "null");
+    }
     ag__json_key(&j, "kernels_omitted"), ag__json_u64(&j, (uint64_t)q->omitted);
     ag__json_key(&j, "kernels");
     ag__json_begin(&j, '[');

@@ -120,6 +120,7 @@ static void engine_lock_reinit(void) { __atomic_store_n(&lock_word, 0, __ATOMIC_
  * `hold_gen` without the lock. A stream beyond AG_STREAMS takes the record least recently used,
  * which is cut first (what it held is submitted, what it was learning is counted). */
 #define AG_STREAMS 8
+#define AG_REP_PIECES 64
 typedef struct strm {
   void *stream, *ctx;     /* the key; stream NULL: a free record */
   int holding;            /* written under the lock, read by the helper (atomic) */
@@ -148,6 +149,10 @@ typedef struct strm {
   uint64_t idle_from, last_wait;
   ag_seq_t *last_seq;
   int hops;               /* stream operations (memsets, event records and waits) among held */
+  /* The sequences replayed whole back to back since the stream was last cut, in order
+   * (repeat_end learns their repetitions). */
+  int rep_np;
+  struct ag_seq_piece rep[AG_REP_PIECES];
   int nevs;               /* entries of `evheld` naming it */
   uint64_t used;          /* E.clock at its last launch */
 } strm_t;
@@ -389,17 +394,17 @@ static int chunk_at(const ag_graph_t *g, int i, int *first) {
 }
 
 /* Launches the held entries [S->sent, to) of S's run, all inside chunk j of s's graph, in
- * place of those entries, and counts it. Under the lock, with S's context current and quiet.
- * Returns 0, AG_GRAPH_NO_PREFIX (nothing launched: that part of the chunk cannot run alone) or
- * the CUDA error of the graph path. */
-static int run_chunk(strm_t *S, ag_seq_t *s, int j, int to, int more) {
+ * place of those entries, and counts it; s's first entry is the run's entry `off`. Under the
+ * lock, with S's context current and quiet. Returns 0, AG_GRAPH_NO_PREFIX (nothing launched:
+ * that part of the chunk cannot run alone) or the CUDA error of the graph path. */
+static int run_chunk(strm_t *S, ag_seq_t *s, int off, int j, int to, int more) {
   const int *st;
   uint64_t updates = 0;
   int from = S->sent;
   ag__graph_chunks(s->graph, &st);
   uint64_t t0 = ag__now_ns();
-  int r = ag__graph_replay_chunk(s->graph, j, S->held, from - st[j], to - st[j], S->arena,
-                                 S->stream, &updates);
+  int r = ag__graph_replay_chunk(s->graph, j, S->held + off, from - off - st[j], to - off - st[j],
+                                 S->arena, S->stream, &updates);
   uint64_t t1 = ag__now_ns();
   ag__obs_updates(updates);
   s->updates += updates;
@@ -407,7 +412,7 @@ static int run_chunk(strm_t *S, ag_seq_t *s, int j, int to, int more) {
   int launches = held_launches(S, from, to);
   s->replayed += (uint64_t)launches;
   ag__obs_replayed(S->stream, s, launches, to - from - launches,
-                   from == st[j] && to == st[j + 1], more, t0, t1, updates);
+                   from - off == st[j] && to - off == st[j + 1], more, t0, t1, updates);
   S->sent = to;
   S->rep_ns += t1 - t0;
   submitted(S, s, t0);
@@ -415,21 +420,25 @@ static int run_chunk(strm_t *S, ag_seq_t *s, int j, int to, int more) {
 }
 
 /* Launches, from s's graph, the held entries of S's run from the first not submitted yet
- * (S->sent) to entry `to`, chunk by chunk (the first and last possibly in part); `end`: the
- * run ends there. Checks first that a part can run alone, so that AG_GRAPH_NO_PREFIX means
+ * (S->sent) to entry `to`, chunk by chunk (the first and last possibly in part), s's first
+ * entry being the run's entry `off` (run_to: 0); `end`: the run ends there. Checks first that a part can run alone, so that AG_GRAPH_NO_PREFIX means
  * nothing was launched. Under the lock, with S's context current and quiet. Returns 0,
  * AG_GRAPH_NO_PREFIX or a CUDA error. */
-static int run_to(strm_t *S, ag_seq_t *s, int to, int end) {
+static int run_at(strm_t *S, ag_seq_t *s, int off, int to, int end) {
   const int *st;
-  int a, b, j = chunk_at(s->graph, S->sent, &a), last = chunk_at(s->graph, to - 1, &b), r = 0;
-  if (S->sent >= to) return 0;
+  int sent = S->sent - off, n = to - off;
+  if (sent >= n) return 0;
+  int a, b, j = chunk_at(s->graph, sent, &a), last = chunk_at(s->graph, n - 1, &b), r = 0;
   ag__graph_chunks(s->graph, &st);
-  if ((S->sent > a && !ag__graph_can_run(s->graph, j, S->sent - a, (j == last ? to : st[j + 1]) - a)) ||
-      (to < st[last + 1] && !ag__graph_can_run(s->graph, last, j == last ? S->sent - b : 0, to - b)))
+  if ((sent > a && !ag__graph_can_run(s->graph, j, sent - a, (j == last ? n : st[j + 1]) - a)) ||
+      (n < st[last + 1] && !ag__graph_can_run(s->graph, last, j == last ? sent - b : 0, n - b)))
     return AG_GRAPH_NO_PREFIX;
-  for (; r == 0 && j <= last; j++) r = run_chunk(S, s, j, j == last ? to : st[j + 1], j < last || !end);
+  for (; r == 0 && j <= last; j++)
+    r = run_chunk(S, s, off, j, off + (j == last ? n : st[j + 1]), j < last || !end);
   return r;
 }
+
+static int run_to(strm_t *S, ag_seq_t *s, int to, int end) { return run_at(S, s, 0, to, end); }
 
 /* The pace of the host through s, from S's whole run of it: per position, how long after
  * entry i entry i + 1 came, as a maximum that forgets an eighth of itself per run (a slow
@@ -489,6 +498,9 @@ static void replan(strm_t *S, ag_seq_t *s, int n) {
 out:
   free(starts);
 }
+
+static ag_seq_t *find_prefix(const strm_t *S, int m, int exact);
+static ag_seq_t *piece_seq(const struct ag_seq_piece *k);
 
 /* The n launches S holds form the complete sequence s (n == s->n): build its graphs if needed
  * (cut into chunks by the pace at which they were held), update, launch what was not launched
@@ -555,6 +567,20 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
   else if (s->replays >= 16 && sampled >= 16 * 32 && s->wait_ns &&
            (double)s->wait_ns / (double)s->replays > ln * s->n - s->replay_ns)
     demote(s, "replays keep the GPU waiting longer than they save");
+  /* A run of back-to-back occurrences of a shorter sequence learned as one saves graph
+   * launches, and node updates where each occurrence has arguments of its own (the layers of
+   * a network); where the arguments move from step to step instead, its replays update more
+   * nodes than the shorter one's. Whichever costs less host time stays. */
+  else if (s->unit && s->replays >= 16) {
+    int times = s->n / s->unit; /* whole cycles */
+    double pieces = 0;
+    for (int q = 0; q < s->npieces; q++) {
+      const ag_seq_t *p = piece_seq(&s->pieces[q]);
+      pieces += p && p->replays ? p->replay_ns : 1e300;
+    }
+    if (s->replay_ns > times * pieces)
+      demote(s, "replays of its pieces one by one cost less");
+  }
   return 0;
 }
 
@@ -586,6 +612,112 @@ static ag_seq_t *find_prefix(const strm_t *S, int m, int exact) {
   return NULL;
 }
 
+/* A sequence learned as back-to-back occurrences of a shorter one (ag_seq_t.unit) that
+ * continues S's held run past its first m entries, or NULL. */
+static ag_seq_t *run_continues(const strm_t *S, int m) {
+  for (ag_seq_t *u = ag__seqtab_first(E.tab, S->hashes[0]); u; u = u->next_first)
+    if (u->unit && u->n > m && !memcmp(u->hashes, S->hashes, (size_t)m * sizeof *S->hashes))
+      return u;
+  return NULL;
+}
+
+/* The READY sequence with key k, its graph built, or NULL. */
+static ag_seq_t *piece_seq(const struct ag_seq_piece *k) {
+  ag_seq_t *s = ag__seqtab_get(E.tab, k->hash, (int)k->n);
+  return s && s->state == AG_SEQ_READY && s->graph ? s : NULL;
+}
+
+/* Learns, from S's whole replays back to back since the stream was last cut (S->rep), the
+ * longest run of two or more repetitions of one cycle of them, as one sequence of those
+ * repetitions (at most AUTOGRAPH_MAX_SEQ entries): counted like any other, held as one run, its
+ * chunks following the host's pace. A network's identical blocks, each cut into the same
+ * pieces, then cost a few graph launches a step rather than a few a block, and no node updates
+ * where each block has arguments of its own (its layer's tensors). Should a later step repeat
+ * the cycle fewer times, the held run goes out as replays of its pieces (run_units). Forgets
+ * S->rep. Under the lock. */
+static void repeat_end(strm_t *S) {
+  const struct ag_seq_piece *r = S->rep;
+  int np = S->rep_np, best = 0, bi = 0, bc = 0, bk = 0;
+  S->rep_np = 0;
+  for (int c = 1; 2 * c <= np; c++) {
+    for (int i = 0; i + 2 * c <= np; i++) {
+      int len = 0, k = 1;
+      for (int q = 0; q < c; q++) len += (int)r[i + q].n;
+      while (i + (k + 1) * c <= np && !memcmp(r + i, r + i + k * c, (size_t)c * sizeof *r)) k++;
+      if (k > ag__config.max_seq / len) k = ag__config.max_seq / len;
+      if (k >= 2 && k * len > best) best = k * len, bi = i, bc = c, bk = k;
+    }
+  }
+  if (!best) return;
+  uint64_t *hs = malloc((size_t)best * sizeof *hs);
+  uint32_t *ks = malloc((size_t)best * sizeof *ks);
+  struct ag_seq_piece *pc = malloc((size_t)bc * sizeof *pc);
+  uint64_t key = (uint64_t)bk;
+  int m = 0, added;
+  if (!hs || !ks || !pc) goto out;
+  for (int q = 0; q < bc; q++) {
+    const ag_seq_t *s = piece_seq(&r[bi + q]);
+    if (!s || !s->kids || s->unit) goto out;
+    memcpy(hs + m, s->hashes, (size_t)s->n * sizeof *hs);
+    memcpy(ks + m, s->kids, (size_t)s->n * sizeof *ks);
+    m += s->n;
+    pc[q] = r[bi + q];
+    key = ag__mix64(key ^ s->key.hash) + (uint64_t)s->n;
+  }
+  for (int j = 1; j < bk; j++) {
+    memcpy(hs + j * m, hs, (size_t)m * sizeof *hs);
+    memcpy(ks + j * m, ks, (size_t)m * sizeof *ks);
+  }
+  ag_seq_t *u = ag__seqtab_find(E.tab, key, hs, ks, best, &added);
+  if (!u) goto out;
+  if (added) {
+    u->unit = m, u->npieces = bc, u->pieces = pc, pc = NULL;
+    ag__obs_counted(u, best, added);
+  }
+  if (u->unit && ++u->count >= (uint64_t)ag__config.repeats && u->state == AG_SEQ_COUNTING)
+    ag__seqtab_to_build(E.tab, u);
+out:
+  free(hs), free(ks), free(pc);
+}
+
+static void repeat_push(strm_t *S, struct ag_seq_piece k) {
+  if (S->rep_np == AG_REP_PIECES) repeat_end(S);
+  S->rep[S->rep_np++] = k;
+}
+
+/* S's held run was s, whole, replayed: its pieces join S->rep (a sequence learned as
+ * repetitions, its cycle's pieces as many times as it repeats them). */
+static void repeat_note(strm_t *S, const ag_seq_t *s) {
+  if (!s->unit) {
+    repeat_push(S, (struct ag_seq_piece){s->key.hash, s->n});
+    return;
+  }
+  for (int t = 0; t < s->n / s->unit; t++)
+    for (int q = 0; q < s->npieces; q++) repeat_push(S, s->pieces[q]);
+}
+
+/* S's held run [S->sent, n) was held as u, repetitions of a cycle of sequences (u->pieces), and
+ * ends or diverges before u does: its whole pieces not submitted yet run from their own
+ * graphs, one after the other (the first possibly in part); what is left is the caller's to
+ * submit. Under the lock. */
+static void run_units(strm_t *S, const ag_seq_t *u, int n) {
+  int r = 0, pushed = ag__ctx_enter(S->ctx);
+  if (pushed < 0) return;
+  ag__tls.quiet++;
+  for (int off = 0, q = 0; r == 0 && off + u->pieces[q].n <= n; off += (int)u->pieces[q].n, q = (q + 1) % u->npieces) {
+    if (off + u->pieces[q].n <= S->sent) continue;
+    ag_seq_t *s = piece_seq(&u->pieces[q]);
+    if (!s) break;
+    r = run_at(S, s, off, off + (int)u->pieces[q].n, 0);
+    if (r && r != AG_GRAPH_NO_PREFIX) graph_failed(S, s, n, r);
+  }
+  /* The whole pieces held, back to back: more repetitions than u's are learned from them. */
+  for (int off = 0, q = 0; off + u->pieces[q].n <= S->sent; off += (int)u->pieces[q].n, q = (q + 1) % u->npieces)
+    repeat_push(S, u->pieces[q]);
+  ag__tls.quiet--;
+  ag__ctx_leave(pushed);
+}
+
 static void seg_restart(strm_t *S) {
   ag__seg_reset(&S->seg);
   S->seg_gen = ++E.gen;
@@ -606,18 +738,24 @@ static void finish(strm_t *S, int content, uint64_t hash, int reason) {
   int n = S->seg.len;
   if (!n) goto out;
   if (S->holding) {
-    ag_seq_t *s = find_prefix(S, n, n);
-    int r = 0;
-    if (s)
+    ag_seq_t *s = find_prefix(S, n, n), *was = S->cand;
+    int r = 0, ops = S->hops;
+    if (s) {
       replay(S, s, n);
-    else if (content || !(s = find_ready_prefix(S, n)) || replay(S, s, n))
+    } else if (content || !(s = find_ready_prefix(S, n)) || replay(S, s, n)) {
+      if (was && was->unit) run_units(S, was, n);
       s = NULL, r = submit_held(S, n, content ? AG_FB_MISMATCH : reason);
+    }
+    int whole = s && !ops && s->n == n && s->state == AG_SEQ_READY;
+    if (whole) repeat_note(S, s);
+    if (!whole || !content) repeat_end(S); /* a call ends the repetitions */
     stop_holding(S);
     /* A run that failed at submission is never learned; nor is one ended by the
      * bound on holds: the program waits on the device there, and graphing the run would only
      * make every later occurrence wait for the bound. */
     if (s || r || (!content && reason == AG_FB_HOLD_TIMEOUT)) goto out;
   } else {
+    repeat_end(S);
     ag__obs_run_passed(n, content);
   }
   if (n >= ag__config.min_seq) {
@@ -655,6 +793,7 @@ static void tail(strm_t *S) {
 /* An external cut of S: a call that observes its work, a launch that cannot be held. */
 static void cut(strm_t *S) {
   if (S->seg.len) finish(S, 0, 0, AG_FB_FLUSHED);
+  else if (AG_UNLIKELY(S->rep_np)) repeat_end(S);
   if (AG_UNLIKELY(S->last_seq)) tail(S);
 }
 
@@ -1003,7 +1142,8 @@ static inline __attribute__((always_inline)) int advance(strm_t *S, ag_kinfo_t *
   uint64_t done;
   /* More work after the last submission: whoever waits now waits for that too. */
   if (AG_UNLIKELY(S->last_seq)) S->last_wait = 0, S->last_seq = NULL;
-  if (AG_UNLIKELY(h == S->hashes[0]) && i >= S->seg.period) {
+  if (AG_UNLIKELY(h == S->hashes[0]) && i >= S->seg.period &&
+      !(S->holding && S->cand->unit && S->cand->n > i && S->cand->hashes[i] == h)) {
     /* The sequence's first launch again, half of AUTOGRAPH_MAX_SEQ or more launches later, with
      * no cut point of the segmenter's between: a period closes, so the sequence ends before this
      * launch, which begins the next. Without this, a loop body that repeats with no call
@@ -1029,9 +1169,10 @@ static inline __attribute__((always_inline)) int advance(strm_t *S, ag_kinfo_t *
     }
   } else {
     S->hashes[i] = h;
-    if (S->holding && !(S->cand->n > i && S->cand->hashes[i] == h) &&
-        !(S->cand = find_prefix(S, i + 1, 0))) {
+    ag_seq_t *was = S->cand;
+    if (S->holding && !(was->n > i && was->hashes[i] == h) && !(S->cand = find_prefix(S, i + 1, 0))) {
       /* Diverged from every known sequence: what was held runs now, this entry after it. */
+      if (was->unit) run_units(S, was, i);
       submit_held(S, i, AG_FB_MISMATCH);
       stop_holding(S);
     }
@@ -1055,7 +1196,17 @@ static inline __attribute__((always_inline)) int advance(strm_t *S, ag_kinfo_t *
   *gen = S->seg_gen;
   if (AG_UNLIKELY(ag__seg_push(&S->seg, h, &done))) {
     S->seg.len = i + 1; /* the segmenter reset itself; finish() needs the length */
-    finish(S, 1, done, AG_FB_MISMATCH);
+    ag_seq_t *u = S->holding && S->seg.len < ag__config.max_seq ? run_continues(S, i + 1) : NULL;
+    if (u) {
+      /* A cut inside a run of back-to-back occurrences of a sequence learned as one: the run
+       * goes on as that one, and the segmenter as if it had not cut. */
+      S->cand = u;
+      S->seg.hash = done;
+      for (int q = i >= AG_SEG_WINDOW ? i - AG_SEG_WINDOW + 1 : 0; q <= i; q++)
+        S->seg.ring[q & (AG_SEG_WINDOW - 1)] = S->hashes[q];
+    } else {
+      finish(S, 1, done, AG_FB_MISMATCH);
+    }
   } else if (AG_UNLIKELY(!l) && k->fkind != AG_OP_EVENT_WAIT) {
     /* A memset or an event record ends its sequence, as the last node of its graph (a wait
      * begins one: ag__op). Programs put these calls at the same points of every step (a record

@@ -219,7 +219,7 @@ static void free_dead(ag_seqtab_t *t) {
     ag_seq_t *s = t->dead;
     t->dead = s->next_first;
     if (t->freed) t->freed(s);
-    free(s->hashes), free(s->kids), free(s->pace), free(s);
+    free(s->hashes), free(s->kids), free(s->pace), free(s->pieces), free(s);
   }
   t->ndead = 0;
 }
@@ -263,6 +263,7 @@ void ag__seqtab_free(ag_seqtab_t *t) {
     free(s->hashes);
     free(s->kids);
     free(s->pace);
+    free(s->pieces);
     free(s);
   }
   first_t *f, *ftmp;

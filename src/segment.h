@@ -132,6 +132,14 @@ struct ag_seq {
   uint64_t timeouts;    /* holds of it ended by the bound (AUTOGRAPH_HOLD_US) */
   uint64_t wait_ns;     /* GPU time its replays' last submissions kept the GPU waiting before
                          * the program synchronised (the guard's, src/engine.c) */
+  /* A sequence learned as back-to-back repetitions of a cycle of shorter ones (a network's
+   * identical blocks, each cut by the segmenter into the same pieces): the entries of one
+   * cycle, and the keys of its pieces in order; unit 0: not such a sequence. */
+  int unit, npieces;
+  struct ag_seq_piece {
+    uint64_t hash;
+    int64_t n;
+  } *pieces;
   uint32_t *pace;       /* n: how long after entry i the host held entry i + 1 (ns), as learned
                          * from its replays (src/engine.c), or NULL */
   UT_hash_handle hh;
