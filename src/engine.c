@@ -57,6 +57,7 @@
 #include "real.h"
 #include "registry.h"
 #include "segment.h"
+#include "validity.h"
 
 __thread ag_tls_t ag__tls;
 int ag__init_state = AG_INIT_NONE;
@@ -184,6 +185,7 @@ static struct {
  * `holding_pub` mirrors E.nhold for the helper thread, which reads them without the lock: the
  * launch path makes no system call for the bound. */
 static int holding_pub;
+static uint64_t other_deadline; /* the bound of a cuDNN call held for fusion, 0: none */
 static int helper_state; /* 0 not started, 1 started, -1 could not start (holding is off) */
 int ag__hold_offline;    /* see engine.h */
 static int helper_idle;  /* the helper sleeps on helper_cv until a hold begins */
@@ -349,6 +351,7 @@ static int submit_held(strm_t *S, int n, int reason) {
   }
   ag__tls.quiet--;
   ag__ctx_leave(pushed);
+  ag__valid_status(r);
   if (r && first >= 0 && !__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED)) {
     pending_owner = S->held[a + first].owner;
     __atomic_store_n(&ag__pending_err, r, __ATOMIC_RELEASE);
@@ -459,6 +462,7 @@ static void learn_pace(const strm_t *S, ag_seq_t *s, int n) {
 static void graph_failed(strm_t *S, ag_seq_t *s, int n, int r) {
   char why[64];
   snprintf(why, sizeof why, "graph path failed (CUDA error %d)", r);
+  ag__valid_status(r);
   demote(s, why);
   submit_held(S, n, AG_FB_GRAPH_ERROR);
 }
@@ -1027,16 +1031,20 @@ static int pass(const ag_launch_t *l, int sample) {
 /* Wakes the helper thread if it sleeps (a hold begins on S; called under the lock). The helper
  * sets helper_idle before it reads holding_pub, and this reads helper_idle after setting
  * holding_pub, both sequentially consistent: one of the two sees the other. */
-static void hold_begins(strm_t *S) {
-  __atomic_store_n(&S->holding, 1, __ATOMIC_RELAXED);
-  E.nhold++;
-  __atomic_store_n(&holding_pub, E.nhold, __ATOMIC_SEQ_CST);
+static void wake_helper(void) {
   if (AG_UNLIKELY(__atomic_load_n(&helper_idle, __ATOMIC_SEQ_CST))) {
     pthread_mutex_lock(&helper_mu);
     __atomic_store_n(&helper_idle, 0, __ATOMIC_SEQ_CST);
     pthread_cond_signal(&helper_cv);
     pthread_mutex_unlock(&helper_mu);
   }
+}
+
+static void hold_begins(strm_t *S) {
+  __atomic_store_n(&S->holding, 1, __ATOMIC_RELAXED);
+  E.nhold++;
+  __atomic_store_n(&holding_pub, E.nhold, __ATOMIC_SEQ_CST);
+  wake_helper();
 }
 
 /* Empties record S (cut first): its stream ended, or the record is reused. */
@@ -1130,6 +1138,18 @@ static int continued(const strm_t *S, const ag_seq_t *s, int e) {
   return 0;
 }
 
+/* Whether launch l of k may be held on S: the driver would accept it now (src/validity.h) and
+ * S's context has not reported a device fault. Otherwise the reason is the trace's cause (and
+ * the dump's: what cut the sequence). */
+static int __attribute__((noinline)) launch_holdable(strm_t *S, ag_kinfo_t *k, const ag_launch_t *l) {
+  if (ag__hold_offline) return 1; /* a recorded trace: every launch in it succeeded */
+  const char *why = ag__valid_faulted(S->ctx) ? "device fault reported (sticky error)"
+                                              : ag__valid_launch(k, l);
+  if (!why) return 1;
+  ag__obs_cause(why);
+  return 0;
+}
+
 /* Adds one entry (structural hash h, kernel or operation k) to S's current sequence: begins
  * holding when a known sequence may begin here, checks a hold against its candidate, holds the
  * entry (a launch's arguments from l, or an operation's bytes), and ends the sequence when the
@@ -1178,7 +1198,13 @@ static inline __attribute__((always_inline)) int advance(strm_t *S, ag_kinfo_t *
     }
   }
   if (AG_UNLIKELY(S->holding)) {
-    if (hold(S, i, k, l, bytes) == 0) {
+    if (l && AG_UNLIKELY(!ag__valid_plain(k, l)) && !launch_holdable(S, k, l)) {
+      /* The driver would refuse this launch: it passes through and fails as it would without
+       * us, what is held running first. */
+      if (S->cand && S->cand->unit) run_units(S, S->cand, i);
+      submit_held(S, i, AG_FB_FLUSHED);
+      stop_holding(S);
+    } else if (hold(S, i, k, l, bytes) == 0) {
       held = 1;
       /* A held entry always has a candidate: the sequence it is held for. Once that one is
        * built, chunks go as they complete. */
@@ -1400,7 +1426,7 @@ int ag__hold_expire(uint64_t now) {
 }
 
 uint64_t ag__hold_next(void) {
-  uint64_t next = 0;
+  uint64_t next = __atomic_load_n(&other_deadline, __ATOMIC_ACQUIRE);
   for (int i = 0; i < AG_STREAMS; i++) {
     uint64_t d = __atomic_load_n(&E.s[i].deadline, __ATOMIC_RELAXED);
     if (d && (!next || d < next)) next = d;
@@ -1423,13 +1449,15 @@ static void *helper_main(void *arg) {
     struct timespec ts = {sleep_ns / 1000000000L, sleep_ns % 1000000000L};
     nanosleep(&ts, NULL);
     sleep_ns = half_ns;
-    if (!__atomic_load_n(&holding_pub, __ATOMIC_SEQ_CST)) {
+    if (!__atomic_load_n(&holding_pub, __ATOMIC_SEQ_CST) &&
+        !__atomic_load_n(&other_deadline, __ATOMIC_SEQ_CST)) {
       if (++idle < idle_max) continue;
       idle = 0;
       pthread_mutex_lock(&helper_mu);
       __atomic_store_n(&helper_idle, 1, __ATOMIC_SEQ_CST);
       while (__atomic_load_n(&helper_idle, __ATOMIC_SEQ_CST) &&
-             !__atomic_load_n(&holding_pub, __ATOMIC_SEQ_CST))
+             !__atomic_load_n(&holding_pub, __ATOMIC_SEQ_CST) &&
+             !__atomic_load_n(&other_deadline, __ATOMIC_SEQ_CST))
         pthread_cond_wait(&helper_cv, &helper_mu);
       __atomic_store_n(&helper_idle, 0, __ATOMIC_SEQ_CST);
       pthread_mutex_unlock(&helper_mu);
@@ -1438,6 +1466,17 @@ static void *helper_main(void *arg) {
     idle = 0;
     uint64_t now = ag__now_ns(), next = ag__hold_next();
     if (next && next <= now) {
+      uint64_t od = __atomic_load_n(&other_deadline, __ATOMIC_ACQUIRE);
+      if (od && od <= now && __atomic_compare_exchange_n(&other_deadline, &od, 0, 0,
+                                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        /* A cuDNN call held for fusion: submitted as made (outside the engine lock, as every
+         * submission of held cuDNN calls is). */
+        engine_lock();
+        ag__obs_hold_timeout();
+        ag__obs_cause(NULL);
+        engine_unlock();
+        ag__fdnn_flush();
+      }
       ag__hold_expire(now);
       next = ag__hold_next();
     }
@@ -1446,6 +1485,24 @@ static void *helper_main(void *arg) {
   }
   return NULL;
 }
+static void start_helper(void);
+
+int ag__hold_other_ready(void) {
+  if (ag__hold_offline || !ag__config.hold_us) return 0;
+  if (AG_UNLIKELY(__atomic_load_n(&helper_state, __ATOMIC_ACQUIRE) == 0)) start_helper();
+  return __atomic_load_n(&helper_state, __ATOMIC_ACQUIRE) > 0;
+}
+
+void ag__hold_other(int on) {
+  if (!on) {
+    __atomic_store_n(&other_deadline, 0, __ATOMIC_RELEASE);
+    return;
+  }
+  __atomic_store_n(&other_deadline, ag__now_ns() + (uint64_t)ag__config.hold_us * 1000u,
+                   __ATOMIC_SEQ_CST);
+  wake_helper();
+}
+
 /* Starts the helper once, at the first hold, outside the lock. If it cannot be started, holds
  * cannot be bounded: what is held is submitted and nothing is held again. */
 static void start_helper(void) {
@@ -1536,7 +1593,10 @@ pass:
   sample = (sampled++ & 31) == 0;
   engine_unlock();
   r = pass(l, sample);
-  if (AG_UNLIKELY(r) && st == 2) forget_failed(gen);
+  if (AG_UNLIKELY(r)) {
+    ag__valid_status(r);
+    if (st == 2) forget_failed(gen);
+  }
 out:
   /* An earlier held launch of this thread failed at submission: this call reports it, as CUDA
    * reports errors of earlier asynchronous work from later calls. */
@@ -1641,9 +1701,16 @@ int ag__op(ag_op_t *op) {
       return AG_OP_ORDER;
     unsigned dt = copy_side(op->dst), st = copy_side(op->src);
     if (!copy_holdable(op->dir, dt, st)) return AG_OP_ORDER;
+    /* Both sides whole inside allocations: else the copy fails, and must fail at the call. */
+    if (!ag__valid_range(op->dst, op->bytes) || !ag__valid_range(op->src, op->bytes))
+      return AG_OP_ORDER;
     bytes.c.dst = (uint64_t)(uintptr_t)op->dst, bytes.c.src = (uint64_t)(uintptr_t)op->src;
     bytes.c.bytes = op->bytes, bytes.c.dtype = dt, bytes.c.stype = st;
   } else if (op->kind == AG_OP_MEMSET) {
+    /* A destination the driver does not know, or a size past its allocation: the memset
+     * fails, and must fail at the call (the destination is not part of its structure). */
+    if (!__atomic_load_n(&E.live, __ATOMIC_ACQUIRE) || !ag__valid_range(op->dst, op->bytes))
+      return AG_OP_ORDER;
     bytes.m.dst = (uint64_t)(uintptr_t)op->dst, bytes.m.bytes = op->bytes;
     bytes.m.value = (uint32_t)(unsigned char)op->value, bytes.m.elem = 1;
   } else {
@@ -1659,7 +1726,7 @@ int ag__op(ag_op_t *op) {
       __atomic_load_n(&unusual, __ATOMIC_ACQUIRE))
     goto out;
   ctx = current_ctx();
-  if (!ctx) goto out;
+  if (!ctx || ag__valid_faulted(ctx)) goto out;
   strm_t *S = strm_of(stream, ctx);
   if (!S) goto out;
   if (op->kind == AG_OP_EVENT_RECORD || op->kind == AG_OP_EVENT_WAIT) {
@@ -1692,7 +1759,7 @@ out:
 }
 
 int ag__op_done(const ag_op_t *op, int status, int rt) {
-  if (AG_UNLIKELY(status)) forget_failed(op->gen);
+  if (AG_UNLIKELY(status)) ag__valid_status(status), forget_failed(op->gen);
   return with_pending(status, rt);
 }
 
@@ -1786,6 +1853,7 @@ int ag__order_leave_status(ag_call_t *call, void *stream, int status, int rt) {
   ag__tls.quiet--;
   if (call && call->family == AG_FAM_DEVICE) ag__tls.ctx = NULL;
   if (ag__tls.quiet) return status;
+  ag__valid_status(status);
   if (call && call->family == AG_FAM_CAPTURE) {
     if (strstr(call->name, "BeginCapture")) {
       if (status == 0) __atomic_fetch_add(&unusual, CAPTURE_ONE, __ATOMIC_ACQ_REL);
@@ -1893,9 +1961,12 @@ int ag__setting_leave(int entered, const void *obj, uint64_t what, uint64_t valu
   what |= 1;
   engine_lock();
   struct setting *e = setting_slot(obj, what, status == 0);
+  /* A new value in force: limits read for holding are read again (src/validity.h). */
+  if (status == 0 && !(e && e->known && e->value == value)) ag__valid_settings_changed();
   if (e) e->value = value, e->known = status == 0; /* a failed one: the next one flushes */
   engine_unlock();
   __atomic_fetch_sub(&unusual, 1, __ATOMIC_ACQ_REL);
+  ag__valid_status(status);
   return with_pending(status, rt);
 }
 
@@ -2015,6 +2086,7 @@ void ag__ctx_ending(void *ctx) {
   ag_kforget_t what = {.ctx = ctx, .dev = -1, .all = ctx == NULL};
   ag__tls.ctx = NULL;
   if (ag__enabled) forget(2, &what, "context destroyed");
+  ag__valid_ctx_gone(ctx); /* after what it held was submitted (and failed, if it faulted) */
   errno = saved;
 }
 
@@ -2024,6 +2096,7 @@ void ag__device_ending(int dev) {
   ag__tls.ctx = NULL;
   if (dev < 0 && dev != AG_DEV_CURRENT) what.all = 1;
   if (ag__enabled) forget(2, &what, "device reset");
+  ag__valid_dev_gone(what.all ? -1 : dev);
   errno = saved;
 }
 

@@ -256,6 +256,15 @@ extern int ag__hold_offline;
 uint64_t ag__hold_next(void);
 int ag__hold_expire(uint64_t now);
 
+/* Holds that are not a stream's: a cuDNN call held for fusion (src/fuse-dnn.c) is under the
+ * same bound, AUTOGRAPH_HOLD_US after the last call joined it, and the helper thread submits it
+ * then (ag__fdnn_flush). ag__hold_other_ready, called before such a hold and outside every
+ * lock, starts the helper if needed and says whether holds can be bounded (nothing may be
+ * held otherwise); ag__hold_other(1) sets the bound from now (a call joined the hold), (0)
+ * clears it (what was held was submitted). */
+int ag__hold_other_ready(void);
+void ag__hold_other(int on);
+
 /* Submits every held launch (at exit, before fork, or when the caller needs the device to be
  * up to date). */
 void ag__flush_all(void);

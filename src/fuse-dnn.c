@@ -245,6 +245,7 @@ static cudnnStatus_t submit_locked(void) {
   ag__tls.lib_call = call0;
   H.state = ST_NONE;
   __atomic_fetch_and(&ag__hooks, ~AG_HOOK_FDNN, __ATOMIC_RELEASE);
+  ag__hold_other(0);
   return st;
 }
 
@@ -278,11 +279,13 @@ cudnnStatus_t ag__fdnn_conv(cudnnHandle_t handle, const void *alpha,
   int readable;
 
   pthread_once(&fork_once, init_fork);
+  /* Held, the call is under the bound on holds; where holds cannot be bounded it is not held. */
+  int bounded = ag__hold_other_ready();
   pthread_mutex_lock(&mu);
   d = submit_for(handle);
   readable = handle && alpha && beta && x && w && y &&
              read_sig(&sig, handle, xDesc, wDesc, convDesc, yDesc, algo) == 0;
-  if (readable && d == CUDNN_STATUS_SUCCESS && *(const float *)beta == 0.0f) {
+  if (bounded && readable && d == CUDNN_STATUS_SUCCESS && *(const float *)beta == 0.0f) {
     learned_t *e = find_learned(&sig);
     if (e && !e->refused && workSpaceSizeInBytes >= e->ws_size && (workSpace || e->ws_null) &&
         ag__fdnn_real.get_stream(handle, &stream) == CUDNN_STATUS_SUCCESS &&
@@ -296,6 +299,7 @@ cudnnStatus_t ag__fdnn_conv(cudnnHandle_t handle, const void *alpha,
       H.ws = workSpace, H.ws_size = workSpaceSizeInBytes;
       H.state = ST_CONV;
       __atomic_fetch_or(&ag__hooks, AG_HOOK_FDNN, __ATOMIC_RELEASE);
+      ag__hold_other(1);
       pthread_mutex_unlock(&mu);
       return CUDNN_STATUS_SUCCESS;
     }
@@ -325,6 +329,7 @@ cudnnStatus_t ag__fdnn_add(cudnnHandle_t handle, const void *alpha, cudnnTensorD
       !overlaps(A, (size_t)a.d[1] * sizeof(float), C, extent(&c))) {
     H.bd = aDesc, H.bias = A;
     H.state = ST_CONV_ADD;
+    ag__hold_other(1); /* the bound counts from the last call that joined the hold */
     pthread_mutex_unlock(&mu);
     return CUDNN_STATUS_SUCCESS;
   }
@@ -359,6 +364,7 @@ cudnnStatus_t ag__fdnn_act(cudnnHandle_t handle, cudnnActivationDescriptor_t act
     }
     H.state = ST_NONE;
     __atomic_fetch_and(&ag__hooks, ~AG_HOOK_FDNN, __ATOMIC_RELEASE);
+    ag__hold_other(0);
     pthread_mutex_unlock(&mu);
     return r != CUDNN_STATUS_SUCCESS ? r : d;
   }

@@ -14,7 +14,10 @@
  * CUDNN_STATUS_SUCCESS without running, its arguments copied by value. At most one pattern is
  * held in the process. Whatever is held is submitted unchanged, in order, before any other
  * cuDNN call (ag__fdnn_before), any kernel launch, ordering call, exit or fork (ag__fdnn_flush,
- * called by the engine), and when the pattern does not match. A failing fused call falls back
+ * called by the engine), when the pattern does not match, and by the engine's helper thread
+ * once the hold reaches the bound every hold is under (AUTOGRAPH_HOLD_US after the last call
+ * that joined it: a host that waits on memory the convolution writes, without a CUDA call,
+ * gets it); where holds cannot be bounded nothing is held. A failing fused call falls back
  * to the original calls.
  *
  * A convolution is held only when a convolution with the same descriptor contents, algorithm

@@ -53,6 +53,16 @@ typedef struct ag_kinfo {
   unsigned shape[4];
   int shape_known;
   uint64_t shape_hash;
+  /* What the driver checks of a launch besides its structure, read from the driver when a
+   * launch of the kernel is about to be held and again after a setting changed (src/engine.c,
+   * launch_rejected). Engine lock. */
+  uint32_t lim_gen;       /* the settings generation they were read at; 0: never read */
+  uint32_t lim_fail_gen;  /* the generation at which they could not be read (none is held) */
+  unsigned smem_max;      /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  unsigned cluster[3];    /* the cluster dimensions the kernel requires (0: none) */
+  int cluster_req;        /* one of them is set */
+  unsigned coop_key[2];   /* block threads and dynamic shared memory … */
+  unsigned coop_max;      /* … and the most blocks a cooperative launch may have with them */
 } ag_kinfo_t;
 
 /* The direct-mapped front of the kernel cache, probed inline on every launch (engine lock). */

@@ -139,6 +139,21 @@ int ag__lattr_reason(const ag_launch_t *l, const ag_kinfo_t *k) {
   return 0;
 }
 
+void ag__lattr_geometry(const ag_launch_t *l, unsigned cluster[3], unsigned pref[3], int *coop) {
+  CUlaunchAttribute n;
+  memset(cluster, 0, 3 * sizeof *cluster), memset(pref, 0, 3 * sizeof *pref);
+  *coop = l->coop;
+  for (unsigned i = 0; l->attrs && i < l->nattrs; i++) {
+    if (norm((const CUlaunchAttribute *)l->attrs + i, &n) <= 0) continue;
+    if (n.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) *coop = 1;
+    if (n.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+      cluster[0] = n.value.clusterDim.x, cluster[1] = n.value.clusterDim.y, cluster[2] = n.value.clusterDim.z;
+    if (n.id == CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION)
+      pref[0] = n.value.preferredClusterDim.x, pref[1] = n.value.preferredClusterDim.y,
+      pref[2] = n.value.preferredClusterDim.z;
+  }
+}
+
 uint64_t ag__lattr_hash(uint64_t h, const ag_launch_t *l) {
   CUlaunchAttribute n;
   uint64_t w[sizeof n / 8];

@@ -42,6 +42,11 @@ static inline int ag__lattr_any(const ag_launch_t *l) {
 /* Why the launch cannot be held (enum ag_fallback + 1), or 0. Only for ag__lattr_any launches. */
 int ag__lattr_reason(const ag_launch_t *l, const ag_kinfo_t *k);
 
+/* What the driver checks of l's grid against its attributes (src/validity.h): the cluster
+ * dimension (0s when none), the preferred cluster dimension (0s when none) and whether the
+ * launch is cooperative (a cooperative entry point, or the attribute enabled). */
+void ag__lattr_geometry(const ag_launch_t *l, unsigned cluster[3], unsigned pref[3], int *coop);
+
 /* The structural hash h of a holdable ag__lattr_any launch, with its attributes mixed in. */
 uint64_t ag__lattr_hash(uint64_t h, const ag_launch_t *l);
 

@@ -45,6 +45,10 @@
   XX(cuGraphAddMemcpyNode, 10000)                                         \
   XX(cuGraphExecMemcpyNodeSetParams, 10020)                               \
   XX(cuPointerGetAttribute, 4000)                                         \
+  XX(cuPointerGetAttributes, 7000)                                        \
+  XX(cuFuncGetAttribute, 2020)                                            \
+  XX(cuDeviceGetAttribute, 2000)                                          \
+  XX(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050)                   \
   XX(cuGraphCreate, 10000)                                                \
   XX(cuGraphDestroy, 10000)                                               \
   XX(cuGraphAddKernelNode, 12000)                                         \

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # fuse-dnn.sh — cuDNN call fusion (src/fuse-dnn.h) on tests/progs/dnn-fuse.cu.
 #
-# Every run must print exactly what the program prints without the library. The expected fused
+# Every run must print exactly what the program prints without the library. In "spin" the host
+# waits on memory a held convolution writes, without a CUDA call: the bound on holds must submit
+# it (the program gives up after 10 s and fails the comparison otherwise). The expected fused
 # counts follow from the program's structure (see its header) and the library's rule that the
 # first occurrence of each convolution runs unfused: with S steps, L0 and L2 fuse fully and L1
 # and L4 as conv + bias from the second step on, so plain gives S-1 of each per layer:
@@ -49,7 +51,7 @@ fused_run() {
 
 fused_run all-plain plain "$full" "$full"
 fused_run all-exit exit "$full" "$full"
-for v in stream handle beta alpha desc tanh nan sync memcpy kernel thread; do
+for v in stream handle beta alpha desc tanh nan sync memcpy kernel thread spin; do
   fused_run "all-$v" "$v" "$broken" "$full"
 done
 

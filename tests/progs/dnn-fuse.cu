@@ -24,6 +24,10 @@
  *           thread is between conv and add (printed)
  *   exit    as plain, then one more L0 convolution and return from main without a sync: an
  *           atexit handler copies its output back and prints it and the launches line
+ *   spin    L0's output lives in mapped host memory; after L0's conv the host waits, with no
+ *           CUDA call, until the conv has written every element (a library that holds the conv
+ *           for fusion without bounding the hold makes it wait forever: after 10 s the program
+ *           gives up with status 3)
  * Output: `variant: V steps: S`, per step the checksums, then the launches line
  * (`cudnn_calls` = cuDNN compute calls made).
  */
@@ -31,6 +35,7 @@
 #include <cudnn.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "prog.h"
 #include "sim_kernel.h"
@@ -100,10 +105,31 @@ static void at_end(void) {
 
 static int is(const char *v) { return strcmp(variant, v) == 0; }
 
+/* spin: L0's output as the host sees it, and the value no result has (all bits set: a NaN the
+ * layers never compute). */
+static unsigned *spin_host;
+static const unsigned SPIN_MARK = 0xffffffffu;
+
+/* Waits without a CUDA call until every element of spin_host is written (no longer the mark). */
+static void spin_wait(size_t count) {
+  uint64_t t0 = prog_now_ns();
+  for (size_t i = 0; i < count;) {
+    if (__atomic_load_n(&spin_host[i], __ATOMIC_ACQUIRE) != SPIN_MARK) {
+      i++;
+      continue;
+    }
+    if (prog_now_ns() - t0 > 10000000000ull) {
+      printf("spin: the convolution never ran (the host waited 10 s)\n");
+      fflush(stdout);
+      _exit(3);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) variant = argv[1];
   static const char *const known[] = {"plain", "stream", "handle", "beta", "alpha", "desc", "tanh",
-                                      "nan", "sync", "memcpy", "kernel", "thread", "exit"};
+                                      "nan", "sync", "memcpy", "kernel", "thread", "exit", "spin"};
   int ok = 0;
   for (size_t i = 0; i < sizeof known / sizeof *known; i++) ok |= is(known[i]);
   if (!ok) {
@@ -167,7 +193,13 @@ int main(int argc, char **argv) {
     CHECK_CUDA(cudaMemcpy(y->w, hw, w_count * sizeof(float), cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemcpy(y->bias, hb, oc * sizeof(float), cudaMemcpyHostToDevice));
     y->count = (size_t)n * oc * oh * ow;
-    CHECK_CUDA(cudaMalloc((void **)&y->y, y->count * sizeof(float)));
+    if (l == 0 && is("spin")) {
+      /* Mapped host memory: with unified addressing the device uses the host's pointer. */
+      CHECK_CUDA(cudaHostAlloc((void **)&spin_host, y->count * sizeof(float), cudaHostAllocMapped));
+      y->y = (float *)(void *)spin_host;
+    } else {
+      CHECK_CUDA(cudaMalloc((void **)&y->y, y->count * sizeof(float)));
+    }
     CHECK_CUDA(cudaMemset(y->y, 0, y->count * sizeof(float)));
     y->a = y->y;
     if (sh->act == 2) CHECK_CUDA(cudaMalloc((void **)&y->a, y->count * sizeof(float)));
@@ -179,6 +211,7 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaMemset(probe, 0, L[0].count * sizeof(float)));
 
   const float one = 1.0f, zero = 0.0f, half = 0.5f;
+  if (is("spin")) CHECK_CUDA(cudaDeviceSynchronize()); /* the host writes L0's output next */
   for (int step = 0; step < STEPS; step++) {
     PROG_LAUNCH(df_perturb, (in_count + BLOCK - 1) / BLOCK, BLOCK, 0, s, x, step, in_count);
     const float *in = x;
@@ -186,11 +219,14 @@ int main(int argc, char **argv) {
       struct layer *y = &L[l];
       const struct shape *sh = &SH[l];
       int v0 = l == 0; /* the layer the variants break */
+      if (v0 && is("spin"))
+        for (size_t i = 0; i < y->count; i++) __atomic_store_n(&spin_host[i], SPIN_MARK, __ATOMIC_RELEASE);
       CHECK_DNN(cudnnConvolutionForward(h, &one, y->in_d, in, y->w_d, y->w, y->conv,
                                         (cudnnConvolutionFwdAlgo_t)sh->algo, ws, ws_size,
                                         v0 && is("beta") ? &one : &zero, y->out_d, y->y));
       PROG_DNN();
       if (v0) {
+        if (is("spin")) spin_wait(y->count);
         if (is("stream")) CHECK_DNN(cudnnSetStream(h, s));
         if (is("desc"))
           CHECK_DNN(cudnnSetTensor4dDescriptor(y->bias_d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, sh->k, 1, 1));
@@ -243,7 +279,8 @@ int main(int argc, char **argv) {
     if (L[l].a != L[l].y) CHECK_CUDA(cudaFree(L[l].a));
     CHECK_CUDA(cudaFree(L[l].w));
     CHECK_CUDA(cudaFree(L[l].bias));
-    CHECK_CUDA(cudaFree(L[l].y));
+    if (l == 0 && is("spin")) CHECK_CUDA(cudaFreeHost(spin_host));
+    else CHECK_CUDA(cudaFree(L[l].y));
   }
   if (ws) CHECK_CUDA(cudaFree(ws));
   CHECK_CUDA(cudaFree(probe));
