@@ -6,8 +6,7 @@ Usage: gen.py --seed S [--hostile LIST] [-o FILE]
 Writes one CUDA C program (tests/difftest/dt.h holds its kernels and CPU twins) whose output,
 a checksum of every buffer it reads back, is the same under every SIM_SEED and with or without
 the library. LIST is a comma-separated subset of HOSTILE (or "all", or "none"): the hostile
-moves the program may make besides the ordinary ones ("all" leaves out NOT_IN_ALL). See
-docs/difftest.md.
+moves the program may make besides the ordinary ones. See docs/difftest.md.
 
 How race freedom is kept. The generator runs a model of CUDA's ordering rules alongside the
 code it writes, with vector clocks: each stream has the clock of its last operation, an
@@ -46,9 +45,6 @@ HOSTILE = {
     "sticky": "a kernel that makes an illegal access (a sticky device fault) after the last iteration, then the "
               "usual sequence again for a few iterations, each status printed",
 }
-# Moves that "all" leaves out: the CI programs are generated with "all", and the library does not
-# yet keep the promises these moves test (they are asked for by name).
-NOT_IN_ALL = {"badgrid", "sticky"}
 # The invalid configurations of "badgrid", one hostile step each (see op_badgrid).
 BADGRID_KINDS = ["zero", "zero_checked", "gridyz", "coop", "cluster", "shmem", "memset_edge", "memset_size"]
 DT_EDGE = NMAX * 4 + 256  # bytes of dt_edge, the buffer the memsets of "badgrid" run past
@@ -1012,7 +1008,7 @@ def main():
     if a.hostile in ("", "none"):
         hostile = set()
     elif a.hostile == "all":
-        hostile = set(HOSTILE) - NOT_IN_ALL
+        hostile = set(HOSTILE)
     else:
         hostile = set(a.hostile.split(","))
         bad = hostile - set(HOSTILE)
