@@ -129,6 +129,24 @@ SIM_KERNEL(dt_flag) {
   __atomic_store_n(SIM_ARG(0, int *), SIM_ARG(1, int), __ATOMIC_RELEASE);
 }
 
+/* Writes through p, which the program makes null: an illegal address, a sticky fault of the
+ * context (every later call returns cudaErrorIllegalAddress until a device reset). The twin
+ * cannot fault; it reports the fault through the simulated driver's control, looked up in the
+ * process (the driver is loaded by the runtime, perhaps without global symbols). */
+extern "C" __global__ void dt_fault(float *p) {
+  if (PROG_TID() == 0) *(volatile float *)p = 1.0f;
+}
+SIM_KERNEL(dt_fault) {
+  (void)sim_grid, (void)sim_block, (void)sim_args;
+  void (*fault)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "simctl_kernel_fault");
+  void *h = fault ? NULL : dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (h) {
+    fault = (void (*)(void))dlsym(h, "simctl_kernel_fault");
+    dlclose(h);
+  }
+  if (fault) fault();
+}
+
 /* A __device__ array copied to and from in stream order (cudaMemcpyTo/FromSymbolAsync). On the
  * simulator a symbol is its host shadow, which the twin reads. */
 #define DT_SYM_N 256

@@ -26,6 +26,8 @@ import argparse
 import random
 import sys
 
+NMAX = 2048
+
 HOSTILE = {
     "flag": "the host spins on host-mapped memory a kernel writes, with no CUDA call",
     "attr": "the shared-memory limit of a kernel raised, used, lowered, used",
@@ -37,9 +39,16 @@ HOSTILE = {
     "reset": "cudaDeviceReset between epochs, everything created again",
     "symbols": "cudaMemcpyTo/FromSymbolAsync in stream order on a __device__ array (tests the simulator)",
     "notready": "stream and event queries that may say 'not ready', the last error not cleared (tests the simulator)",
+    "badgrid": "now and then, in a repeated sequence, a launch that differs from the valid one in its place only "
+               "in its grid (zero, grid.y or grid.z above 65535, a cooperative grid too large, a cluster that "
+               "does not divide it) or its shared-memory limit, or a memset past its allocation; statuses printed",
+    "sticky": "a kernel that makes an illegal access (a sticky device fault) after the last iteration, then the "
+              "usual sequence again for a few iterations, each status printed",
 }
+# The invalid configurations of "badgrid", one hostile step each (see op_badgrid).
+BADGRID_KINDS = ["zero", "zero_checked", "gridyz", "coop", "cluster", "shmem", "memset_edge", "memset_size"]
+DT_EDGE = NMAX * 4 + 256  # bytes of dt_edge, the buffer the memsets of "badgrid" run past
 
-NMAX = 2048
 
 
 class Stream:
@@ -96,7 +105,17 @@ class Gen:
             "fusegeom": "fusegeom" in hostile and r.random() < 0.8,
             "symbols": "symbols" in hostile,
             "notready": "notready" in hostile,
+            "badgrid": "badgrid" in hostile,
+            "sticky": "sticky" in hostile,
         }
+        # Drawn apart from r, so that programs without the move are the ones they always were.
+        bg = random.Random(f"{seed}/badgrid")
+        self.bg_kinds = bg.sample(BADGRID_KINDS, k=bg.randint(2, 4)) if self.feat["badgrid"] else []
+        self.bg_period = bg.choice([2, 3, 4])
+        self.bg_yz = bg.choice(["y", "z"])
+        self.sticky_iters = bg.randint(2, 4)
+        self.sticky_len = bg.randint(3, 8)
+        self.sticky_seq = None  # (stream, y, x) of the sequence the fault interrupts
         self.bad_period = r.choice([1, 2, 4])
         if self.feat["fusegeom"]:
             self.feat["torch"] = True
@@ -142,6 +161,9 @@ class Gen:
                 self.bufs[f"G{i}"] = Buf(f"dt_g[{i}]", "dev")
         if self.feat["symbols"]:
             self.bufs["Y"] = Buf("dt_sym", "sym", 256)
+        if any(k.startswith("memset") for k in self.bg_kinds):
+            # Written by memsets only and never read: its contents are not printed.
+            self.bufs["E"] = Buf("dt_edge", "edge", DT_EDGE // 4)
         for i in range(3):
             self.bufs[f"P{i}"] = Buf(f"dt_p[{i}]", "pinned")
             self.bufs[f"Q{i}"] = Buf(f"dt_q[{i}]", "page")
@@ -211,11 +233,12 @@ class Gen:
             self.bound.add(t)
             self.emit("CHECK_CUDA(cudaSetDevice(0));")
 
-    def close_chunk(self):
+    def close_chunk(self, final=False):
         t = self.cur_thread
         ptd = self.ptd(t)
         # A worker publishes an event on its per-thread stream, so other threads can order after it.
-        self.emit(f"CHECK_CUDA(cudaEventRecord(dt_ptd_ev[{t}], cudaStreamPerThread));")
+        if not final:
+            self.emit(f"CHECK_CUDA(cudaEventRecord(dt_ptd_ev[{t}], cudaStreamPerThread));")
         self.ptd_event[t] = list(self.C[ptd.idx])
         self.chunks.append((t, self.cur))
         self.cur = None
@@ -292,6 +315,13 @@ class Gen:
 
     def dev_op(self, s, reads, writes, lines, key):
         """A stream operation: orders it after what it conflicts with, emits it, records it."""
+        self.order_before(s, reads, writes, key)
+        for ln in lines:
+            self.emit(ln)
+        return self.record(s, reads, writes)
+
+    def order_before(self, s, reads, writes, key):
+        """Orders the next operation on stream s after the accesses it conflicts with."""
         for _ in range(20):
             c = self.op_clock(s)
             p = self.pending(reads, False, c) + self.pending(writes, True, c)
@@ -302,9 +332,6 @@ class Gen:
             self.muted = False
         else:
             raise RuntimeError("model: cannot order an operation")
-        for ln in lines:
-            self.emit(ln)
-        return self.record(s, reads, writes)
 
     def host_op(self, reads, writes, lines, key):
         for _ in range(20):
@@ -540,6 +567,136 @@ class Gen:
             self.emit("dt_failed_launches++;")
         self.dev_op(s, [x, y], [y], self.launch("dt_axpy", n, s, self.bufs[y].name, self.bufs[x].name, "0.5f", str(n), api="<<<>>>"), key)
 
+    def op_badgrid(self, s, it, key, kind):
+        """A valid launch, then in the same place every iteration a launch (or memset) that every
+        period-th iteration differs from the valid one only in what a repeated sequence does not
+        hash: the grid, the function's shared-memory limit, the memset's destination. All on one
+        stream and one buffer, so that nothing is inserted between a failed call and the status
+        printed after it. The program prints each status; a library that holds the invalid one
+        acknowledges it, or reports its error later from another call."""
+        bad = it % self.bg_period == self.bg_period - 1
+        y, = self.pick_dev(1)
+        n, blk = self.n0, self.block
+        g = self.grid(n)
+        nm = self.sname(s)
+        Y = self.bufs[y].name
+        lbl = f"bad {kind} {it}"
+        count = "dt_failed_launches++;" if bad else "PROG_RT();"
+        self.dev_op(s, [y], [y], self.launch("dt_scale", n, s, Y, "0.75f", str(n), api="<<<>>>"), key)
+        args = [f"  float *a0 = {Y};", "  float a1 = 0.5f;", f"  int a2 = {n};", "  void *args[] = {&a0, &a1, &a2};"]
+        status = [f'  printf("{lbl}: %d\\n", (int)e);', '  (void)cudaGetLastError();', f"  {count}"]
+        if kind == "zero":
+            # Unchecked, as most code leaves launches: the error is seen later, by the last-error
+            # calls after the next (valid) launch.
+            self.dev_op(s, [y], [y], [f"dt_scale<<<{0 if bad else g}, {blk}, 0, {nm}>>>({Y}, 0.5f, {n});", count], key)
+            self.dev_op(s, [y], [y], [f"dt_scale<<<{g}, {blk}, 0, {nm}>>>({Y}, -0.5f, {n});", "PROG_RT();"], key)
+            self.emit(f'printf("{lbl}: peek %d\\n", (int)cudaPeekAtLastError());')
+            self.emit(f'printf("{lbl}: get %d\\n", (int)cudaGetLastError());')
+        elif kind in ("zero_checked", "gridyz"):
+            if kind == "zero_checked":
+                grid = f"dim3({0 if bad else g})"
+            else:
+                big = "65536" if self.bg_yz == "y" else "70000"
+                grid = f"dim3({g}, {big if bad and self.bg_yz == 'y' else 1}, {big if bad and self.bg_yz == 'z' else 1})"
+            self.dev_op(s, [y], [y], ["{"] + args + [
+                f"  cudaError_t e = cudaLaunchKernel((const void *)dt_scale, {grid}, dim3({blk}), args, 0, {nm});"]
+                + status + ["}"], key)
+        elif kind == "coop":
+            # Cooperative: valid with the tensor's grid; now and then far more blocks than can be
+            # co-resident, then the usual fallback to the small grid.
+            lines = ["{"] + args + [
+                f"  cudaError_t e = cudaLaunchCooperativeKernel((const void *)dt_scale, dim3({100000 if bad else g}), dim3({blk}), args, 0, {nm});"] + status
+            if bad:
+                lines += ["  if (e == cudaErrorCooperativeLaunchTooLarge) {",
+                          f"    CHECK_CUDA(cudaLaunchCooperativeKernel((const void *)dt_scale, dim3({g}), dim3({blk}), args, 0, {nm}));",
+                          "    PROG_RT();", "  }"]
+            self.dev_op(s, [y], [y], lines + ["}"], key)
+        elif kind == "cluster":
+            # Clusters of two blocks: the grid is even, now and then odd.
+            ge = g + g % 2
+            self.dev_op(s, [y], [y], ["{"] + args + [
+                "  cudaLaunchConfig_t cfg = {};",
+                f"  cfg.gridDim = dim3({ge + 1 if bad else ge}); cfg.blockDim = dim3({blk}); cfg.stream = {nm};",
+                "  cudaLaunchAttribute at[1];",
+                "  at[0].id = cudaLaunchAttributeClusterDimension;",
+                "  at[0].val.clusterDim.x = 2; at[0].val.clusterDim.y = 1; at[0].val.clusterDim.z = 1;",
+                "  cfg.attrs = at; cfg.numAttrs = 1;",
+                "  cudaError_t e = cudaLaunchKernelExC(&cfg, (const void *)dt_scale, args);"] + status + ["}"], key)
+        elif kind == "shmem":
+            # 80 KiB of dynamic shared memory under a limit of 96 KiB, now and then of 64 KiB.
+            nb = min(g, 8)
+            self.emit(f"CHECK_CUDA(cudaFuncSetAttribute((const void *)dt_shm, cudaFuncAttributeMaxDynamicSharedMemorySize, {64 if bad else 96} * 1024));")
+            self.dev_op(s, [y], [y], ["{", f"  float *a0 = {Y};", f"  int a1 = {nb * blk};", "  void *args[] = {&a0, &a1};",
+                                      f"  cudaError_t e = cudaLaunchKernel((const void *)dt_shm, dim3({nb}), dim3({blk}), args, 80 * 1024, {nm});"]
+                        + status + ["}"], key)
+        else:
+            # The same size every iteration: a destination past the end of dt_edge, or one from
+            # which the size runs past it, now and then.
+            if kind == "memset_edge":
+                size, off = 256, DT_EDGE + 512 if bad else 0
+            else:
+                size, off = 4096, DT_EDGE - 1024 if bad else 0
+            self.dev_op(s, [], ["E"], ["{", f"  cudaError_t e = cudaMemsetAsync(dt_edge + {off}, {it % 3}, {size}, {nm});",
+                                       f'  printf("{lbl}: %d\\n", (int)e);', "  (void)cudaGetLastError();", "}"], key)
+
+    def op_sticky(self, s, it, key):
+        """The sequence a device fault will interrupt after the last iteration (sticky_tail)."""
+        y, x = self.pick_dev(2)
+        self.sticky_seq = (s, y, x)
+        # Ordered first, then an event record that ends the sequence before it on the stream: the
+        # sticky sequence begins one, with its first launch, as after the fault, where a library
+        # may hold that launch.
+        self.order_before(s, [x, y], [y], key)
+        self.emit(f"CHECK_CUDA(cudaEventRecord({self.new_event()}, {self.sname(s)}));")
+        for ln in self.sticky_launches(s, y, x, it, None):
+            self.dev_op(s, [x, y], [y], ln, key)
+
+    def sticky_launches(self, s, y, x, it, status):
+        """The launches of the sticky sequence, each checked, or with its status printed under
+        the label status."""
+        n = self.n0
+        Y, X = self.bufs[y].name, self.bufs[x].name
+        calls = [("dt_scale", [f"float *a0 = {Y};", f"float a1 = {0.75 - 0.25 * (j % 3)}f;", f"int a2 = {n};"]) if j % 2 == 0 else
+                 ("dt_axpy", [f"float *a0 = {Y};", f"const float *a1 = {X};", f"float a2 = {0.25 + 0.125 * ((it + j) % 3)}f;", f"int a3 = {n};"])
+                 for j in range(self.sticky_len)]
+        out = []
+        for j, (kern, decl) in enumerate(calls):
+            call = f"cudaLaunchKernel((const void *){kern}, dim3({self.grid(n)}), dim3({self.block}), args, 0, {self.sname(s)})"
+            ptrs = ", ".join(f"&a{i}" for i in range(len(decl)))
+            body = ["{"] + ["  " + d for d in decl] + [f"  void *args[] = {{{ptrs}}};"]
+            if status is None:
+                body += [f"  CHECK_CUDA({call});", "  PROG_RT();"]
+            else:
+                body += [f"  cudaError_t e = {call};", f'  printf("{status} launch {j}: %d\\n", (int)e);', "  dt_failed_launches++;"]
+            out.append(body + ["}"])
+        return out
+
+    def sticky_tail(self):
+        """A kernel that makes an illegal access on the sticky sequence's stream; the stream's
+        synchronisation reports the fault, and from then on every call returns it: the sequence
+        launched again for a few iterations, each launch's status and each synchronisation's
+        printed. The device is idle and everything read back when this begins. (Were the sequence
+        replayed between the fault and the launches after it, a library would see its graph fail
+        and stop holding it: the launches after the fault are the first it may hold.)"""
+        if self.sticky_seq is None:
+            return
+        s, y, x = self.sticky_seq
+        # Unchecked: on a GPU the fault may already be there when a last-error call asks.
+        self.emit(f"dt_fault<<<1, 32, 0, {self.sname(s)}>>>((float *)NULL);")
+        self.emit("PROG_RT();")
+        self.emit(f'printf("sticky fault sync: %d\\n", (int)cudaStreamSynchronize({self.sname(s)}));')
+        for k in range(self.sticky_iters):
+            for ln in self.sticky_launches(s, y, x, self.iters + 1 + k, f"sticky {k}"):
+                self.emit_lines(ln)
+            self.emit(f'printf("sticky {k} sync: %d\\n", (int)cudaStreamSynchronize({self.sname(s)}));')
+        self.emit('printf("sticky peek: %d\\n", (int)cudaPeekAtLastError());')
+        self.emit('printf("sticky get: %d\\n", (int)cudaGetLastError());')
+        self.emit('printf("sticky device sync: %d\\n", (int)cudaDeviceSynchronize());')
+
+    def emit_lines(self, lines):
+        for ln in lines:
+            self.emit(ln)
+
     def op_torch(self, s, it, key, n, partial):
         r = self.r
         x, w, t1, h, g, t2, o = self.pick_dev(7) if self.ndev >= 7 else (None,) * 7
@@ -580,6 +737,8 @@ class Gen:
         L.append(f"  CHECK_CUDA(cudaHostAlloc((void **)&dt_p[1], {NMAX} * sizeof(float), cudaHostAllocDefault));")
         L.append(f"  CHECK_CUDA(cudaHostAlloc((void **)&dt_p[2], {NMAX} * sizeof(float), cudaHostAllocPortable));")
         L.append("  CHECK_CUDA(cudaHostAlloc((void **)&dt_flagp, sizeof(int), cudaHostAllocMapped));")
+        if "E" in self.bufs:
+            L.append(f"  CHECK_CUDA(cudaMalloc((void **)&dt_edge, {DT_EDGE}));")
         L.append("  *dt_flagp = 0;")
         if self.feat["driver"]:
             L.append("  dt_driver_init();")
@@ -646,6 +805,8 @@ class Gen:
         for h in ("flag", "attr", "badlaunch", "fusegeom", "modules"):
             if self.feat[h]:
                 hostile_steps.append((r.randrange(len(steps) + 1), h, r.randrange(self.nthreads)))
+        for h in ["badgrid:" + k for k in self.bg_kinds] + (["sticky"] if self.feat["sticky"] else []):
+            hostile_steps.append((r.randrange(len(steps) + 1), h, r.randrange(self.nthreads)))
         stream_of = {}
         shape_iters = set(r.sample(range(2, self.iters), k=min(2, self.iters - 2))) if r.random() < 0.6 else set()
         self.mod_gen = 1
@@ -669,7 +830,8 @@ class Gen:
                 self.thread_switch(t)
                 skey = (key, t)
                 if skey not in stream_of:
-                    stream_of[skey] = r.choice(self.usable(t))
+                    # The fault comes on thread 0 (sticky_tail): not on another's per-thread stream.
+                    stream_of[skey] = r.choice([c for c in self.usable(t) if kind != "sticky" or c.kind != "ptd"])
                 s = stream_of[skey]
                 k = key if isinstance(key, int) else 100 + len(kind)
                 if kind == "kernel":
@@ -699,6 +861,10 @@ class Gen:
                     self.op_badlaunch(s, it, k)
                 elif kind == "modules":
                     self.op_modules(s, it, k)
+                elif kind.startswith("badgrid:"):
+                    self.op_badgrid(s, it, k, kind.split(":")[1])
+                elif kind == "sticky":
+                    self.op_sticky(s, it, k)
             if self.feat["image"]:
                 self.thread_switch(0)
                 s = stream_of.get((0, 0)) or self.streams[0]
@@ -723,6 +889,9 @@ class Gen:
             self.emit("CHECK_CUDA(cudaGraphExecDestroy(dt_gexec));")
         if self.feat["driver"]:
             self.emit("CHECK_CU(dt_cuModuleUnload(dt_mod));")
+        if self.feat["sticky"] and epoch == 0:
+            # With two epochs the device reset between them clears the fault.
+            self.sticky_tail()
 
     def op_modules(self, s, it, key):
         """Two driver launches of the module's kernel each iteration; half way, right after
@@ -769,11 +938,13 @@ class Gen:
                 self.bound = {0}
             self.body(e)
         self.thread_switch(0)
-        if self.feat["badlaunch"]:
+        if self.feat["badlaunch"] or self.feat["badgrid"] or self.feat["sticky"]:
             # Launches that failed are launches the program made; a library may count them or not.
             self.emit('printf("failed launches: %lu\\n", dt_failed_launches);')
         self.emit("prog_print_launches();")
-        self.close_chunk()
+        # After a device fault that no reset cleared, the last chunk records no event: the call
+        # would fail, and no thread waits for it.
+        self.close_chunk(final=self.feat["sticky"] and self.epochs == 1)
 
         out = []
         out.append(f"/* Generated by tests/difftest/gen.py --seed {self.seed} --hostile {','.join(sorted(self.hostile)) or 'none'}")
@@ -786,6 +957,8 @@ class Gen:
         out.append(f"static float *dt_d[{self.ndev}], *dt_g[3], *dt_p[3], *dt_tmp[4];")
         out.append(f"static float dt_q[3][{NMAX}];")
         out.append("static int *dt_flagp;")
+        if "E" in self.bufs:
+            out.append("static char *dt_edge;")
         out.append(f"static DtHostFn dt_hf[{max(1, self.hostfns)}];")
         out.append(f"static unsigned long long dt_slot[{max(1, self.hostfns)}];")
         out.append("static cudaGraph_t dt_graph DT_UNUSED;")
