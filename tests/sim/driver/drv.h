@@ -259,17 +259,33 @@ typedef struct drv_kattrs {
 } drv_kattrs_t;
 /* Where an attribute is given: an ordinary launch (cuLaunchKernelEx) or a kernel node. */
 enum { DRV_KATTR_LAUNCH, DRV_KATTR_NODE };
-/* Validates one attribute for `where` against the grid, and stores it in *ka (which may already
- * hold others: a cluster dimension and a preferred one are checked against each other). Returns
+/* The shape of a launch or kernel node that the attributes are checked against. */
+typedef struct drv_kshape {
+  dim3 grid, block;
+  size_t shmem;           /* dynamic shared memory per block */
+} drv_kshape_t;
+/* Validates one attribute for `where` against the launch's shape, and stores it in *ka (which
+ * may already hold others: a cluster dimension and a preferred one are checked against each
+ * other). Returns
  * CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE (an id not valid there, a value out of range),
  * CUDA_ERROR_INVALID_CLUSTER_SIZE, CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE or
  * CUDA_ERROR_NOT_SUPPORTED (a graph feature the simulator lacks: device-updatable nodes). */
 CUresult drv_kattr_set(drv_kattrs_t *ka, int where, CUlaunchAttributeID id,
-                       const CUlaunchAttributeValue *v, dim3 grid);
+                       const CUlaunchAttributeValue *v, drv_kshape_t sh);
 /* No attribute given: every one at its default. */
 extern const drv_kattrs_t drv_kattrs_none;
-/* Rechecks every attribute of *ka against a new grid (a node's parameters changed). */
-CUresult drv_kattr_recheck(const drv_kattrs_t *ka, dim3 grid);
+/* Rechecks every attribute of *ka against a new shape (a node's parameters changed). */
+CUresult drv_kattr_recheck(const drv_kattrs_t *ka, drv_kshape_t sh);
+/* The simulated SMs, and how many blocks of `threads` threads using `shmem` bytes of shared
+ * memory each fit on one at once (the model is in attrs.c; 0 for a block of 0 or over 1024
+ * threads). cuOccupancyMaxActiveBlocksPerMultiprocessor answers it, and a cooperative grid may
+ * hold at most that many times DRV_SMS blocks. */
+#define DRV_SMS 132
+unsigned drv_blocks_per_sm(unsigned threads, size_t shmem);
+/* CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE when a cooperative grid of this shape cannot be
+ * co-resident, else CUDA_SUCCESS (also for a block or shared memory size the launch refuses
+ * with CUDA_ERROR_INVALID_VALUE, which its own validation reports). */
+CUresult drv_coop_check(dim3 grid, dim3 block, size_t shmem);
 /* The value in force of attribute `id` (its default when not set). */
 CUresult drv_kattr_get(const drv_kattrs_t *ka, CUlaunchAttributeID id, CUlaunchAttributeValue *v);
 /* Gives the twin of the kernel running on this device thread its launch attributes (see

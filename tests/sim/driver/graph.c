@@ -211,7 +211,8 @@ static CUresult set_kernel(drv_launch_t *dst, const CUDA_KERNEL_NODE_PARAMS *p) 
   drv_launch_t l;
   CUresult r = kernel_params(&l, p);
   if (r) return r;
-  if (dst->attrs && (r = drv_kattr_recheck(dst->attrs, l.grid))) {
+  if (dst->attrs &&
+      (r = drv_kattr_recheck(dst->attrs, (drv_kshape_t){l.grid, l.block, l.shmem}))) {
     drv_launch_fini(&l);
     return r;
   }
@@ -230,7 +231,8 @@ CUresult CUDAAPI cuGraphKernelNodeSetAttribute(CUgraphNode n, CUkernelNodeAttrID
   if (n->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
   if (!n->u.k.attrs && !(n->u.k.attrs = calloc(1, sizeof *n->u.k.attrs)))
     return CUDA_ERROR_OUT_OF_MEMORY;
-  return drv_kattr_set(n->u.k.attrs, DRV_KATTR_NODE, id, v, n->u.k.grid);
+  return drv_kattr_set(n->u.k.attrs, DRV_KATTR_NODE, id, v,
+                       (drv_kshape_t){n->u.k.grid, n->u.k.block, n->u.k.shmem});
 }
 
 CUresult CUDAAPI cuGraphKernelNodeGetAttribute(CUgraphNode n, CUkernelNodeAttrID id,

@@ -88,6 +88,7 @@
   X(cuLaunchKernel, 4000, 7000)                                                             \
   X(cuLaunchKernelEx, 11060, 11060)                                                         \
   X(cuLaunchCooperativeKernel, 9000, 9000)                                                  \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000, 0)                          \
   X(cuLaunchHostFunc, 10000, 10000)                                                         \
   X(cuEventCreate, 2000, 0)                                                                 \
   X(cuEventRecord, 2000, 7000)                                                              \

@@ -477,10 +477,6 @@ int cudaMipmappedArrayGetSparseProperties(void);
 int cudaMipmappedArrayGetSparseProperties(void) { return rt_unsupported(801, "cudaMipmappedArrayGetSparseProperties"); }
 int cudaOccupancyAvailableDynamicSMemPerBlock(void);
 int cudaOccupancyAvailableDynamicSMemPerBlock(void) { return rt_unsupported(801, "cudaOccupancyAvailableDynamicSMemPerBlock"); }
-int cudaOccupancyMaxActiveBlocksPerMultiprocessor(void);
-int cudaOccupancyMaxActiveBlocksPerMultiprocessor(void) { return rt_unsupported(801, "cudaOccupancyMaxActiveBlocksPerMultiprocessor"); }
-int cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(void);
-int cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(void) { return rt_unsupported(801, "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags"); }
 int cudaOccupancyMaxActiveClusters(void);
 int cudaOccupancyMaxActiveClusters(void) { return rt_unsupported(801, "cudaOccupancyMaxActiveClusters"); }
 int cudaOccupancyMaxPotentialClusterSize(void);
