@@ -10,11 +10,11 @@
  * when its own dependencies are complete, not at the end of the launch. So, as CUDA documents,
  * a wait node holds up only its dependents and a record node lets other streams go on while the
  * rest of the graph still waits; the launch completes (and its stream goes on) with its last
- * node. Launches of one exec run one after another, on whatever streams, as CUDA orders them. As CUDA
- * documents, changing an executable graph (its nodes' parameters, which nodes are enabled, an
- * update from another graph) affects later launches only and never waits for launches already
- * made: a change to nodes that a launch in flight will still read goes to a copy (exec_own), and
- * the last such launch frees the old nodes.
+ * node. Launches of one exec run one after another, on whatever streams, as CUDA orders them.
+ * As CUDA documents, changing an executable graph (its nodes' parameters, which nodes are
+ * enabled, an update from another graph) affects later launches only and never waits for
+ * launches already made: a change to nodes that a launch in flight will still read goes to a copy
+ * (exec_own), and the last such launch frees the old nodes.
  * cuGraphExecUpdate pairs nodes by creation order and refuses changes of topology or node type.
  */
 #include "drv.h"
