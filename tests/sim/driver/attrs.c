@@ -11,8 +11,8 @@
  *     (the portable cluster size) → else CUDA_ERROR_INVALID_CLUSTER_SIZE;
  *   - preferred cluster dimension: dividing the grid, a multiple of the cluster dimension when
  *     one is set, z equal to it → else CUDA_ERROR_INVALID_CLUSTER_SIZE;
- *   - cooperative: the grid must be co-resident (132 SMs × 32 blocks) →
- *     CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+ *   - cooperative: the grid must be co-resident, at most drv_blocks_per_sm (below) × 132 SMs
+ *     blocks → CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
  *   - priority: clamped to the context's range [-5, 0], as stream priorities are;
  *   - memory sync domain 0 or 1, scheduling policy 0..2, NVLink-centric 0 or 1, window hit and
  *     miss properties valid, hit ratio in [0, 1] → else CUDA_ERROR_INVALID_VALUE.
@@ -86,21 +86,86 @@ static CUresult check_cluster(const drv_kattrs_t *ka, dim3 grid) {
   return CUDA_SUCCESS;
 }
 
-static CUresult check_coop(const drv_kattrs_t *ka, dim3 grid) {
-  if ((ka->set >> CU_LAUNCH_ATTRIBUTE_COOPERATIVE & 1) &&
-      ka->v[CU_LAUNCH_ATTRIBUTE_COOPERATIVE].cooperative &&
-      (uint64_t)grid.x * grid.y * grid.z > 132u * 32u)
-    return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+/* ---- occupancy ---- */
+
+/* The occupancy model of one SM of the simulated H100-class device (compute capability 9.0):
+ * 2048 resident threads (64 warps), at most 32 resident blocks, 228 KiB of shared memory of
+ * which each block that uses shared memory also takes 1 KiB reserved by the system. Registers
+ * never limit more than threads do (every kernel reports 32 registers per thread:
+ * 65536 / 32 = 2048 threads), and kernels have no static shared memory here. */
+#define SM_MAX_THREADS 2048u
+#define SM_MAX_BLOCKS 32u
+#define SM_SHMEM (228u * 1024u)
+#define SM_SHMEM_RESERVED 1024u
+
+unsigned drv_blocks_per_sm(unsigned threads, size_t shmem) {
+  if (threads == 0 || threads > 1024) return 0;
+  unsigned warps = (threads + 31) / 32;
+  unsigned n = SM_MAX_BLOCKS;
+  if (SM_MAX_THREADS / 32 / warps < n) n = SM_MAX_THREADS / 32 / warps;
+  if (shmem) {
+    size_t per_block = shmem + SM_SHMEM_RESERVED;
+    if (SM_SHMEM / per_block < n) n = (unsigned)(SM_SHMEM / per_block);
+  }
+  return n;
+}
+
+CUresult drv_coop_check(dim3 grid, dim3 block, size_t shmem) {
+  unsigned threads = block.x * block.y * block.z;
+  /* A block or shared memory size the launch refuses anyway is left to its own check
+   * (CUDA_ERROR_INVALID_VALUE). */
+  if (!block.x || !block.y || !block.z || (uint64_t)block.x * block.y * block.z > 1024 ||
+      shmem > DRV_MAX_SHMEM_OPTIN)
+    return CUDA_SUCCESS;
+  uint64_t most = (uint64_t)drv_blocks_per_sm(threads, shmem) * DRV_SMS;
+  return (uint64_t)grid.x * grid.y * grid.z > most ? CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
+                                                    : CUDA_SUCCESS;
+}
+
+static CUresult occupancy(int *num, CUfunction f, int block_size, size_t shmem,
+                          unsigned int flags) {
+  drv_func_t *fn;
+  CUresult r = drv_func(f, &fn);
+  if (r) return r;
+  if (!num || block_size <= 0 ||
+      (flags & ~(unsigned)CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE))
+    return CUDA_ERROR_INVALID_VALUE;
+  /* A block or dynamic shared memory the function cannot be launched with fits 0 times. */
+  *num = shmem > (size_t)fn->max_dyn_shmem ? 0
+                                            : (int)drv_blocks_per_sm((unsigned)block_size, shmem);
   return CUDA_SUCCESS;
 }
 
-CUresult drv_kattr_recheck(const drv_kattrs_t *ka, dim3 grid) {
-  CUresult r = check_cluster(ka, grid);
-  return r ? r : check_coop(ka, grid);
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *num, CUfunction f,
+                                                             int block_size, size_t shmem) {
+  DRV_FAIL("cuOccupancyMaxActiveBlocksPerMultiprocessor", CUDA_ERROR_INVALID_VALUE);
+  return occupancy(num, f, block_size, shmem, 0);
+}
+
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *num, CUfunction f,
+                                                                      int block_size,
+                                                                      size_t shmem,
+                                                                      unsigned int flags) {
+  DRV_FAIL("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", CUDA_ERROR_INVALID_VALUE);
+  return occupancy(num, f, block_size, shmem, flags);
+}
+
+/* ---- attributes ---- */
+
+static CUresult check_coop(const drv_kattrs_t *ka, drv_kshape_t sh) {
+  if ((ka->set >> CU_LAUNCH_ATTRIBUTE_COOPERATIVE & 1) &&
+      ka->v[CU_LAUNCH_ATTRIBUTE_COOPERATIVE].cooperative)
+    return drv_coop_check(sh.grid, sh.block, sh.shmem);
+  return CUDA_SUCCESS;
+}
+
+CUresult drv_kattr_recheck(const drv_kattrs_t *ka, drv_kshape_t sh) {
+  CUresult r = check_cluster(ka, sh.grid);
+  return r ? r : check_coop(ka, sh);
 }
 
 CUresult drv_kattr_set(drv_kattrs_t *ka, int where, CUlaunchAttributeID id,
-                       const CUlaunchAttributeValue *v, dim3 grid) {
+                       const CUlaunchAttributeValue *v, drv_kshape_t sh) {
   CUlaunchAttributeValue n;
   if (!v) return CUDA_ERROR_INVALID_VALUE;
   if ((int)id == CU_LAUNCH_ATTRIBUTE_IGNORE && where == DRV_KATTR_LAUNCH) return CUDA_SUCCESS;
@@ -166,7 +231,7 @@ CUresult drv_kattr_set(drv_kattrs_t *ka, int where, CUlaunchAttributeID id,
   drv_kattrs_t t = *ka;
   t.v[id] = n;
   t.set |= 1u << id;
-  CUresult r = drv_kattr_recheck(&t, grid);
+  CUresult r = drv_kattr_recheck(&t, sh);
   if (r) return r;
   *ka = t;
   return CUDA_SUCCESS;

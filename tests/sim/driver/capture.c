@@ -62,6 +62,18 @@ int drv_capture_node(drv_stream_t *s, CUgraphNodeType type,
   return 1;
 }
 
+static CUresult fill_event(struct CUgraphNode_st *n, void *arg) {
+  n->u.ev = arg;
+  return CUDA_SUCCESS;
+}
+
+CUresult drv_capture_event_node_locked(drv_stream_t *s, CUgraphNodeType type,
+                                       struct CUevent_st *e) {
+  CUresult r = CUDA_SUCCESS;
+  drv_capture_node(s, type, fill_event, e, &r);
+  return r;
+}
+
 CUresult drv_capture_record_locked(drv_stream_t *s, struct CUevent_st *e) {
   struct drv_capture *c = s->cap;
   if (c->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;

@@ -12,9 +12,11 @@
  * what it depends on: legacy-stream implicit dependencies, recorded events waited for); end =
  * start + duration. Durations: kernels by SIM_KERNEL_NS (name and grid), copies and memsets
  * SIM_MEMOP_NS, everything else 0. A graph launch runs its nodes one after another in creation
- * order, as the simulator does: the first enabled node starts as a stream op would, each next one
+ * order (the simulator runs them in dependency order, which the model, fixed at the launch, does
+ * not follow): the first enabled node starts as a stream op would, each next one
  * SIM_GRAPH_NODE_GAP_NS after the previous one's end; disabled nodes are skipped (no time, no
- * gap); an event record node completes at its place in that sequence.
+ * gap); an event wait node holds the sequence until the record it waits for ends, and an event
+ * record node completes at its place in the sequence.
  *
  * Accounting counts work: kernels, copies, memsets and host functions, queued alone or as enabled
  * graph nodes. Ordering ops (event records and waits, frees in stream order, empty and event
@@ -163,8 +165,10 @@ static uint64_t kernel_ns(const drv_launch_t *l) {
   return simc_kernel_ns(l->f ? l->f->name : NULL, blocks);
 }
 
-/* The nodes of a launched graph from `start`, in creation order; returns the end of the last. */
-static uint64_t graph_schedule(const struct CUgraph_st *g, uint64_t start) {
+/* The nodes of a launched graph from `start`, in creation order; returns the end of the last. A
+ * wait node holds the sequence up until the record it waits for (taken at the launch) ends. */
+static uint64_t graph_schedule(const drv_graph_run_t *run, uint64_t start) {
+  const struct CUgraph_st *g = run->g;
   uint64_t t = start, gap = simc_cost(SIMC_GRAPH_NODE_GAP_NS);
   int first = 1;
   for (size_t i = 0; i < g->n; i++) {
@@ -179,7 +183,8 @@ static uint64_t graph_schedule(const struct CUgraph_st *g, uint64_t start) {
     case CU_GRAPH_NODE_TYPE_MEMSET: d = simc_cost(SIMC_MEMOP_NS); break;
     case CU_GRAPH_NODE_TYPE_HOST: break;
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD: n->u.ev->vtime = t; continue;
-    default: continue; /* empty and event wait nodes: ordering only */
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: t = max64(t, run->nodes[i].vwait); continue;
+    default: continue; /* empty nodes: ordering only */
     }
     add_work(t, t + d);
     t += d;

@@ -5,9 +5,11 @@
  * running, and each of its dependencies (stream, sequence number) has completed. A small pool of
  * device threads (SIM_DEVICE_THREADS, default 4) runs ready ops, never on the caller's thread:
  * like a GPU, work of different streams runs concurrently (a host function that blocks holds up
- * only its own stream), and work of one stream runs in order, one op at a time. Each thread
- * chooses among the ready streams with a PRNG (seeded by SIM_SEED, else by the clock) so that a
- * missing synchronisation shows up as a wrong result.
+ * its own stream and the one thread running it), and work of one stream runs in order, one op at
+ * a time. An op that runs in parts (a graph launch whose next nodes wait for events: op->ready,
+ * op->unfinished) gives its thread back between parts and stays at the head of its stream. Each
+ * thread chooses among the ready streams with a PRNG (seeded by SIM_SEED, else by the clock) so
+ * that a missing synchronisation shows up as a wrong result.
  *
  * Legacy default stream semantics are dependencies added at submission: an op on the legacy
  * stream waits for all work submitted before it to blocking streams (those created without
@@ -51,10 +53,10 @@ static uint64_t next_rand(void) {
   return rng;
 }
 
-static int op_ready(const drv_op_t *op) {
+static int op_ready(drv_op_t *op) {
   for (int i = 0; i < op->ndeps; i++)
     if (op->deps[i].s->done < op->deps[i].seq) return 0;
-  return 1;
+  return !op->ready || op->ready(op);
 }
 
 /* Scratch list of runnable streams, shared by the device threads and used only under drv_lock.
@@ -92,6 +94,14 @@ static void *device_main(void *unused) {
     if (!skip && op->run) op->run(op);
     uint64_t t = drv_now_ns();
     pthread_mutex_lock(&drv_lock);
+    if (op->unfinished) {
+      /* Parts remain (graph nodes waiting for events): the op stays at the head of its stream
+       * and is picked again once a part is ready (after a fault, it is then dropped). */
+      op->unfinished = 0;
+      s->running = 0;
+      drv_wake_locked();
+      continue;
+    }
     struct CUevent_st *ev = op->event;
     if (ev && ev->s == s && ev->seq == op->seq) ev->time_ns = t;
     s->head = op->next;
@@ -121,6 +131,11 @@ static void start(void) {
     start_err = pthread_create(&t, &a, device_main, NULL);
   }
   pthread_attr_destroy(&a);
+}
+
+void drv_wake_locked(void) {
+  pthread_cond_broadcast(&drv_cond);
+  pthread_cond_broadcast(&work_cond);
 }
 
 int drv_device_start(void) {
@@ -537,7 +552,9 @@ static CUresult event_record(int ptds, CUevent h, CUstream hs, unsigned flags) {
   if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&drv_lock);
   if (s->cap) {
-    r = drv_capture_record_locked(s, e);
+    r = flags & CU_EVENT_RECORD_EXTERNAL
+            ? drv_capture_event_node_locked(s, CU_GRAPH_NODE_TYPE_EVENT_RECORD, e)
+            : drv_capture_record_locked(s, e);
     pthread_mutex_unlock(&drv_lock);
     return r;
   }
@@ -637,7 +654,9 @@ static CUresult stream_wait_event(int ptds, CUstream hs, CUevent h, unsigned int
   if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&drv_lock);
   if (s->cap || drv_event_capture(e)) {
-    r = drv_capture_wait_locked(s, e);
+    r = s->cap && (flags & CU_EVENT_WAIT_EXTERNAL)
+            ? drv_capture_event_node_locked(s, CU_GRAPH_NODE_TYPE_WAIT_EVENT, e)
+            : drv_capture_wait_locked(s, e);
     pthread_mutex_unlock(&drv_lock);
     return r;
   }

@@ -1,8 +1,9 @@
 /* drv.h — internals shared by the files of the simulated CUDA driver (libcuda.so.1).
  *
  * One device, one primary context. All driver state is guarded by one mutex (drv_lock); the
- * device thread (device.c) runs queued operations with the lock released, one at a time, and
- * broadcasts drv_cond whenever an operation completes. Internal functions return CUDA_SUCCESS
+ * device threads (device.c) run queued operations with the lock released, each op on one
+ * thread, and broadcast drv_cond whenever an operation (or a graph's event record node)
+ * completes. Internal functions return CUDA_SUCCESS
  * or the CUresult the calling API function must return; helpers named drv_* are never exported
  * (the version script exports cu* and simctl_* only).
  */
@@ -87,9 +88,17 @@ struct drv_op {
   void (*fini)(drv_op_t *op); /* frees the payload; may be NULL */
   void *arg;
   struct CUevent_st *event;   /* for event records: stamped when the op runs */
+  /* An op that runs in parts (a graph launch, whose nodes may wait for events): `ready` (lock
+   * held, NULL for ordinary ops) says whether a part can run now, and `run` sets `unfinished`
+   * when parts remain; the op then stays at the head of its stream, which runs nothing else. */
+  int (*ready)(drv_op_t *op);
+  int unfinished;
 };
 
-enum { DRV_STREAM_USER, DRV_STREAM_LEGACY, DRV_STREAM_PTDS };
+/* DRV_STREAM_NODE: not a stream but the counter of an executable graph's event record node
+ * (graph.c): each launch takes the next sequence number and completes it when the node runs,
+ * so an event recorded by the node is complete once the node's dependencies are. */
+enum { DRV_STREAM_USER, DRV_STREAM_LEGACY, DRV_STREAM_PTDS, DRV_STREAM_NODE };
 
 struct drv_capture;
 struct drv_stream {
@@ -148,6 +157,9 @@ void drv_wait_all_locked(void);
 void drv_sync_stream_locked(drv_stream_t *s);
 void drv_sync_all_locked(void);
 uint64_t drv_now_ns(void);
+/* Something other than the end of an op completed (a graph's event record node): wakes the
+ * threads waiting for completions and the idle device threads (lock held). */
+void drv_wake_locked(void);
 CUresult drv_event(CUevent h, struct CUevent_st **out);
 
 /* ---- clock.c: the modelled clock ---- */
@@ -247,17 +259,33 @@ typedef struct drv_kattrs {
 } drv_kattrs_t;
 /* Where an attribute is given: an ordinary launch (cuLaunchKernelEx) or a kernel node. */
 enum { DRV_KATTR_LAUNCH, DRV_KATTR_NODE };
-/* Validates one attribute for `where` against the grid, and stores it in *ka (which may already
- * hold others: a cluster dimension and a preferred one are checked against each other). Returns
+/* The shape of a launch or kernel node that the attributes are checked against. */
+typedef struct drv_kshape {
+  dim3 grid, block;
+  size_t shmem;           /* dynamic shared memory per block */
+} drv_kshape_t;
+/* Validates one attribute for `where` against the launch's shape, and stores it in *ka (which
+ * may already hold others: a cluster dimension and a preferred one are checked against each
+ * other). Returns
  * CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE (an id not valid there, a value out of range),
  * CUDA_ERROR_INVALID_CLUSTER_SIZE, CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE or
  * CUDA_ERROR_NOT_SUPPORTED (a graph feature the simulator lacks: device-updatable nodes). */
 CUresult drv_kattr_set(drv_kattrs_t *ka, int where, CUlaunchAttributeID id,
-                       const CUlaunchAttributeValue *v, dim3 grid);
+                       const CUlaunchAttributeValue *v, drv_kshape_t sh);
 /* No attribute given: every one at its default. */
 extern const drv_kattrs_t drv_kattrs_none;
-/* Rechecks every attribute of *ka against a new grid (a node's parameters changed). */
-CUresult drv_kattr_recheck(const drv_kattrs_t *ka, dim3 grid);
+/* Rechecks every attribute of *ka against a new shape (a node's parameters changed). */
+CUresult drv_kattr_recheck(const drv_kattrs_t *ka, drv_kshape_t sh);
+/* The simulated SMs, and how many blocks of `threads` threads using `shmem` bytes of shared
+ * memory each fit on one at once (the model is in attrs.c; 0 for a block of 0 or over 1024
+ * threads). cuOccupancyMaxActiveBlocksPerMultiprocessor answers it, and a cooperative grid may
+ * hold at most that many times DRV_SMS blocks. */
+#define DRV_SMS 132
+unsigned drv_blocks_per_sm(unsigned threads, size_t shmem);
+/* CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE when a cooperative grid of this shape cannot be
+ * co-resident, else CUDA_SUCCESS (also for a block or shared memory size the launch refuses
+ * with CUDA_ERROR_INVALID_VALUE, which its own validation reports). */
+CUresult drv_coop_check(dim3 grid, dim3 block, size_t shmem);
 /* The value in force of attribute `id` (its default when not set). */
 CUresult drv_kattr_get(const drv_kattrs_t *ka, CUlaunchAttributeID id, CUlaunchAttributeValue *v);
 /* Gives the twin of the kernel running on this device thread its launch attributes (see
@@ -291,6 +319,9 @@ struct CUgraphNode_st {
   CUgraphNode *deps;
   size_t ndeps;
   int disabled; /* an exec node turned off by cuGraphNodeSetEnabled: runs as an empty node */
+  /* An exec event record node's counter (DRV_STREAM_NODE), made at its first launch and shared
+   * by the copies of the exec's nodes; never freed, as events may name it for ever. */
+  drv_stream_t *rec;
   union {
     drv_launch_t k;
     drv_copy_t c;
@@ -311,6 +342,23 @@ struct CUgraph_st {
 CUresult drv_graph_add(struct CUgraph_st *g, CUgraphNodeType type, const CUgraphNode *deps,
                        size_t ndeps, struct CUgraphNode_st **out);
 void drv_graph_free(struct CUgraph_st *g);
+/* One launch of an executable graph, the payload of its op. Its nodes run as their dependencies
+ * complete, not in one piece: per node, whether it has run, for an event wait node the record
+ * it waits for (the event's latest record at the launch, as cuStreamWaitEvent takes it at the
+ * call; {NULL, 0} for a never-recorded event) with that record's modelled time, and for an event
+ * record node the sequence number its record completes on the node's counter. */
+typedef struct drv_graph_node_run {
+  drv_dep_t wait;
+  uint64_t vwait;
+  uint64_t seq;
+  int done;
+} drv_graph_node_run_t;
+typedef struct drv_graph_run {
+  struct CUgraph_st *g;
+  drv_graph_node_run_t *nodes;
+  size_t left;             /* nodes not yet run */
+  size_t first;            /* every node before it has run */
+} drv_graph_run_t;
 
 /* ---- capture.c ---- */
 struct drv_capture {
@@ -342,6 +390,11 @@ CUresult drv_capture_any_locked(void);
 void drv_capture_invalidate(struct drv_capture *c);
 /* Event record / wait on a capturing stream (or of an event recorded in a capture). */
 CUresult drv_capture_record_locked(drv_stream_t *s, struct CUevent_st *e);
+/* An external record (CU_EVENT_RECORD_EXTERNAL) or wait (CU_EVENT_WAIT_EXTERNAL) on capturing
+ * stream s: an event record or wait node after the stream's current dependencies, which the
+ * graph's launches record or wait for; the event itself is left as it was. Lock held. */
+CUresult drv_capture_event_node_locked(drv_stream_t *s, CUgraphNodeType type,
+                                       struct CUevent_st *e);
 CUresult drv_capture_wait_locked(drv_stream_t *s, struct CUevent_st *e);
 extern struct drv_capture *drv_captures;
 

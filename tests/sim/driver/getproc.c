@@ -181,6 +181,10 @@
   XP("cuLaunchKernel", 4000, cuLaunchKernel, cuLaunchKernel_ptsz)                           \
   XP("cuLaunchKernelEx", 11060, cuLaunchKernelEx, cuLaunchKernelEx_ptsz)                    \
   XP("cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz)                                                         \
+  X("cuOccupancyMaxActiveBlocksPerMultiprocessor", 6050,                                 \
+    cuOccupancyMaxActiveBlocksPerMultiprocessor)                                        \
+  X("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", 7000,                       \
+    cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)                               \
   X("cuGraphCreate", 10000, cuGraphCreate)                                              \
   X("cuGraphDestroy", 10000, cuGraphDestroy)                                            \
   X("cuGraphClone", 10000, cuGraphClone)                                                \

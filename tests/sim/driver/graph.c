@@ -4,11 +4,17 @@
  * be in the graph, so creation order is a topological order). Kernel nodes copy their argument
  * values when added or set. Instantiation deep-copies the nodes into an executable graph whose
  * node i corresponds to graph node i; cuGraphExec*SetParams name the original node. A launch is
- * one operation on the stream that runs the nodes in order on the device thread. As CUDA
- * documents, changing an executable graph (its nodes' parameters, which nodes are enabled, an
- * update from another graph) affects later launches only and never waits for launches already
- * made: a change to nodes that a launch in flight will still read goes to a copy (exec_own), and
- * the last such launch frees the old nodes.
+ * one operation on the stream, run on a device thread in parts: each node runs once its
+ * dependencies have (one at a time, the lowest ready index first), an event wait node completes
+ * when the record it names has, and an event record node records its event when it runs, i.e.
+ * when its own dependencies are complete, not at the end of the launch. So, as CUDA documents,
+ * a wait node holds up only its dependents and a record node lets other streams go on while the
+ * rest of the graph still waits; the launch completes (and its stream goes on) with its last
+ * node. Launches of one exec run one after another, on whatever streams, as CUDA orders them.
+ * As CUDA documents, changing an executable graph (its nodes' parameters, which nodes are
+ * enabled, an update from another graph) affects later launches only and never waits for
+ * launches already made: a change to nodes that a launch in flight will still read goes to a copy
+ * (exec_own), and the last such launch frees the old nodes.
  * cuGraphExecUpdate pairs nodes by creation order and refuses changes of topology or node type.
  */
 #include "drv.h"
@@ -26,6 +32,9 @@ struct CUgraphExec_st {
   struct CUgraph_st *src;   /* the graph it was instantiated from (node identity) */
   unsigned long long flags;
   unsigned gen;             /* drv_primary.gen when instantiated: the context it belongs to */
+  drv_stream_t *last_s;     /* stream and sequence of its latest launch, which the next waits */
+  uint64_t last_seq;        /* for; last_vend: that launch's modelled end */
+  uint64_t last_vend;
 };
 
 static CUresult graph_check(CUgraph g) {
@@ -202,7 +211,8 @@ static CUresult set_kernel(drv_launch_t *dst, const CUDA_KERNEL_NODE_PARAMS *p) 
   drv_launch_t l;
   CUresult r = kernel_params(&l, p);
   if (r) return r;
-  if (dst->attrs && (r = drv_kattr_recheck(dst->attrs, l.grid))) {
+  if (dst->attrs &&
+      (r = drv_kattr_recheck(dst->attrs, (drv_kshape_t){l.grid, l.block, l.shmem}))) {
     drv_launch_fini(&l);
     return r;
   }
@@ -221,7 +231,8 @@ CUresult CUDAAPI cuGraphKernelNodeSetAttribute(CUgraphNode n, CUkernelNodeAttrID
   if (n->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
   if (!n->u.k.attrs && !(n->u.k.attrs = calloc(1, sizeof *n->u.k.attrs)))
     return CUDA_ERROR_OUT_OF_MEMORY;
-  return drv_kattr_set(n->u.k.attrs, DRV_KATTR_NODE, id, v, n->u.k.grid);
+  return drv_kattr_set(n->u.k.attrs, DRV_KATTR_NODE, id, v,
+                       (drv_kshape_t){n->u.k.grid, n->u.k.block, n->u.k.shmem});
 }
 
 CUresult CUDAAPI cuGraphKernelNodeGetAttribute(CUgraphNode n, CUkernelNodeAttrID id,
@@ -402,6 +413,7 @@ static CUresult clone(struct CUgraph_st *src, struct CUgraph_st **out) {
     if (r) break;
     n->u = s->u;
     n->disabled = s->disabled;
+    n->rec = s->rec; /* an exec's copy records on the same counter */
     if (s->type == CU_GRAPH_NODE_TYPE_KERNEL && (r = drv_launch_copy(&n->u.k, &s->u.k))) {
       memset(&n->u, 0, sizeof n->u);
       graph_pop(g);
@@ -716,31 +728,80 @@ CUresult CUDAAPI cuGraphNodeGetEnabled(CUgraphExec e, CUgraphNode n, unsigned in
 
 /* ---- launch ---- */
 
-static void graph_op_run(drv_op_t *op) {
-  struct CUgraph_st *g = op->arg;
-  for (size_t i = 0; i < g->n; i++) {
-    struct CUgraphNode_st *n = g->nodes[i];
-    if (n->disabled) continue; /* an empty node: its dependencies still order what follows */
-    switch (n->type) {
-    case CU_GRAPH_NODE_TYPE_KERNEL: drv_launch_run(&n->u.k); break;
-    case CU_GRAPH_NODE_TYPE_MEMCPY: drv_copy_run(&n->u.c); break;
-    case CU_GRAPH_NODE_TYPE_MEMSET: drv_set_run(&n->u.m); break;
-    case CU_GRAPH_NODE_TYPE_HOST: n->u.h.fn(n->u.h.userData); break;
-    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: {
-      uint64_t t = drv_now_ns();
-      pthread_mutex_lock(&drv_lock);
-      n->u.ev->time_ns = t;
-      pthread_mutex_unlock(&drv_lock);
-      break;
-    }
-    default: break;
-    }
-  }
+/* Whether node i of a launch can run now (lock held): it has not run, its dependencies have,
+ * and for a wait node the record it waits for is complete. */
+static int node_ready(const drv_graph_run_t *run, size_t i) {
+  const struct CUgraphNode_st *n = run->g->nodes[i];
+  const drv_graph_node_run_t *nr = &run->nodes[i];
+  if (nr->done) return 0;
+  for (size_t j = 0; j < n->ndeps; j++)
+    if (!run->nodes[n->deps[j]->index].done) return 0;
+  return !nr->wait.s || nr->wait.s->done >= nr->wait.seq;
 }
 
-/* Under drv_lock, as every op is freed. */
+/* The lowest ready node, or g->n when none is (lock held). */
+static size_t next_node(drv_graph_run_t *run) {
+  while (run->first < run->g->n && run->nodes[run->first].done) run->first++;
+  for (size_t i = run->first; i < run->g->n; i++)
+    if (node_ready(run, i)) return i;
+  return run->g->n;
+}
+
+static int graph_op_ready(drv_op_t *op) {
+  drv_graph_run_t *run = op->arg;
+  return next_node(run) < run->g->n;
+}
+
+/* A record node's record is complete (lock held): its counter reaches the launch's sequence, and
+ * the event, if this is still its latest record, gets the time. */
+static void record_done(const struct CUgraphNode_st *n, uint64_t seq, uint64_t t) {
+  if (n->rec->done < seq) n->rec->done = seq;
+  if (n->u.ev->s == n->rec && n->u.ev->seq == seq) n->u.ev->time_ns = t;
+}
+
+/* Runs every node that is ready, and those they make ready; leaves the op unfinished when nodes
+ * remain that wait for events. */
+static void graph_op_run(drv_op_t *op) {
+  drv_graph_run_t *run = op->arg;
+  struct CUgraph_st *g = run->g;
+  pthread_mutex_lock(&drv_lock);
+  for (size_t i; (i = next_node(run)) < g->n;) {
+    struct CUgraphNode_st *n = g->nodes[i];
+    pthread_mutex_unlock(&drv_lock);
+    if (!n->disabled) { /* a disabled node is an empty node: its dependencies still order */
+      switch (n->type) {
+      case CU_GRAPH_NODE_TYPE_KERNEL: drv_launch_run(&n->u.k); break;
+      case CU_GRAPH_NODE_TYPE_MEMCPY: drv_copy_run(&n->u.c); break;
+      case CU_GRAPH_NODE_TYPE_MEMSET: drv_set_run(&n->u.m); break;
+      case CU_GRAPH_NODE_TYPE_HOST: n->u.h.fn(n->u.h.userData); break;
+      default: break;
+      }
+    }
+    uint64_t t = drv_now_ns();
+    pthread_mutex_lock(&drv_lock);
+    run->nodes[i].done = 1;
+    run->left--;
+    if (n->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD) {
+      record_done(n, run->nodes[i].seq, t);
+      drv_wake_locked();
+    }
+  }
+  op->unfinished = run->left > 0;
+  pthread_mutex_unlock(&drv_lock);
+}
+
+/* Under drv_lock, as every op is freed. A launch dropped after a device fault still completes
+ * its records, so that nothing waits for them for ever. */
 static void graph_op_fini(drv_op_t *op) {
-  struct CUgraph_st *g = op->arg;
+  drv_graph_run_t *run = op->arg;
+  struct CUgraph_st *g = run->g;
+  for (size_t i = 0; i < g->n; i++)
+    if (g->nodes[i]->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD && run->nodes[i].seq &&
+        !run->nodes[i].done)
+      record_done(g->nodes[i], run->nodes[i].seq, drv_now_ns());
+  drv_wake_locked();
+  free(run->nodes);
+  free(run);
   if (!--g->users && g->orphan) drv_graph_free(g);
 }
 
@@ -752,12 +813,22 @@ static CUresult graph_launch(int ptds, CUgraphExec e, CUstream h) {
   drv_stream_t *s;
   if ((r = drv_stream(h, ptds, &s))) return r;
   if ((r = drv_async_error())) return r;
-  drv_op_t *op = drv_op_new(graph_op_run, graph_op_fini, e->g);
-  if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
+  struct CUgraph_st *g = e->g;
+  drv_graph_run_t *run = calloc(1, sizeof *run);
+  if (run) run->nodes = calloc(g->n ? g->n : 1, sizeof *run->nodes);
+  drv_op_t *op = run && run->nodes ? drv_op_new(graph_op_run, graph_op_fini, run) : NULL;
+  if (!op) {
+    if (run) free(run->nodes);
+    free(run);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  run->g = g;
+  run->left = g->n;
   op->kind = DRV_OP_GRAPH;
+  op->ready = graph_op_ready;
   pthread_mutex_lock(&drv_lock);
   /* The launch reads these nodes until it completes: changes meanwhile go to a copy. */
-  e->g->users++;
+  g->users++;
   if (s->cap) {
     /* Launching a graph into a capture would need child graph nodes. */
     drv_capture_invalidate(s->cap);
@@ -765,26 +836,42 @@ static CUresult graph_launch(int ptds, CUgraphExec e, CUstream h) {
     pthread_mutex_unlock(&drv_lock);
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
-  for (size_t i = 0; i < e->g->n; i++) {
-    struct CUgraphNode_st *n = e->g->nodes[i];
-    if (n->type != CU_GRAPH_NODE_TYPE_WAIT_EVENT || !n->u.ev->recorded) continue;
-    if (drv_op_add_dep(op, n->u.ev->s, n->u.ev->seq)) {
-      drv_op_free(op);
-      pthread_mutex_unlock(&drv_lock);
-      return CUDA_ERROR_OUT_OF_MEMORY;
+  /* Each wait node waits for its event's latest record now (a record node of this very launch
+   * comes later); each record node gets its counter. */
+  for (size_t i = 0; i < g->n && !r; i++) {
+    struct CUgraphNode_st *n = g->nodes[i];
+    if (n->type == CU_GRAPH_NODE_TYPE_WAIT_EVENT && n->u.ev->recorded) {
+      run->nodes[i].wait = (drv_dep_t){n->u.ev->s, n->u.ev->seq};
+      run->nodes[i].vwait = n->u.ev->vtime;
+    } else if (n->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD && !n->rec) {
+      if (!(n->rec = calloc(1, sizeof *n->rec))) r = CUDA_ERROR_OUT_OF_MEMORY;
+      else n->rec->kind = DRV_STREAM_NODE;
     }
-    /* The launch waits for every awaited event before its first node, as it runs here. */
-    if (n->u.ev->vtime > op->vready) op->vready = n->u.ev->vtime;
+  }
+  /* After the exec's previous launch, wherever it went. */
+  if (!r && e->last_s && e->last_s != s) {
+    if (drv_op_add_dep(op, e->last_s, e->last_seq)) r = CUDA_ERROR_OUT_OF_MEMORY;
+    else op->vready = e->last_vend;
+  }
+  if (r) {
+    drv_op_free(op);
+    pthread_mutex_unlock(&drv_lock);
+    return r;
   }
   r = drv_submit_locked(s, op);
   if (!r) {
-    /* Event record nodes complete with the launch. */
-    for (size_t i = 0; i < e->g->n; i++) {
-      struct CUgraphNode_st *n = e->g->nodes[i];
+    e->last_s = s;
+    e->last_seq = s->submitted;
+    e->last_vend = s->vend;
+    /* The events of record nodes are recorded by this launch, each complete when its node has
+     * run (the modelled time was set by drv_submit_locked). */
+    for (size_t i = 0; i < g->n; i++) {
+      struct CUgraphNode_st *n = g->nodes[i];
       if (n->type != CU_GRAPH_NODE_TYPE_EVENT_RECORD) continue;
+      run->nodes[i].seq = ++n->rec->submitted;
       n->u.ev->recorded = 1;
-      n->u.ev->s = s;
-      n->u.ev->seq = s->submitted;
+      n->u.ev->s = n->rec;
+      n->u.ev->seq = run->nodes[i].seq;
       n->u.ev->cap = NULL;
     }
   }

@@ -146,7 +146,7 @@ static int attribute(CUdevice_attribute a) {
   case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1980000;
   case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: return 512;
   case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: return 1;
-  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 132;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return DRV_SMS;
   case CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT: return 0;
   case CU_DEVICE_ATTRIBUTE_INTEGRATED: return 0;
   case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
@@ -513,6 +513,7 @@ CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext c) {
   X(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered")                \
   X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch")         \
   X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure")                                \
+  X(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, "too many blocks in cooperative launch")     \
   X(CUDA_ERROR_CONTEXT_IS_DESTROYED, "context is destroyed")                               \
   X(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,                                              \
     "part or all of the requested memory range is already mapped")                        \

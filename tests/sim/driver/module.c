@@ -706,8 +706,9 @@ static CUresult launch_cooperative(int ptds, CUfunction f, unsigned gx, unsigned
                                    unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                    CUstream h, void **params) {
   DRV_FAIL("cuLaunchCooperativeKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
-  /* All blocks must be co-resident: at most 32 blocks per SM on 132 SMs. */
-  if ((uint64_t)gx * gy * gz > 132u * 32u) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  /* All blocks must be co-resident: at most the occupancy's blocks per SM on every SM. */
+  CUresult r = drv_coop_check((dim3){gx, gy, gz}, (dim3){bx, by, bz}, shmem);
+  if (r) return r;
   drv_kattrs_t ka;
   memset(&ka, 0, sizeof ka);
   ka.set = 1u << CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
@@ -722,7 +723,8 @@ DRV_BOTH(launch_cooperative, cuLaunchCooperativeKernel, cuLaunchCooperativeKerne
 
 /* The attributes of a cuLaunchKernelEx, validated (attrs.c) into *ka. */
 static CUresult launch_attrs(const CUlaunchConfig *c, drv_kattrs_t *ka) {
-  dim3 grid = {c->gridDimX, c->gridDimY, c->gridDimZ};
+  drv_kshape_t sh = {{c->gridDimX, c->gridDimY, c->gridDimZ},
+                     {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes};
   memset(ka, 0, sizeof *ka);
   if (c->numAttrs && !c->attrs) return CUDA_ERROR_INVALID_VALUE;
   for (unsigned i = 0; i < c->numAttrs; i++) {
@@ -730,7 +732,7 @@ static CUresult launch_attrs(const CUlaunchConfig *c, drv_kattrs_t *ka) {
     CUresult r;
     if ((int)a->id == CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE)
       return CUDA_ERROR_INVALID_VALUE; /* graphs only: an ordinary launch refuses it */
-    if ((r = drv_kattr_set(ka, DRV_KATTR_LAUNCH, a->id, &a->value, grid))) return r;
+    if ((r = drv_kattr_set(ka, DRV_KATTR_LAUNCH, a->id, &a->value, sh))) return r;
   }
   return CUDA_SUCCESS;
 }

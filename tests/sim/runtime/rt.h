@@ -88,6 +88,7 @@
   X(cuLaunchKernel, 4000, 7000)                                                             \
   X(cuLaunchKernelEx, 11060, 11060)                                                         \
   X(cuLaunchCooperativeKernel, 9000, 9000)                                                  \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000, 0)                          \
   X(cuLaunchHostFunc, 10000, 10000)                                                         \
   X(cuEventCreate, 2000, 0)                                                                 \
   X(cuEventRecord, 2000, 7000)                                                              \
@@ -120,11 +121,15 @@
   X(cuGraphAddMemsetNode, 10000, 0)                                                         \
   X(cuGraphAddHostNode, 10000, 0)                                                           \
   X(cuGraphAddEmptyNode, 10000, 0)                                                          \
+  X(cuGraphAddEventRecordNode, 11010, 0)                                                    \
+  X(cuGraphAddEventWaitNode, 11010, 0)                                                      \
   X(cuGraphInstantiateWithFlags, 11040, 0)                                                  \
   X(cuGraphUpload, 11010, 11010)                                                            \
   X(cuGraphLaunch, 10000, 10000)                                                            \
   X(cuGraphExecDestroy, 10000, 0)                                                           \
   X(cuGraphExecKernelNodeSetParams, 12000, 0)                                               \
+  X(cuGraphExecEventRecordNodeSetEvent, 11010, 0)                                           \
+  X(cuGraphExecEventWaitNodeSetEvent, 11010, 0)                                             \
   X(cuGraphNodeSetEnabled, 11060, 0)                                                        \
   X(cuGraphNodeGetEnabled, 11060, 0)                                                        \
   X(cuGraphExecUpdate, 12000, 0)

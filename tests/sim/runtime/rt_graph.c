@@ -164,6 +164,36 @@ cudaError_t CUDARTAPI cudaGraphAddEmptyNode(cudaGraphNode_t *pGraphNode, cudaGra
   return rt_ret(RT_CU(0, cuGraphAddEmptyNode, pGraphNode, graph, pDependencies, numDependencies));
 }
 
+cudaError_t CUDARTAPI cudaGraphAddEventRecordNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                                                  const cudaGraphNode_t *pDependencies,
+                                                  size_t numDependencies, cudaEvent_t event) {
+  RT_BEGIN("cudaGraphAddEventRecordNode", cudaErrorInvalidValue);
+  return rt_ret(RT_CU(0, cuGraphAddEventRecordNode, pGraphNode, graph, pDependencies,
+                      numDependencies, event));
+}
+
+cudaError_t CUDARTAPI cudaGraphAddEventWaitNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                                                const cudaGraphNode_t *pDependencies,
+                                                size_t numDependencies, cudaEvent_t event) {
+  RT_BEGIN("cudaGraphAddEventWaitNode", cudaErrorInvalidValue);
+  return rt_ret(RT_CU(0, cuGraphAddEventWaitNode, pGraphNode, graph, pDependencies,
+                      numDependencies, event));
+}
+
+cudaError_t CUDARTAPI cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t hGraphExec,
+                                                           cudaGraphNode_t hNode,
+                                                           cudaEvent_t event) {
+  RT_BEGIN("cudaGraphExecEventRecordNodeSetEvent", cudaErrorInvalidValue);
+  return rt_ret(RT_CU(0, cuGraphExecEventRecordNodeSetEvent, hGraphExec, hNode, event));
+}
+
+cudaError_t CUDARTAPI cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t hGraphExec,
+                                                         cudaGraphNode_t hNode,
+                                                         cudaEvent_t event) {
+  RT_BEGIN("cudaGraphExecEventWaitNodeSetEvent", cudaErrorInvalidValue);
+  return rt_ret(RT_CU(0, cuGraphExecEventWaitNodeSetEvent, hGraphExec, hNode, event));
+}
+
 cudaError_t CUDARTAPI cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
                                            unsigned long long flags) {
   RT_BEGIN("cudaGraphInstantiate", cudaErrorInvalidValue);

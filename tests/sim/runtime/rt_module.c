@@ -466,6 +466,28 @@ cudaError_t CUDARTAPI cudaFuncGetAttributes(struct cudaFuncAttributes *attr, con
   return cudaSuccess;
 }
 
+/* Occupancy is the driver's answer for the function's CUkernel (the simulated driver takes a
+ * CUkernel wherever a CUfunction goes); the flags have the CU_OCCUPANCY_* values. */
+cudaError_t CUDARTAPI cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
+  RT_BEGIN("cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", cudaErrorInvalidValue);
+  if (!numBlocks) return rt_ret(cudaErrorInvalidValue);
+  CUkernel k;
+  cudaError_t e = rt_kernel_of(func, &k);
+  if (e != cudaSuccess) return rt_ret(e);
+  return rt_ret(RT_CU(0, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, numBlocks,
+                      (CUfunction)k, blockSize, dynamicSMemSize, flags));
+}
+
+cudaError_t CUDARTAPI cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks,
+                                                                    const void *func,
+                                                                    int blockSize,
+                                                                    size_t dynamicSMemSize) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
+                                                                dynamicSMemSize,
+                                                                cudaOccupancyDefault);
+}
+
 cudaError_t CUDARTAPI cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr,
                                            int value) {
   RT_BEGIN("cudaFuncSetAttribute", cudaErrorInvalidValue);

@@ -153,10 +153,6 @@ int cudaGraphAddChildGraphNode(void);
 int cudaGraphAddChildGraphNode(void) { return rt_unsupported(801, "cudaGraphAddChildGraphNode"); }
 int cudaGraphAddDependencies(void);
 int cudaGraphAddDependencies(void) { return rt_unsupported(801, "cudaGraphAddDependencies"); }
-int cudaGraphAddEventRecordNode(void);
-int cudaGraphAddEventRecordNode(void) { return rt_unsupported(801, "cudaGraphAddEventRecordNode"); }
-int cudaGraphAddEventWaitNode(void);
-int cudaGraphAddEventWaitNode(void) { return rt_unsupported(801, "cudaGraphAddEventWaitNode"); }
 int cudaGraphAddExternalSemaphoresSignalNode(void);
 int cudaGraphAddExternalSemaphoresSignalNode(void) { return rt_unsupported(801, "cudaGraphAddExternalSemaphoresSignalNode"); }
 int cudaGraphAddExternalSemaphoresWaitNode(void);
@@ -191,10 +187,6 @@ int cudaGraphEventWaitNodeSetEvent(void);
 int cudaGraphEventWaitNodeSetEvent(void) { return rt_unsupported(801, "cudaGraphEventWaitNodeSetEvent"); }
 int cudaGraphExecChildGraphNodeSetParams(void);
 int cudaGraphExecChildGraphNodeSetParams(void) { return rt_unsupported(801, "cudaGraphExecChildGraphNodeSetParams"); }
-int cudaGraphExecEventRecordNodeSetEvent(void);
-int cudaGraphExecEventRecordNodeSetEvent(void) { return rt_unsupported(801, "cudaGraphExecEventRecordNodeSetEvent"); }
-int cudaGraphExecEventWaitNodeSetEvent(void);
-int cudaGraphExecEventWaitNodeSetEvent(void) { return rt_unsupported(801, "cudaGraphExecEventWaitNodeSetEvent"); }
 int cudaGraphExecExternalSemaphoresSignalNodeSetParams(void);
 int cudaGraphExecExternalSemaphoresSignalNodeSetParams(void) { return rt_unsupported(801, "cudaGraphExecExternalSemaphoresSignalNodeSetParams"); }
 int cudaGraphExecExternalSemaphoresWaitNodeSetParams(void);
@@ -485,10 +477,6 @@ int cudaMipmappedArrayGetSparseProperties(void);
 int cudaMipmappedArrayGetSparseProperties(void) { return rt_unsupported(801, "cudaMipmappedArrayGetSparseProperties"); }
 int cudaOccupancyAvailableDynamicSMemPerBlock(void);
 int cudaOccupancyAvailableDynamicSMemPerBlock(void) { return rt_unsupported(801, "cudaOccupancyAvailableDynamicSMemPerBlock"); }
-int cudaOccupancyMaxActiveBlocksPerMultiprocessor(void);
-int cudaOccupancyMaxActiveBlocksPerMultiprocessor(void) { return rt_unsupported(801, "cudaOccupancyMaxActiveBlocksPerMultiprocessor"); }
-int cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(void);
-int cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(void) { return rt_unsupported(801, "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags"); }
 int cudaOccupancyMaxActiveClusters(void);
 int cudaOccupancyMaxActiveClusters(void) { return rt_unsupported(801, "cudaOccupancyMaxActiveClusters"); }
 int cudaOccupancyMaxPotentialClusterSize(void);
