@@ -44,6 +44,28 @@ ag_skip() {
   exit 77
 }
 
+# ag_seed_stable NAME [ARGS…] — runs the program without the library under SIM_SEED=1, 2 and 3
+# (each within the runner's time limit): each run must succeed and print the same as the first,
+# which is left in AG_REF and echoed.
+ag_seed_stable() {
+  local prog=$1 out seed
+  shift
+  ag_need "$prog"
+  AG_REF=
+  for seed in 1 2 3; do
+    out=$(SIM_SEED=$seed LD_PRELOAD="$AG_PRELOAD_BASE" timeout "$AG_PROG_TIMEOUT" \
+      "$BUILD/tests/progs/$prog" "$@") ||
+      { printf '%s\n' "$out"; ag_fail "$prog failed under SIM_SEED=$seed"; }
+    if [ $seed = 1 ]; then
+      AG_REF=$out
+      printf '%s\n' "$AG_REF"
+    elif [ "$out" != "$AG_REF" ]; then
+      diff <(printf '%s\n' "$AG_REF") <(printf '%s\n' "$out") >&2
+      ag_fail "$prog: output under SIM_SEED=$seed differs from SIM_SEED=1"
+    fi
+  done
+}
+
 # Skips the case unless the preload library, the simulator and each named program are built.
 ag_need() {
   [ -f "$AG_LIB" ] || ag_skip "skipped: $AG_LIB is not built"

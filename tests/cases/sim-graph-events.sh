@@ -12,19 +12,8 @@
 # host function, which needs a second device thread (the default is 4).
 . "$(dirname "$0")/lib.sh"
 prog=s-graph-events
-ag_need $prog
-ref=
-for seed in 1 2 3; do
-  out=$(SIM_SEED=$seed LD_PRELOAD="$AG_PRELOAD_BASE" timeout "$AG_PROG_TIMEOUT" "$BUILD/tests/progs/$prog") ||
-    { printf '%s\n' "$out"; ag_fail "$prog failed under SIM_SEED=$seed"; }
-  if [ -z "$ref" ]; then
-    ref=$out
-    printf '%s\n' "$ref"
-  elif [ "$out" != "$ref" ]; then
-    diff <(printf '%s\n' "$ref") <(printf '%s\n' "$out") >&2
-    ag_fail "$prog: output under SIM_SEED=$seed differs from SIM_SEED=1"
-  fi
-done
+ag_seed_stable $prog
+ref=$AG_REF
 for kind in built captured; do
   for r in 0 1 2; do
     grep -qE "^$kind round $r: s3-before-gate=yes d=[0-9a-f]{16} check=ok\$" <<<"$ref" ||

@@ -10,19 +10,8 @@
 # is the same under SIM_SEED=1, 2, 3, then the same with the library.
 . "$(dirname "$0")/lib.sh"
 prog=s-occupancy
-ag_need $prog
-ref=
-for seed in 1 2 3; do
-  out=$(SIM_SEED=$seed LD_PRELOAD="$AG_PRELOAD_BASE" timeout "$AG_PROG_TIMEOUT" "$BUILD/tests/progs/$prog") ||
-    { printf '%s\n' "$out"; ag_fail "$prog failed under SIM_SEED=$seed"; }
-  if [ -z "$ref" ]; then
-    ref=$out
-    printf '%s\n' "$ref"
-  elif [ "$out" != "$ref" ]; then
-    diff <(printf '%s\n' "$ref") <(printf '%s\n' "$out") >&2
-    ag_fail "$prog: output under SIM_SEED=$seed differs from SIM_SEED=1"
-  fi
-done
+ag_seed_stable $prog
+ref=$AG_REF
 want() { grep -qxF -- "$1" <<<"$ref" || ag_fail "$prog: expected the line: $1"; }
 want 'sms=132'
 shape() { # THREADS SHMEM PER_SM
