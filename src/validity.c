@@ -112,11 +112,13 @@ int ag__valid_range(const void *p, size_t bytes) {
   uintptr_t a = (uintptr_t)p;
   ag__tls.quiet++;
   if (ag__real.cuPointerGetAttributes) {
-    CUpointer_attribute at[2] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    CUpointer_attribute at[2] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                 CU_POINTER_ATTRIBUTE_RANGE_SIZE};
     void *out[2] = {&base, &size};
     r = ag__real.cuPointerGetAttributes(2, at, out, (CUdeviceptr)a);
   } else if (ag__real.cuPointerGetAttribute) {
-    r = ag__real.cuPointerGetAttribute(&base, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, (CUdeviceptr)a);
+    r = ag__real.cuPointerGetAttribute(&base, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                       (CUdeviceptr)a);
     if (r == CUDA_SUCCESS)
       r = ag__real.cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, (CUdeviceptr)a);
   } else {
@@ -184,7 +186,8 @@ int ag__valid_faulted_slow(const void *ctx) {
   int hit;
   pthread_mutex_lock(&fault_mu);
   hit = ag__valid_nfaulted > AG_FAULTED;
-  for (int i = 0; i < ag__valid_nfaulted && i < AG_FAULTED && !hit; i++) hit = faulted[i].ctx == ctx;
+  for (int i = 0; i < ag__valid_nfaulted && i < AG_FAULTED && !hit; i++)
+    hit = faulted[i].ctx == ctx;
   pthread_mutex_unlock(&fault_mu);
   return hit;
 }
@@ -205,7 +208,9 @@ static void drop_faults(int (*drop)(int i, const void *arg), const void *arg) {
 }
 
 static int ctx_is(int i, const void *ctx) { return !ctx || faulted[i].ctx == ctx; }
-static int dev_is(int i, const void *dev) { return *(const int *)dev < 0 || faulted[i].dev == *(const int *)dev; }
+static int dev_is(int i, const void *dev) {
+  return *(const int *)dev < 0 || faulted[i].dev == *(const int *)dev;
+}
 
 void ag__valid_ctx_gone(const void *ctx) {
   if (__atomic_load_n(&ag__valid_nfaulted, __ATOMIC_ACQUIRE)) drop_faults(ctx_is, ctx);
