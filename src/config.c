@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -52,6 +53,69 @@ static void bad(void (*warn)(const char *), ag_option_t o, const char *value, co
   snprintf(msg, sizeof msg, "%s=\"%.64s\" is not valid (%s); using the default \"%s\"",
            options[o].name, value, want, options[o].def);
   warn(msg);
+}
+
+/* ---- output paths ----------------------------------------------------------------------- */
+
+const char *ag__config_path_ok(const char *tmpl) {
+  for (const char *c = tmpl; *c; c++)
+    if (*c == '%' && !strchr("prh%", *++c))
+      return *c ? "unknown placeholder (%p, %r, %h and %% are known)" : "a lone % at the end";
+  return NULL;
+}
+
+int ag__config_path_names_process(const char *tmpl) {
+  for (const char *c = tmpl; *c; c++)
+    if (*c == '%' && *++c && (*c == 'p' || *c == 'r')) return 1;
+  return 0;
+}
+
+int ag__config_path(const char *tmpl, char *buf, size_t size) {
+  size_t n = 0;
+  for (const char *c = tmpl; *c; c++) {
+    char v[256];
+    const char *add = v;
+    v[0] = *c, v[1] = 0;
+    if (*c == '%' && c[1]) {
+      switch (*++c) {
+      case 'p': snprintf(v, sizeof v, "%ld", (long)getpid()); break;
+      case 'r':
+        if (!(add = getenv("RANK")) || !*add) add = getenv("LOCAL_RANK");
+        if (!add || !*add) add = "0";
+        break;
+      case 'h':
+        if (gethostname(v, sizeof v) != 0) strcpy(v, "localhost");
+        v[sizeof v - 1] = 0;
+        v[strcspn(v, ".")] = 0;
+        break;
+      default: v[0] = *c; break; /* %% */
+      }
+    }
+    size_t k = strlen(add);
+    if (n + k >= size) return -AG_EINVAL;
+    memcpy(buf + n, add, k), n += k;
+  }
+  if (n >= size) return -AG_EINVAL;
+  buf[n] = 0;
+  return 0;
+}
+
+int ag__report_path(const char *tmpl, int launched, char *buf, size_t size) {
+  if (!launched && ag__config_path_names_process(tmpl)) return 0;
+  if (ag__config_path(tmpl, buf, size) == 0) return 1;
+  ag__log(AG_LOG_WARN, "the output path %s is too long once its placeholders are replaced", tmpl);
+  return -1;
+}
+
+/* An output path option: `why` is a reason it is not valid, else it is copied into dst. */
+static void path_option(void (*warn)(const char *), ag_option_t o, const char *v, char *dst,
+                        size_t cap, int *nbad) {
+  const char *why = strlen(v) + sizeof ".tmp" > cap ? "path too long" : ag__config_path_ok(v);
+  if (why) {
+    bad(warn, o, v, why), (*nbad)++;
+    return;
+  }
+  strcpy(dst, v);
 }
 
 /* Parses a decimal integer in [lo, hi]; returns 0 or -AG_EINVAL. */
@@ -111,10 +175,8 @@ int ag__config_parse(ag_config_t *cfg, const char *(*getenv_fn)(const char *name
       cfg->stats_summary = 1;
     else if (!strcmp(v, "0"))
       ; /* explicitly off */
-    else if (strlen(v) >= sizeof cfg->stats_path)
-      bad(warn, AG_OPT_STATS, v, "path too long"), nbad++;
     else
-      strcpy(cfg->stats_path, v);
+      path_option(warn, AG_OPT_STATS, v, cfg->stats_path, sizeof cfg->stats_path, &nbad);
   }
 
   int_option(getenv_fn, warn, AG_OPT_REPEATS, 1, 1000000, &cfg->repeats, &nbad);
@@ -144,10 +206,7 @@ int ag__config_parse(ag_config_t *cfg, const char *(*getenv_fn)(const char *name
 
   v = getenv_fn(options[AG_OPT_DUMP].name);
   if (v && *v) {
-    if (strlen(v) + sizeof ".tmp" > sizeof cfg->dump_path)
-      bad(warn, AG_OPT_DUMP, v, "path too long"), nbad++;
-    else
-      strcpy(cfg->dump_path, v);
+    path_option(warn, AG_OPT_DUMP, v, cfg->dump_path, sizeof cfg->dump_path, &nbad);
   }
   int_option(getenv_fn, warn, AG_OPT_DUMP_INTERVAL, 0, 1000000, &cfg->dump_interval, &nbad);
   int_option(getenv_fn, warn, AG_OPT_DUMP_MAX_SEQ, 0, 1000000, &cfg->dump_max_seq, &nbad);
@@ -165,10 +224,7 @@ int ag__config_parse(ag_config_t *cfg, const char *(*getenv_fn)(const char *name
 
   v = getenv_fn(options[AG_OPT_TRACE].name);
   if (v && *v) {
-    if (strlen(v) + sizeof ".tmp" > sizeof cfg->trace_path)
-      bad(warn, AG_OPT_TRACE, v, "path too long"), nbad++;
-    else
-      strcpy(cfg->trace_path, v);
+    path_option(warn, AG_OPT_TRACE, v, cfg->trace_path, sizeof cfg->trace_path, &nbad);
   }
   int_option(getenv_fn, warn, AG_OPT_TRACE_MAX_EVENTS, 1, 100000000, &cfg->trace_max_events,
              &nbad);

@@ -82,6 +82,27 @@ int ag__config_parse(ag_config_t *cfg, const char *(*getenv_fn)(const char *name
 const char *ag__config_name(ag_option_t o);
 size_t ag__config_value(const ag_config_t *cfg, ag_option_t o, char *buf, size_t size);
 
+/* Output paths (AUTOGRAPH_STATS, AUTOGRAPH_DUMP, AUTOGRAPH_TRACE) may name the process, so that
+ * the processes of one job (torchrun's ranks, its agent, workers) write files of their own:
+ *   %p  the process id (at the time of writing: a forked child writes its own)
+ *   %r  the rank: $RANK, else $LOCAL_RANK, else 0
+ *   %h  the host name (up to its first dot)
+ *   %%  a percent sign
+ * ag__config_path_ok: 0 when `tmpl` is valid (any other % sequence is not), else a reason.
+ * ag__config_path: `tmpl` with its placeholders replaced, into buf (size bytes); returns 0, or
+ * -AG_EINVAL when it does not fit. ag__config_path_names_process: nonzero when it has %p or %r
+ * (each process gets a file of its own). */
+const char *ag__config_path_ok(const char *tmpl);
+int ag__config_path(const char *tmpl, char *buf, size_t size);
+int ag__config_path_names_process(const char *tmpl);
+
+/* Where a report (statistics, dump, trace) of this process goes, into buf: 1 when it is to be
+ * written, 0 when not, -1 when the expanded path does not fit (logged). A process that launched
+ * no kernel (`launched` 0: the torchrun agent, a shell or launcher run preloaded) writes nothing
+ * where the path names the process; elsewhere its writer only creates a missing file and never
+ * replaces a real report. */
+int ag__report_path(const char *tmpl, int launched, char *buf, size_t size);
+
 /* Loads ag__config from the process environment, once. */
 void ag__config_load(void);
 

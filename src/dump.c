@@ -550,17 +550,17 @@ size_t ag__dump_render(ag_seqtab_t *t, double launch_ns, int why, char **out) {
 static pthread_mutex_t writing = PTHREAD_MUTEX_INITIALIZER;
 static int warned;
 
-static void warn_once(const char *what) {
+static void warn_once(const char *path, const char *what) {
   if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) return;
-  ag__log(AG_LOG_WARN, "cannot write the dump to %s: %s", ag__config.dump_path, what);
+  ag__log(AG_LOG_WARN, "cannot write the dump to %s: %s", path, what);
 }
 
 void ag__dump_write(int why) {
   int saved = errno;
   snap_t sn = {.why = why};
-  char tmp[sizeof ag__config.dump_path + 8], *doc = NULL;
+  char path[sizeof ag__config.dump_path + 256], tmp[sizeof path + 8], *doc = NULL;
   size_t n;
-  uint64_t touched = 0;
+  int touched;
 
   if (!ag__dump_armed) return;
   /* One writer at a time; a periodic or signalled dump that finds one running is not needed.
@@ -574,26 +574,25 @@ void ag__dump_write(int why) {
   } else if (pthread_mutex_trylock(&writing)) {
     goto out;
   }
-  /* A process that never made an intercepted call (a shell or launcher run preloaded, a forked
-   * child) does not replace a real dump, as for AUTOGRAPH_STATS. */
-  touched += __atomic_load_n(&ag__stats.launches, __ATOMIC_RELAXED);
-  for (int i = 0; i < AG_FAM_COUNT_; i++)
-    touched += __atomic_load_n(&ag__stats.families[i], __ATOMIC_RELAXED);
-  if (!touched && access(ag__config.dump_path, F_OK) == 0) goto unlock;
+  /* A process that launched no kernel (a shell or launcher run preloaded, a forked child)
+   * does not replace a real dump, as for AUTOGRAPH_STATS (ag__report_path). */
+  touched = __atomic_load_n(&ag__stats.launches, __ATOMIC_RELAXED) != 0;
+  if (ag__report_path(ag__config.dump_path, touched, path, sizeof path) <= 0) goto unlock;
+  if (!touched && access(path, F_OK) == 0) goto unlock;
   ag__engine_snapshot(take, &sn);
   n = sn.oom ? 0 : render(&sn, &doc);
   snap_free(&sn);
   if (!doc) {
-    warn_once("out of memory");
+    warn_once(path, "out of memory");
     goto unlock;
   }
-  snprintf(tmp, sizeof tmp, "%s.tmp", ag__config.dump_path);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0644);
   if (fd < 0 || ag__write_all(fd, doc, n) < 0 || ag__write_all(fd, "\n", 1) < 0) {
-    warn_once(strerror(errno));
+    warn_once(path, strerror(errno));
     if (fd >= 0) close(fd), unlink(tmp);
-  } else if (close(fd) < 0 || rename(tmp, ag__config.dump_path) < 0) {
-    warn_once(strerror(errno));
+  } else if (close(fd) < 0 || rename(tmp, path) < 0) {
+    warn_once(path, strerror(errno));
     unlink(tmp);
   }
   free(doc);

@@ -375,21 +375,22 @@ void ag__stats_report(void) {
       if (n < cap) break;
       cap = n + 1;
     }
-    /* Wrappers such as timeout(1), shells or launchers run preloaded too and often exit after
-     * the CUDA process they started: a process that never made an intercepted call only
-     * creates the file when it is missing, so it cannot overwrite a real report with zeros. */
-    uint64_t touched = load(&ag__stats.launches);
-    for (int i = 0; i < AG_FAM_COUNT_; i++) touched += load(&ag__stats.families[i]);
+    char path[sizeof ag__config.stats_path + 256];
+    int touched = load(&ag__stats.launches) != 0, fd = -1;
+    if (ag__report_path(ag__config.stats_path, touched, path, sizeof path) <= 0) {
+      free(buf);
+      errno = saved;
+      return;
+    }
     int flags = O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | (touched ? O_TRUNC : O_EXCL);
-    int fd = buf ? open(ag__config.stats_path, flags, 0644) : -1;
+    if (buf) fd = open(path, flags, 0644);
     if (fd < 0 && !touched && errno == EEXIST) {
       free(buf);
       errno = saved;
       return;
     }
     if (fd < 0 || ag__write_all(fd, buf, strlen(buf)) < 0 || ag__write_all(fd, "\n", 1) < 0)
-      ag__log(AG_LOG_WARN, "cannot write stats to %s: %s", ag__config.stats_path,
-              strerror(errno));
+      ag__log(AG_LOG_WARN, "cannot write stats to %s: %s", path, strerror(errno));
     if (fd >= 0) close(fd);
     free(buf);
   }

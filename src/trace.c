@@ -507,39 +507,37 @@ int ag__trace_write_fd(int fd) {
   return 0;
 }
 
-static void warn_once(const char *what) {
+static void warn_once(const char *path, const char *what) {
   static int warned;
   if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) return;
-  ag__log(AG_LOG_WARN, "cannot write the trace to %s: %s", ag__config.trace_path, what);
+  ag__log(AG_LOG_WARN, "cannot write the trace to %s: %s", path, what);
 }
 
 void ag__trace_write(void) {
   static int written;
-  int saved = errno, fd, r;
-  uint64_t touched = 0;
-  char tmp[sizeof ag__config.trace_path + 8];
+  int saved = errno, fd, r, touched;
+  char path[sizeof ag__config.trace_path + 256], tmp[sizeof path + 8];
 
   if (!__atomic_load_n(&ag__trace_armed, __ATOMIC_ACQUIRE) || T.child || !T.ev) return;
   if (__atomic_exchange_n(&written, 1, __ATOMIC_ACQ_REL)) return;
-  /* A process that never made an intercepted call (a shell or launcher run preloaded) does not
-   * replace a real trace, as for AUTOGRAPH_STATS. */
-  touched += __atomic_load_n(&ag__stats.launches, __ATOMIC_RELAXED);
-  for (int i = 0; i < AG_FAM_COUNT_; i++)
-    touched += __atomic_load_n(&ag__stats.families[i], __ATOMIC_RELAXED);
-  if (!touched && access(ag__config.trace_path, F_OK) == 0) goto out;
-  snprintf(tmp, sizeof tmp, "%s.tmp", ag__config.trace_path);
+  /* A process that launched no kernel (a shell or launcher run preloaded) does not replace a
+   * real trace, as for AUTOGRAPH_STATS (ag__report_path). */
+  touched = __atomic_load_n(&ag__stats.launches, __ATOMIC_RELAXED) != 0;
+  if (ag__report_path(ag__config.trace_path, touched, path, sizeof path) <= 0) goto out;
+  if (!touched && access(path, F_OK) == 0) goto out;
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
   fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0644);
   if (fd < 0) {
-    warn_once(strerror(errno));
+    warn_once(path, strerror(errno));
     goto out;
   }
   r = ag__trace_write_fd(fd);
   if (r) {
-    warn_once(r == -AG_ENOMEM ? "out of memory" : strerror(errno));
+    warn_once(path, r == -AG_ENOMEM ? "out of memory" : strerror(errno));
     close(fd);
     unlink(tmp);
-  } else if (close(fd) < 0 || rename(tmp, ag__config.trace_path) < 0) {
-    warn_once(strerror(errno));
+  } else if (close(fd) < 0 || rename(tmp, path) < 0) {
+    warn_once(path, strerror(errno));
     unlink(tmp);
   }
 out:

@@ -1,6 +1,9 @@
 /* ag-config — the options table: defaults, every accepted value, and one warning per
  * malformed value with the default kept. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "config.h"
@@ -137,5 +140,42 @@ int main(void) {
   CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 2);
   CHECK_INT(c.fuse, ==, AG_FUSE_OFF);
   CHECK_INT(c.trace_max_events, ==, 1000000);
+  /* Output paths that name the process: placeholders checked when parsed, replaced when a
+   * report is written. */
+  set(NULL, NULL, "/tmp/s-%p-%r-%h-%%.json");
+  CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 0);
+  CHECK_STR(c.stats_path, "/tmp/s-%p-%r-%h-%%.json");
+  CHECK_INT(ag__config_path_names_process(c.stats_path), ==, 1);
+  CHECK_INT(ag__config_path_names_process("/tmp/s-%h-%%p.json"), ==, 0);
+  {
+    char want[512], host[256], got[512];
+    CHECK_INT(gethostname(host, sizeof host), ==, 0);
+    host[sizeof host - 1] = 0;
+    host[strcspn(host, ".")] = 0;
+    setenv("RANK", "3", 1);
+    snprintf(want, sizeof want, "/tmp/s-%ld-3-%s-%%.json", (long)getpid(), host);
+    CHECK_INT(ag__config_path(c.stats_path, got, sizeof got), ==, 0);
+    CHECK_STR(got, want);
+    unsetenv("RANK");
+    setenv("LOCAL_RANK", "5", 1);
+    CHECK_INT(ag__config_path("r%r", got, sizeof got), ==, 0);
+    CHECK_STR(got, "r5");
+    unsetenv("LOCAL_RANK");
+    CHECK_INT(ag__config_path("r%r", got, sizeof got), ==, 0);
+    CHECK_STR(got, "r0");
+    CHECK_INT(ag__config_path("%p%p%p", got, 4), ==, -AG_EINVAL); /* does not fit */
+    /* A process that launched nothing writes nothing where the path names the process. */
+    CHECK_INT(ag__report_path("/tmp/a-%p.json", 0, got, sizeof got), ==, 0);
+    CHECK_INT(ag__report_path("/tmp/a.json", 0, got, sizeof got), ==, 1);
+    CHECK_STR(got, "/tmp/a.json");
+  }
+  set(NULL, NULL, "/tmp/s-%d.json");
+  CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 1);
+  CHECK_STR(c.stats_path, "");
+  CHECK(strstr(last, "unknown placeholder") != NULL);
+  set(NULL, NULL, "/tmp/s-%");
+  CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 1);
+  CHECK(strstr(last, "a lone %") != NULL);
+
   return 0;
 }
