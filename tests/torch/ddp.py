@@ -1,0 +1,48 @@
+"""ddp.py STEPS — DistributedDataParallel over gloo under torchrun, on the device.
+
+Run as `python -m torch.distributed.run --standalone --nproc_per_node=N ddp.py STEPS` under
+tools/torch-sim, with or without libautograph. Every rank trains the same small MLP on its own
+fixed batch (drawn from its rank) with SGD; gloo averages the gradients through the host, so the
+parameters stay identical on every rank. All ranks use device 0 (the simulator has one device;
+gloo does not need one per rank). Each rank prints its final loss and a checksum of the exact
+bits of the parameters (`rank R loss: …`, `rank R checksum: …`, the checksum the same for every
+rank), then leaves the process group before exiting.
+"""
+import hashlib
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+def main():
+    steps = int(sys.argv[1])
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    dev = torch.device("cuda", 0)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                torch.nn.Linear(32, 4)).to(dev)
+    ddp = DistributedDataParallel(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    gen = torch.Generator().manual_seed(1 + rank)
+    x = torch.randn(32, 16, generator=gen).to(dev)
+    y = torch.randn(32, 4, generator=gen).to(dev)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(ddp(x), y)
+        loss.backward()
+        opt.step()
+    params = [p.detach().cpu() for p in model.parameters()]
+    digest = hashlib.sha256(b"".join(p.numpy().tobytes() for p in params)).hexdigest()[:16]
+    print(f"rank {rank} loss: {loss.item()!r}", flush=True)
+    print(f"rank {rank} checksum: {digest}", flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0 if os.environ.get("WORLD_SIZE") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
