@@ -6,8 +6,9 @@ fixed batch (drawn from its rank) with SGD; gloo averages the gradients through 
 parameters stay identical on every rank. All ranks use device 0 (the simulator has one device;
 gloo does not need one per rank). Each rank prints its final loss and a checksum of the exact
 bits of the parameters (`rank R loss: …`, `rank R checksum: …`, the checksum the same for every
-rank), then leaves the process group before exiting.
+rank), then drops its model and leaves the process group before exiting.
 """
+import gc
 import hashlib
 import os
 import sys
@@ -39,6 +40,13 @@ def main():
     digest = hashlib.sha256(b"".join(p.numpy().tobytes() for p in params)).hexdigest()[:16]
     print(f"rank {rank} loss: {loss.item()!r}", flush=True)
     print(f"rank {rank} checksum: {digest}", flush=True)
+    # The process group must be gone before the interpreter finalizes: DistributedDataParallel
+    # holds it, and a gloo worker thread still finishing CUDA work during finalization takes the
+    # GIL, which makes CPython end the thread with pthread_exit, whose unwinding through a
+    # noexcept frame aborts the process ("terminate called without an active exception").
+    torch.cuda.synchronize()
+    del ddp, opt
+    gc.collect()
     dist.barrier()
     dist.destroy_process_group()
     return 0 if os.environ.get("WORLD_SIZE") else 1
