@@ -95,3 +95,10 @@ $(BUILD)/tests/progs12/%: tests/progs/%.cu $(wildcard tests/*.h tests/sim/*.h te
 $(BUILD)/tests/progs12/ptsz: NVCCFLAGS += --default-stream per-thread
 $(BUILD)/tests/progs12/k-fuse: NVCCFLAGS += --extended-lambda
 endif
+
+# What of PyTorch the simulator runs (tests/torch/coverage.py, docs/pytorch-on-the-simulator.md):
+# the wheel's kernel families with and without a twin, and the catalogue of operations in
+# float32, float16 and bfloat16 against the CPU. Needs `tools/setup --torch`.
+.PHONY: torch-coverage
+torch-coverage: all $(BUILD)/autograph-inspect
+	BUILD=$(BUILD) tools/torch-sim python tests/torch/coverage.py
