@@ -805,6 +805,9 @@ static void graph_op_fini(drv_op_t *op) {
   if (!--g->users && g->orphan) drv_graph_free(g);
 }
 
+/* The completion counters of event record nodes (drv_lock). */
+static drv_stream_t *node_counters;
+
 static CUresult graph_launch(int ptds, CUgraphExec e, CUstream h) {
   DRV_FAIL("cuGraphLaunch", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   CUresult r = exec_check(e);
@@ -844,8 +847,15 @@ static CUresult graph_launch(int ptds, CUgraphExec e, CUstream h) {
       run->nodes[i].wait = (drv_dep_t){n->u.ev->s, n->u.ev->seq};
       run->nodes[i].vwait = n->u.ev->vtime;
     } else if (n->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD && !n->rec) {
-      if (!(n->rec = calloc(1, sizeof *n->rec))) r = CUDA_ERROR_OUT_OF_MEMORY;
-      else n->rec->kind = DRV_STREAM_NODE;
+      if (!(n->rec = calloc(1, sizeof *n->rec))) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+      } else {
+        n->rec->kind = DRV_STREAM_NODE;
+        /* Kept on a list of their own (never freed: events may name them for ever), so that
+         * they stay reachable, as destroyed streams do on theirs. */
+        n->rec->next_all = node_counters;
+        node_counters = n->rec;
+      }
     }
   }
   /* After the exec's previous launch, wherever it went. */
