@@ -58,15 +58,20 @@ static void bad(void (*warn)(const char *), ag_option_t o, const char *value, co
 /* ---- output paths ----------------------------------------------------------------------- */
 
 const char *ag__config_path_ok(const char *tmpl) {
+  /* strchr finds the terminator too: a lone % at the end is tested for first, so that the
+   * loop never steps past the end of the string. */
   for (const char *c = tmpl; *c; c++)
-    if (*c == '%' && !strchr("prh%", *++c))
+    if (*c == '%' && (!*++c || !strchr("prh%", *c)))
       return *c ? "unknown placeholder (%p, %r, %h and %% are known)" : "a lone % at the end";
   return NULL;
 }
 
 int ag__config_path_names_process(const char *tmpl) {
-  for (const char *c = tmpl; *c; c++)
-    if (*c == '%' && *++c && (*c == 'p' || *c == 'r')) return 1;
+  for (const char *c = tmpl; *c; c++) {
+    if (*c != '%') continue;
+    if (!*++c) break; /* a lone % at the end */
+    if (*c == 'p' || *c == 'r') return 1;
+  }
   return 0;
 }
 
