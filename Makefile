@@ -45,6 +45,8 @@ include tests/build.mk
 # Optional fragments: benchmarks, tools (inspector, launcher, install), sanitizer and analysis
 # targets.
 -include tests/bench/build.mk tools/build.mk tests/check.mk tests/fuzz/build.mk examples/build.mk
+# The NVTX recording tool the NVTX test loads.
+-include tests/nvtx/build.mk
 # Differential testing: generated programs, their plugins, `make difftest`.
 -include tests/difftest/build.mk
 

@@ -18,7 +18,7 @@
 ag_config_t ag__config = {.log_level = AG_LOG_WARN, .repeats = 1, .min_seq = 2, .max_seq = 256,
                           .max_graphs = 512, .max_graph_mb = 2048,
                           .dump_max_seq = 1000, .trace_max_events = 1000000,
-                          .hold_us = 1000, .chunk_us = 30};
+                          .hold_us = 1000, .chunk_us = 30, .nvtx = 1};
 
 typedef struct ag_option_desc {
   const char *name;
@@ -43,6 +43,7 @@ static const ag_option_desc_t options[AG_OPT_COUNT_] = {
     [AG_OPT_TRACE_MAX_EVENTS] = {"AUTOGRAPH_TRACE_MAX_EVENTS", "1000000"},
     [AG_OPT_HOLD_US] = {"AUTOGRAPH_HOLD_US", "1000"},
     [AG_OPT_CHUNK_US] = {"AUTOGRAPH_CHUNK_US", "30"},
+    [AG_OPT_NVTX] = {"AUTOGRAPH_NVTX", "1"},
 };
 
 static const char *const fuse_levels[] = {"off", "exact", "all"};
@@ -58,15 +59,20 @@ static void bad(void (*warn)(const char *), ag_option_t o, const char *value, co
 /* ---- output paths ----------------------------------------------------------------------- */
 
 const char *ag__config_path_ok(const char *tmpl) {
+  /* strchr finds the terminator too: a lone % at the end is tested for first, so that the
+   * loop never steps past the end of the string. */
   for (const char *c = tmpl; *c; c++)
-    if (*c == '%' && !strchr("prh%", *++c))
+    if (*c == '%' && (!*++c || !strchr("prh%", *c)))
       return *c ? "unknown placeholder (%p, %r, %h and %% are known)" : "a lone % at the end";
   return NULL;
 }
 
 int ag__config_path_names_process(const char *tmpl) {
-  for (const char *c = tmpl; *c; c++)
-    if (*c == '%' && *++c && (*c == 'p' || *c == 'r')) return 1;
+  for (const char *c = tmpl; *c; c++) {
+    if (*c != '%') continue;
+    if (!*++c) break; /* a lone % at the end */
+    if (*c == 'p' || *c == 'r') return 1;
+  }
   return 0;
 }
 
@@ -233,6 +239,9 @@ int ag__config_parse(ag_config_t *cfg, const char *(*getenv_fn)(const char *name
   int_option(getenv_fn, warn, AG_OPT_HOLD_US, 0, 1000000, &cfg->hold_us, &nbad);
   /* How long a held launch may wait for its chunk (src/segment.h, ag__chunk_plan). */
   int_option(getenv_fn, warn, AG_OPT_CHUNK_US, 0, 1000000, &cfg->chunk_us, &nbad);
+  /* NVTX ranges and marks (src/nvtx.h): on unless turned off, so that a profiler shows what
+   * the library did without being asked; they cost nothing when no tool listens. */
+  int_option(getenv_fn, warn, AG_OPT_NVTX, 0, 1, &cfg->nvtx, &nbad);
   return nbad;
 }
 
@@ -267,6 +276,7 @@ size_t ag__config_value(const ag_config_t *cfg, ag_option_t o, char *buf, size_t
   case AG_OPT_TRACE_MAX_EVENTS: n = snprintf(buf, size, "%d", cfg->trace_max_events); break;
   case AG_OPT_HOLD_US: n = snprintf(buf, size, "%d", cfg->hold_us); break;
   case AG_OPT_CHUNK_US: n = snprintf(buf, size, "%d", cfg->chunk_us); break;
+  case AG_OPT_NVTX: n = snprintf(buf, size, "%d", cfg->nvtx); break;
   default: n = snprintf(buf, size, "%s", ""); break;
   }
   return n < 0 ? 0 : (size_t)n;

@@ -31,6 +31,7 @@ typedef enum ag_option {
   AG_OPT_HOLD_US, /* AUTOGRAPH_HOLD_US: longest a hold outlives its thread's last call, 0: never hold */
   AG_OPT_CHUNK_US, /* AUTOGRAPH_CHUNK_US: most host time a held launch waits for its chunk's
                     * graph launch, 0: a sequence is one graph launched at its end */
+  AG_OPT_NVTX,    /* AUTOGRAPH_NVTX: 0/1, NVTX ranges and marks for a tool that listens */
   AG_OPT_COUNT_
 } ag_option_t;
 
@@ -52,6 +53,7 @@ typedef struct ag_config {
   int trace_max_events;    /* >= 1 */
   int hold_us;             /* microseconds, 0..1000000; 0: nothing is ever held */
   int chunk_us;            /* microseconds, 0..1000000; 0: whole sequences */
+  int nvtx;                /* nonzero: NVTX ranges and marks when a tool listens (src/nvtx.h) */
 } ag_config_t;
 
 /* AUTOGRAPH_FUSE. Each level includes the ones before it.

@@ -405,14 +405,19 @@ static int run_chunk(strm_t *S, ag_seq_t *s, int off, int j, int to, int more) {
   uint64_t updates = 0;
   int from = S->sent;
   ag__graph_chunks(s->graph, &st);
+  int launches = held_launches(S, from, to);
   uint64_t t0 = ag__now_ns();
-  int r = ag__graph_replay_chunk(s->graph, j, S->held + off, from - off - st[j], to - off - st[j],
-                                 S->arena, S->stream, &updates);
+  int r = ag__graph_prepare_chunk(s->graph, j, S->held + off, from - off - st[j],
+                                  to - off - st[j], S->arena, &updates);
+  if (r == 0) {
+    ag__obs_replay_begin(s, launches, to - from - launches, updates);
+    r = ag__graph_launch_chunk(s->graph, j, S->stream);
+    ag__obs_replay_end();
+  }
   uint64_t t1 = ag__now_ns();
   ag__obs_updates(updates);
   s->updates += updates;
   if (r) return r;
-  int launches = held_launches(S, from, to);
   s->replayed += (uint64_t)launches;
   ag__obs_replayed(S->stream, s, launches, to - from - launches,
                    from - off == st[j] && to - off == st[j + 1], more, t0, t1, updates);

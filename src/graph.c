@@ -707,8 +707,8 @@ int ag__graph_can_run(const ag_graph_t *g, int j, int from, int to) {
   return j >= 0 && j < g->nchunks && window(g->c[j], from, to, &a, &b);
 }
 
-int ag__graph_replay_chunk(ag_graph_t *g, int j, const ag_held_t *h, int from, int to,
-                           const uint8_t *arena, void *stream, uint64_t *updates) {
+int ag__graph_prepare_chunk(ag_graph_t *g, int j, const ag_held_t *h, int from, int to,
+                            const uint8_t *arena, uint64_t *updates) {
   chunk_t *c = g->c[j];
   int a, b, r;
   h += g->start[j];
@@ -717,8 +717,14 @@ int ag__graph_replay_chunk(ag_graph_t *g, int j, const ag_held_t *h, int from, i
   /* A whole chunk whose fused node no longer matched was rebuilt without it: more nodes. */
   if (from == 0 && to == c->n) a = 0, b = c->nn;
   if ((c->on_from != a || c->on_to != b) && (r = set_enabled(c, a, b))) return r;
+  return 0;
+}
+
+int ag__graph_launch_chunk(ag_graph_t *g, int j, void *stream) {
+  chunk_t *c = g->c[j];
+  int r;
   if ((r = ag__real.cuGraphLaunch(c->exec, (CUstream)stream))) return r;
-  /* Each fused node that ran is counted per pattern. */
-  count_fused(c, a, b);
+  /* Each fused node that ran (those enabled by the preparation) is counted per pattern. */
+  count_fused(c, c->on_from, c->on_to);
   return 0;
 }

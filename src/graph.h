@@ -76,9 +76,10 @@ int ag__graph_align_chunks(const ag_held_t *h, int n, const uint8_t *arena, int 
 /* The number of chunks; *starts gets their first entries (nchunks + 1 values, the last n). */
 int ag__graph_chunks(const ag_graph_t *g, const int **starts);
 
-/* Runs chunk j for the held run h (from the sequence's first entry): its entries
+/* Prepares chunk j to run for the held run h (from the sequence's first entry): its entries
  * h[start_j + from .. start_j + to). All of them: updates the nodes whose arguments differ
- * (adding their number to *updates) and launches the chunk on `stream`. A part (a step that
+ * (adding their number to *updates); ag__graph_launch_chunk then launches the chunk on a
+ * stream (two steps, so that what a replay updated is known before its launch). A part (a step that
  * ended early, at a call that observes its stream; or a run whose first entries went in the
  * graph of another sequence that begins the same way): the same, with the nodes outside it
  * disabled (cuGraphNodeSetEnabled; a disabled node runs as an empty node). Nodes stay as they
@@ -88,8 +89,11 @@ int ag__graph_chunks(const ag_graph_t *g, const int **starts);
  * a node outside it is an event record or wait (CUDA cannot disable those), or a fused node in
  * it no longer matches (rebuilding it needs the whole chunk). */
 #define AG_GRAPH_NO_PREFIX (-1)
-int ag__graph_replay_chunk(ag_graph_t *g, int j, const ag_held_t *h, int from, int to,
-                           const uint8_t *arena, void *stream, uint64_t *updates);
+int ag__graph_prepare_chunk(ag_graph_t *g, int j, const ag_held_t *h, int from, int to,
+                            const uint8_t *arena, uint64_t *updates);
+/* Launches chunk j, as the last ag__graph_prepare_chunk of it left it, on `stream`. Returns 0 or
+ * the CUDA error. */
+int ag__graph_launch_chunk(ag_graph_t *g, int j, void *stream);
 
 /* Whether entries [from, to) of chunk j can run alone (the conditions above, but for a fused
  * node that no longer matches, which only a replay finds). */

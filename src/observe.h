@@ -7,7 +7,8 @@
  *   log    AUTOGRAPH_LOG lines (src/log.h): by level;
  *   dump   the sequence dump of AUTOGRAPH_DUMP (src/dump.h): when ag__dump_armed;
  *   trace  the timeline of AUTOGRAPH_TRACE, and the runs and cuts of the statistics and the dump
- *          (src/trace.h): when ag__trace_armed.
+ *          (src/trace.h): when ag__trace_armed;
+ *   nvtx   NVTX ranges and marks for a profiler (src/nvtx.h): when ag__nvtx_on (a tool listens).
  * So the path a launch takes reads in one file, and adding an observer, or a decision to one,
  * changes this file and the observer's, never the engine's. (The fused replacements count their
  * own runs, src/graph.c and src/fuse-dnn.c: they are the replacement's, not a decision here.
@@ -30,6 +31,7 @@
 #include "engine.h"
 #include "kinfo.h"
 #include "log.h"
+#include "nvtx.h"
 #include "segment.h"
 #include "stats.h"
 #include "trace.h"
@@ -139,6 +141,8 @@ static inline void ag__obs_submitted(void *stream, int n, int launches, int fb, 
   }
   OBS_INC(ag__stats.passthrough, (uint64_t)launches);
   OBS_INC(ag__stats.fallbacks[fb], (uint64_t)launches);
+  /* Before the trace takes this thread's cause. */
+  if (AG_UNLIKELY(ag__nvtx_on)) ag__nvtx_flushed(launches, fb, ag__trace_flush_cause(fb), cand);
   if (AG_UNLIKELY(ag__trace_armed)) ag__trace_flush(stream, launches, fb, t0, status, cand);
 }
 
@@ -149,11 +153,23 @@ static inline void ag__obs_built(void *stream, const ag_seq_t *s, int n, uint64_
     ag__log(AG_LOG_DEBUG, "sequence %016llx: graph of %d launches built",
             (unsigned long long)s->key.hash, n);
   }
+  if (AG_UNLIKELY(ag__nvtx_on)) ag__nvtx_built(s, status);
   if (AG_UNLIKELY(ag__trace_armed)) ag__trace_build(stream, s, n, t0, status);
 }
 
 /* A replay of s made `updates` node updates, whether or not it then succeeded. */
 static inline void ag__obs_updates(uint64_t updates) { OBS_INC(ag__stats.updates, updates); }
+
+/* The graph launch of a replay of s is about to be made, on this thread, in place of `launches`
+ * held launches and `ops` stream operations, after `updates` node updates; ag__obs_replay_end
+ * follows it, whether it succeeded or not. */
+static inline void ag__obs_replay_begin(const ag_seq_t *s, int launches, int ops,
+                                        uint64_t updates) {
+  if (AG_UNLIKELY(ag__nvtx_on)) ag__nvtx_replay_begin(s, launches, ops, updates);
+}
+static inline void ag__obs_replay_end(void) {
+  if (AG_UNLIKELY(ag__nvtx_on)) ag__nvtx_replay_end();
+}
 
 /* A graph of s ran, from t0 to t1, in place of `launches` held launches and `ops` stream
  * operations; `whole`: all of one of its chunks, else a part of one (the nodes outside it
@@ -181,7 +197,10 @@ static inline void ag__obs_run_passed(int n, int content) {
 /* A run of n entries was counted as an occurrence of its sequence s (`added`: seen for the
  * first time); a demoted sequence's launches passed through for that reason. */
 static inline void ag__obs_counted(const ag_seq_t *s, int n, int added) {
-  if (added) OBS_INC(ag__stats.sequences, 1);
+  if (added) {
+    OBS_INC(ag__stats.sequences, 1);
+    if (AG_UNLIKELY(ag__nvtx_on)) ag__nvtx_learned(s);
+  }
   if (s->state == AG_SEQ_DEMOTED) OBS_INC(ag__stats.fallbacks[AG_FB_DEMOTED], (uint64_t)n);
 }
 
@@ -200,6 +219,7 @@ static inline void ag__obs_demoted(const ag_seq_t *s, const char *why) {
           (unsigned long long)s->key.hash, s->n, why);
   if (ag__dump_armed) ag__dump_demoted(s, why), ag__dump_graph_gone(s, 0);
   if (AG_UNLIKELY(ag__trace_armed)) ag__trace_demote(s, why);
+  if (AG_UNLIKELY(ag__nvtx_on)) ag__nvtx_demoted(s, why);
   OBS_INC(ag__stats.demotions, 1);
 }
 
@@ -208,6 +228,7 @@ static inline void ag__obs_demoted(const ag_seq_t *s, const char *why) {
 static inline void ag__obs_graph_gone(const ag_seq_t *s, int evicted) {
   if (evicted) OBS_INC(ag__stats.evictions, 1);
   else OBS_INC(ag__stats.forgot_graphs, 1);
+  if (evicted && AG_UNLIKELY(ag__nvtx_on)) ag__nvtx_evicted(s);
   if (ag__dump_armed) ag__dump_graph_gone(s, evicted);
   if (AG_UNLIKELY(ag__trace_armed)) ag__trace_evict(s);
 }
@@ -225,6 +246,7 @@ static inline void ag__obs_forgot(size_t kernels, size_t sequences, const char *
 /* The engine starts (configuration loaded): the observers that need it arm themselves. Called
  * once, before any other function here. */
 static inline void ag__obs_init(void) {
+  ag__nvtx_init(); /* first: the trace's hooks give the NVTX flush marks their causes */
   ag__dump_init();
   ag__trace_init();
 }

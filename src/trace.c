@@ -30,6 +30,7 @@
 #include "dump.h"
 #include "json.h"
 #include "log.h"
+#include "nvtx.h"
 #include "stats.h"
 
 int ag__trace_armed;
@@ -108,7 +109,7 @@ void ag__trace_init(void) {
   if (!ag__config.trace_path[0]) {
     /* The runs and cuts of the statistics file and the dump come from the same hooks: arm
      * them without an event buffer (nothing is recorded here, no trace is written). */
-    if (ag__config.stats_path[0] || ag__config.dump_path[0]) {
+    if (ag__config.stats_path[0] || ag__config.dump_path[0] || ag__nvtx_on) {
       T.start = ag__now_ns();
       __atomic_store_n(&ag__trace_armed, 1, __ATOMIC_RELEASE);
     }
@@ -189,21 +190,27 @@ static void seq_args(ev_t *e, const ag_seq_t *s) {
   e->seq = s->id, e->hash = s->key.hash, e->n = (uint32_t)s->n;
 }
 
+const char *ag__trace_flush_cause(int fb) {
+  if (cause) return cause;
+  switch (fb) {
+  case AG_FB_MISMATCH: return "mismatch";
+  case AG_FB_GRAPH_ERROR: return "graph error";
+  /* Every other cut names its cause (an API call, the legacy stream's implicit
+   * synchronisation, more streams than the engine follows, …). */
+  case AG_FB_FLUSHED: return "flushed";
+  default: return fb >= 0 && fb < AG_FB_COUNT_ ? fallback_names[fb] : "unknown";
+  }
+}
+
+const char *ag__trace_fallback_name(int fb) {
+  return fb >= 0 && fb < AG_FB_COUNT_ ? fallback_names[fb] : "unknown";
+}
+
 void ag__trace_flush(void *stream, int n, int fb, uint64_t t0, int status, const ag_seq_t *cand) {
   uint64_t t1 = ag__now_ns();
-  const char *why = cause;
+  const char *why = ag__trace_flush_cause(fb);
   ev_t *e;
   cause = NULL;
-  if (!why) {
-    switch (fb) {
-    case AG_FB_MISMATCH: why = "mismatch"; break;
-    case AG_FB_GRAPH_ERROR: why = "graph error"; break;
-    /* Every other cut names its cause (an API call, the legacy stream's implicit
-     * synchronisation, more streams than the engine follows, …). */
-    case AG_FB_FLUSHED: why = "flushed"; break;
-    default: why = fb >= 0 && fb < AG_FB_COUNT_ ? fallback_names[fb] : "unknown"; break;
-    }
-  }
   if ((e = add(EV_FLUSH, track(stream), t0, t1)) != NULL)
     e->n = (uint32_t)n, e->fb = (uint8_t)fb, e->str = why, e->u = (uint32_t)status;
   held_end(track(stream), n, t1, fb, why);

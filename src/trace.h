@@ -17,8 +17,9 @@
  * process that made no intercepted call only creates the file when it is missing (as for
  * AUTOGRAPH_STATS), and a forked child never writes.
  *
- * The same hooks feed the runs and cuts of the statistics file and the dump (src/stats.h): they
- * are armed, without an event buffer, when AUTOGRAPH_STATS names a file or AUTOGRAPH_DUMP is set.
+ * The same hooks feed the runs and cuts of the statistics file and the dump (src/stats.h), and
+ * the causes of the NVTX flush marks (src/nvtx.h): they are armed, without an event buffer, when
+ * AUTOGRAPH_STATS names a file, AUTOGRAPH_DUMP is set or an NVTX tool listens.
  * When none of the three is set ag__trace_armed is zero and the engine calls none of this.
  */
 #ifndef AG_TRACE_H
@@ -70,6 +71,11 @@ void ag__trace_replay(void *stream, const ag_seq_t *s, int n, uint64_t t0, uint6
 /* The held run on `stream` ends with nothing more to submit (its last entries went in a chunk
  * already): no event. */
 void ag__trace_unhold(void *stream);
+/* The cause the next flush on this thread is attributed to, for fallback reason `fb`: the one
+ * set by ag__trace_cause, else the reason's own name (not taken: the flush still takes it). */
+const char *ag__trace_flush_cause(int fb);
+/* The statistics' key of fallback reason `fb` (enum ag_fallback), e.g. "flushed". */
+const char *ag__trace_fallback_name(int fb);
 /* A run of n launches that was not held ended (`content`: at a content-defined cut). */
 void ag__trace_pass(int n, int content);
 /* s was demoted for `why` (copied: the string need not outlive the call). */

@@ -86,6 +86,8 @@ AUTOGRAPH_MAX_GRAPH_MB 64
 AUTOGRAPH_DENY nccl*,my_kernel
 EOF2
 agx --no-stats -- env >"$d/env.out"; [ "$(envvar AUTOGRAPH_STATS)" = 0 ] || ag_fail "--no-stats"
+agx --no-nvtx -- env >"$d/env.out"; [ "$(envvar AUTOGRAPH_NVTX)" = 0 ] || ag_fail "--no-nvtx"
+agx -- env >"$d/env.out"; [ -z "$(envvar AUTOGRAPH_NVTX)" ] || ag_fail "AUTOGRAPH_NVTX set without --no-nvtx"
 agx --stats -- env >"$d/env.out"; [ "$(envvar AUTOGRAPH_STATS)" = 1 ] || ag_fail "--stats"
 AUTOGRAPH_STATS=/keep.json agx -- env >"$d/env.out"
 [ "$(envvar AUTOGRAPH_STATS)" = /keep.json ] || ag_fail "an inherited AUTOGRAPH_STATS was replaced"
@@ -127,7 +129,7 @@ echo "library found"
 
 # Help documents every option, and claims nothing is unimplemented (--trace is implemented).
 "$ag" --help >"$d/help" || ag_fail "--help exited $?"
-for w in --disable --stats --no-stats --log --dump --trace --repeats --min-seq --max-seq \
+for w in --disable --stats --no-stats --no-nvtx --log --dump --trace --repeats --min-seq --max-seq \
          --max-graphs --max-graph-mb --deny --lib --dry-run AUTOGRAPH_LIB LD_PRELOAD 125 127; do
   grep -q -- "$w" "$d/help" || ag_fail "--help does not mention $w"
 done

@@ -140,6 +140,28 @@ int main(void) {
   CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 2);
   CHECK_INT(c.fuse, ==, AG_FUSE_OFF);
   CHECK_INT(c.trace_max_events, ==, 1000000);
+  /* NVTX: on by default; 0 turns it off, 1 on; anything else warns and keeps it on. */
+  vals[9][0] = vals[10][0] = vals[11][0] = NULL;
+  CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 0);
+  CHECK_INT(c.nvtx, ==, 1);
+  CHECK_STR(ag__config_name(AG_OPT_NVTX), "AUTOGRAPH_NVTX");
+  static const char *const nvtx_ok[][2] = {{"0", "0"}, {"1", "1"}};
+  for (int i = 0; i < 2; i++) {
+    vals[9][0] = "AUTOGRAPH_NVTX", vals[9][1] = nvtx_ok[i][0];
+    CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 0);
+    CHECK_INT(c.nvtx, ==, i);
+    ag__config_value(&c, AG_OPT_NVTX, buf, sizeof buf);
+    CHECK_STR(buf, nvtx_ok[i][1]);
+  }
+  static const char *const nvtx_bad[] = {"2", "-1", "off", "yes", "1x"};
+  for (int i = 0; i < 5; i++) {
+    vals[9][1] = nvtx_bad[i];
+    set(NULL, NULL, NULL);
+    CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 1);
+    CHECK_INT(c.nvtx, ==, 1);
+    CHECK(strstr(last, "AUTOGRAPH_NVTX=") != NULL);
+  }
+  vals[9][0] = NULL;
   /* Output paths that name the process: placeholders checked when parsed, replaced when a
    * report is written. */
   set(NULL, NULL, "/tmp/s-%p-%r-%h-%%.json");
