@@ -34,8 +34,25 @@
 #define CUDNNSIM_FN static __host__ __device__ __forceinline__
 #else
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 #define CUDNNSIM_FN static inline
 #endif
+
+/* Stores one output element. On the CPU, as a relaxed atomic 32-bit store: a device's store to
+ * mapped host memory is one untorn 32-bit write a host may watch while the kernel runs (a host
+ * polling the output with atomic loads, as a program waiting on mapped memory does), and a plain
+ * C store racing with those loads would be undefined (ThreadSanitizer reports it). A relaxed
+ * store compiles to the same instruction as a plain one. */
+CUDNNSIM_FN void cudnnsim_store(float *p, float v) {
+#if defined(__CUDACC__)
+  *p = v;
+#else
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  __atomic_store_n((uint32_t *)(void *)p, bits, __ATOMIC_RELAXED);
+#endif
+}
 
 /* A 4-d tensor: dimensions and element strides. A stride of 0 broadcasts that dimension. */
 typedef struct cudnnsim_t4 {
@@ -162,7 +179,7 @@ CUDNNSIM_FN void cudnnsim_conv_elem(const cudnnsim_conv_t *p, float alpha, float
   int n, k, oh, ow;
   cudnnsim_coords(&p->y, i, &n, &k, &oh, &ow);
   float *yp = y + cudnnsim_off(&p->y, n, k, oh, ow);
-  *yp = cudnnsim_blend(cudnnsim_conv_acc(p, x, f, n, k, oh, ow), alpha, yp, beta);
+  cudnnsim_store(yp, cudnnsim_blend(cudnnsim_conv_acc(p, x, f, n, k, oh, ow), alpha, yp, beta));
 }
 
 CUDNNSIM_FN void cudnnsim_add_elem(const cudnnsim_t4_t *a, const cudnnsim_t4_t *c, float alpha,
