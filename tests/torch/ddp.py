@@ -38,8 +38,10 @@ def main():
         opt.step()
     params = [p.detach().cpu() for p in model.parameters()]
     digest = hashlib.sha256(b"".join(p.numpy().tobytes() for p in params)).hexdigest()[:16]
-    print(f"rank {rank} loss: {loss.item()!r}", flush=True)
-    print(f"rank {rank} checksum: {digest}", flush=True)
+    # One write of both lines: the ranks share the output, and a write of at most PIPE_BUF
+    # bytes is never interleaved with another process's (print may split a line in two).
+    sys.stdout.flush()
+    os.write(1, f"rank {rank} loss: {loss.item()!r}\nrank {rank} checksum: {digest}\n".encode())
     # The process group must be gone before the interpreter finalizes: DistributedDataParallel
     # holds it, and a gloo worker thread still finishing CUDA work during finalization takes the
     # GIL, which makes CPython end the thread with pthread_exit, whose unwinding through a
