@@ -2031,11 +2031,11 @@ static void seq_gone(ag_seq_t *s, void *arg) {
 
 /* Under the lock, after the kernel records went (ids: theirs, sorted; lost: unknown): forgets
  * every sequence and graph naming one of them. Frees ids. */
-static void forget_sequences(size_t n, uint32_t *ids, int lost, const char *why) {
+static void forget_sequences(size_t n, size_t kernels, uint32_t *ids, int lost, const char *why) {
   size_t m = 0;
-  if (n && E.tab) m = ag__seqtab_forget(E.tab, ids, lost ? 0 : n, lost, seq_gone, NULL);
+  if ((n || lost) && E.tab) m = ag__seqtab_forget(E.tab, ids, lost ? 0 : n, lost, seq_gone, NULL);
   free(ids);
-  ag__obs_forgot(n, m, why);
+  ag__obs_forgot(kernels, m, why);
 }
 
 /* Forgets what an ending module (kind 0: `arg` is its handle), fatbin (1: the registered
@@ -2066,7 +2066,21 @@ static void forget(int kind, const void *arg, const char *why) {
   n = kind == 0   ? ag__kinfo_unload(arg, &ids, &lost)
       : kind == 1 ? ag__kinfo_fatbin_gone(arg, &ids, &lost)
                   : ag__kinfo_forget(arg, &ids, &lost);
-  forget_sequences(n, ids, lost, why);
+  size_t kernels = n;
+  if (kind == 2 && !lost) {
+    /* Sequences of stream operations only (memsets, copies, event records and waits) name no
+     * kernel of the context, but their graphs are its objects all the same: every sequence with
+     * an operation goes too (more than needed; relearning is cheap). Their ids are the largest,
+     * so the list stays sorted. */
+    uint32_t *more = realloc(ids, (n + AG_ARRAY_SIZE(op_kinfo)) * sizeof *more);
+    if (more) {
+      ids = more;
+      for (size_t i = 0; i < AG_ARRAY_SIZE(op_kinfo); i++) ids[n++] = op_kinfo[i].id;
+    } else {
+      lost = 1;
+    }
+  }
+  forget_sequences(n, kernels, ids, lost, why);
   if (kind == 2) ag__graph_ctx_gone(((const ag_kforget_t *)arg)->ctx);
   /* Its handles may be reused with other values in force. */
   memset(settings, 0, sizeof settings);

@@ -343,12 +343,16 @@ static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static kept_t *kept;
 static size_t nkept, capkept;
 
+/* Whether a destroy that returned r leaves nothing to destroy: it succeeded, or the object's
+ * context is gone, and the object with it (trying again would name a freed object). */
+static int gone(CUresult r) { return r == CUDA_SUCCESS || r == CUDA_ERROR_CONTEXT_IS_DESTROYED; }
+
 /* Destroys what it can of k; returns 1 when nothing is left. */
 static int destroy(kept_t *k) {
-  if (k->exec && (!ag__real.cuGraphExecDestroy || !ag__real.cuGraphExecDestroy(k->exec)))
+  if (k->exec && (!ag__real.cuGraphExecDestroy || gone(ag__real.cuGraphExecDestroy(k->exec))))
     k->exec = NULL;
   /* An exec does not need the graph it was made from. */
-  if (k->g && (!ag__real.cuGraphDestroy || !ag__real.cuGraphDestroy(k->g))) k->g = NULL;
+  if (k->g && (!ag__real.cuGraphDestroy || gone(ag__real.cuGraphDestroy(k->g)))) k->g = NULL;
   return !k->exec && !k->g;
 }
 
