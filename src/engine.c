@@ -1651,20 +1651,14 @@ static int op_supported(int kind) {
 }
 
 /* The memory type of one side of a copy a memcpy node can reproduce: device memory, or host
- * memory the driver knows (pinned or registered), never managed memory; 0 for anything else
+ * memory the driver knows (pinned or registered), never managed memory, and all `bytes` of it
+ * inside one allocation (else the copy fails, and must fail at the call); 0 for anything else
  * (pageable host memory: an asynchronous copy from it is staged at the call, a node would read
  * it later). */
-static unsigned copy_side(const void *p) {
+static unsigned copy_side(const void *p, size_t bytes) {
   unsigned type = 0;
   int managed = 0;
-  ag__tls.quiet++;
-  CUresult r = ag__real.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                              (CUdeviceptr)(uintptr_t)p);
-  if (r == CUDA_SUCCESS)
-    r = ag__real.cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                       (CUdeviceptr)(uintptr_t)p);
-  ag__tls.quiet--;
-  if (r != CUDA_SUCCESS || managed) return 0;
+  if (!ag__valid_range(p, bytes, &type, &managed) || managed) return 0;
   return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_HOST ? type : 0;
 }
 
@@ -1704,17 +1698,14 @@ int ag__op(ag_op_t *op) {
      * is complete (a copy before any launch is an ordering call). */
     if (!__atomic_load_n(&E.live, __ATOMIC_ACQUIRE) || !op_supported(op->kind))
       return AG_OP_ORDER;
-    unsigned dt = copy_side(op->dst), st = copy_side(op->src);
+    unsigned dt = copy_side(op->dst, op->bytes), st = copy_side(op->src, op->bytes);
     if (!copy_holdable(op->dir, dt, st)) return AG_OP_ORDER;
-    /* Both sides whole inside allocations: else the copy fails, and must fail at the call. */
-    if (!ag__valid_range(op->dst, op->bytes) || !ag__valid_range(op->src, op->bytes))
-      return AG_OP_ORDER;
     bytes.c.dst = (uint64_t)(uintptr_t)op->dst, bytes.c.src = (uint64_t)(uintptr_t)op->src;
     bytes.c.bytes = op->bytes, bytes.c.dtype = dt, bytes.c.stype = st;
   } else if (op->kind == AG_OP_MEMSET) {
     /* A destination the driver does not know, or a size past its allocation: the memset
      * fails, and must fail at the call (the destination is not part of its structure). */
-    if (!__atomic_load_n(&E.live, __ATOMIC_ACQUIRE) || !ag__valid_range(op->dst, op->bytes))
+    if (!__atomic_load_n(&E.live, __ATOMIC_ACQUIRE) || !ag__valid_range(op->dst, op->bytes, NULL, NULL))
       return AG_OP_ORDER;
     bytes.m.dst = (uint64_t)(uintptr_t)op->dst, bytes.m.bytes = op->bytes;
     bytes.m.value = (uint32_t)(unsigned char)op->value, bytes.m.elem = 1;

@@ -105,27 +105,36 @@ const char *ag__valid_launch(ag_kinfo_t *k, const ag_launch_t *l) {
 
 /* ---- memory ------------------------------------------------------------------------------- */
 
-int ag__valid_range(const void *p, size_t bytes) {
+int ag__valid_range(const void *p, size_t bytes, unsigned *type, int *managed) {
   CUdeviceptr base = 0;
   size_t size = 0;
+  unsigned t = 0;
+  int m = 0;
   CUresult r;
   uintptr_t a = (uintptr_t)p;
   ag__tls.quiet++;
   if (ag__real.cuPointerGetAttributes) {
-    CUpointer_attribute at[2] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                 CU_POINTER_ATTRIBUTE_RANGE_SIZE};
-    void *out[2] = {&base, &size};
-    r = ag__real.cuPointerGetAttributes(2, at, out, (CUdeviceptr)a);
+    /* One query for all: an address the driver does not know reads as zeros. */
+    CUpointer_attribute at[4] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                 CU_POINTER_ATTRIBUTE_RANGE_SIZE, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                 CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    void *out[4] = {&base, &size, &t, &m};
+    r = ag__real.cuPointerGetAttributes(type ? 4 : 2, at, out, (CUdeviceptr)a);
   } else if (ag__real.cuPointerGetAttribute) {
     r = ag__real.cuPointerGetAttribute(&base, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
                                        (CUdeviceptr)a);
     if (r == CUDA_SUCCESS)
       r = ag__real.cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, (CUdeviceptr)a);
+    if (r == CUDA_SUCCESS && type)
+      r = ag__real.cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)a);
+    if (r == CUDA_SUCCESS && type)
+      r = ag__real.cuPointerGetAttribute(&m, CU_POINTER_ATTRIBUTE_IS_MANAGED, (CUdeviceptr)a);
   } else {
     r = CUDA_ERROR_NOT_FOUND;
   }
   ag__tls.quiet--;
-  /* An address the driver does not know reads as base 0 and size 0. */
+  if (type) *type = t, *managed = m;
+  /* An address the driver does not know has base 0 and size 0. */
   return r == CUDA_SUCCESS && base && a >= base && bytes <= size && a - base <= size - bytes;
 }
 

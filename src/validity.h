@@ -48,8 +48,10 @@ static inline int ag__valid_plain(const ag_kinfo_t *k, const ag_launch_t *l) {
  * Engine lock held (the driver is called quietly). */
 const char *ag__valid_launch(ag_kinfo_t *k, const ag_launch_t *l);
 
-/* Nonzero when [p, p + bytes) lies in one allocation the driver knows. Any lock. */
-int ag__valid_range(const void *p, size_t bytes);
+/* Nonzero when [p, p + bytes) lies in one allocation the driver knows. With `type` (then
+ * `managed` too) not NULL, the same query also gives the allocation's memory type
+ * (CU_MEMORYTYPE_*, 0 when unknown) and whether it is managed memory. Any lock. */
+int ag__valid_range(const void *p, size_t bytes, unsigned *type, int *managed);
 
 /* A setting that may change a launch's validity succeeded with a new value: limits read before
  * are stale. */
