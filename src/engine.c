@@ -351,7 +351,7 @@ static int submit_held(strm_t *S, int n, int reason) {
   }
   ag__tls.quiet--;
   ag__ctx_leave(pushed);
-  ag__valid_status(r);
+  ag__valid_status(r, S->ctx); /* the helper thread submits with no context of its own */
   if (r && first >= 0 && !__atomic_load_n(&ag__pending_err, __ATOMIC_RELAXED)) {
     pending_owner = S->held[a + first].owner;
     __atomic_store_n(&ag__pending_err, r, __ATOMIC_RELEASE);
@@ -467,7 +467,7 @@ static void learn_pace(const strm_t *S, ag_seq_t *s, int n) {
 static void graph_failed(strm_t *S, ag_seq_t *s, int n, int r) {
   char why[64];
   snprintf(why, sizeof why, "graph path failed (CUDA error %d)", r);
-  ag__valid_status(r);
+  ag__valid_status(r, S->ctx);
   demote(s, why);
   submit_held(S, n, AG_FB_GRAPH_ERROR);
 }
@@ -1599,7 +1599,7 @@ pass:
   engine_unlock();
   r = pass(l, sample);
   if (AG_UNLIKELY(r)) {
-    ag__valid_status(r);
+    ag__valid_status(r, NULL);
     if (st == 2) forget_failed(gen);
   }
 out:
@@ -1755,7 +1755,7 @@ out:
 }
 
 int ag__op_done(const ag_op_t *op, int status, int rt) {
-  if (AG_UNLIKELY(status)) ag__valid_status(status), forget_failed(op->gen);
+  if (AG_UNLIKELY(status)) ag__valid_status(status, NULL), forget_failed(op->gen);
   return with_pending(status, rt);
 }
 
@@ -1849,7 +1849,7 @@ int ag__order_leave_status(ag_call_t *call, void *stream, int status, int rt) {
   ag__tls.quiet--;
   if (call && call->family == AG_FAM_DEVICE) ag__tls.ctx = NULL;
   if (ag__tls.quiet) return status;
-  ag__valid_status(status);
+  ag__valid_status(status, NULL);
   if (call && call->family == AG_FAM_CAPTURE) {
     if (strstr(call->name, "BeginCapture")) {
       if (status == 0) __atomic_fetch_add(&unusual, CAPTURE_ONE, __ATOMIC_ACQ_REL);
@@ -1962,7 +1962,7 @@ int ag__setting_leave(int entered, const void *obj, uint64_t what, uint64_t valu
   if (e) e->value = value, e->known = status == 0; /* a failed one: the next one flushes */
   engine_unlock();
   __atomic_fetch_sub(&unusual, 1, __ATOMIC_ACQ_REL);
-  ag__valid_status(status);
+  ag__valid_status(status, NULL);
   return with_pending(status, rt);
 }
 

@@ -168,13 +168,17 @@ static int is_fault(int e) {
   return 0;
 }
 
-void ag__valid_status(int status) {
+void ag__valid_status(int status, const void *ctx) {
   if (AG_LIKELY(!status) || !is_fault(status)) return;
-  CUcontext c = NULL;
+  CUcontext c = (CUcontext)(uintptr_t)ctx;
   CUdevice d = -1;
   ag__tls.quiet++;
-  if (ag__real.cuCtxGetCurrent) ag__real.cuCtxGetCurrent(&c);
-  if (c && ag__real.cuCtxGetDevice && ag__real.cuCtxGetDevice(&d) != CUDA_SUCCESS) d = -1;
+  if (!c && ag__real.cuCtxGetCurrent) ag__real.cuCtxGetCurrent(&c);
+  /* Its device: asked with the context current (pushed when it is not). */
+  int pushed = c ? ag__ctx_enter(c) : -1;
+  if (pushed < 0 || !ag__real.cuCtxGetDevice || ag__real.cuCtxGetDevice(&d) != CUDA_SUCCESS)
+    d = -1;
+  ag__ctx_leave(pushed);
   ag__tls.quiet--;
   pthread_mutex_lock(&fault_mu);
   int n = ag__valid_nfaulted, known = n > AG_FAULTED;

@@ -57,10 +57,10 @@ int ag__valid_range(const void *p, size_t bytes, unsigned *type, int *managed);
  * are stale. */
 void ag__valid_settings_changed(void);
 
-/* A call returned `status` (a CUresult or cudaError_t: the device faults share their values).
- * When it is a device fault, the calling thread's current context is marked faulted. Cheap when
- * `status` is 0. */
-void ag__valid_status(int status);
+/* A call returned `status` (a CUresult or cudaError_t: the device faults share their values)
+ * in context `ctx` (NULL: the calling thread's current one, for a call the program made). When
+ * it is a device fault, that context is marked faulted. Cheap when `status` is 0. */
+void ag__valid_status(int status, const void *ctx);
 
 /* Nonzero when `ctx` has reported a device fault. One load when none has. */
 int ag__valid_faulted_slow(const void *ctx);
