@@ -108,9 +108,12 @@ int ag__config_path(const char *tmpl, char *buf, size_t size) {
 
 int ag__report_path(const char *tmpl, int launched, char *buf, size_t size) {
   if (!launched && ag__config_path_names_process(tmpl)) return 0;
-  if (ag__config_path(tmpl, buf, size) == 0) return 1;
-  ag__log(AG_LOG_WARN, "the output path %s is too long once its placeholders are replaced", tmpl);
-  return -1;
+  if (ag__config_path(tmpl, buf, size) != 0) {
+    ag__log(AG_LOG_WARN, "the output path %s is too long once its placeholders are replaced",
+            tmpl);
+    return -1;
+  }
+  return launched || access(buf, F_OK) != 0;
 }
 
 /* An output path option: `why` is a reason it is not valid, else it is copied into dst. */

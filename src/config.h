@@ -101,8 +101,8 @@ int ag__config_path_names_process(const char *tmpl);
 /* Where a report (statistics, dump, trace) of this process goes, into buf: 1 when it is to be
  * written, 0 when not, -1 when the expanded path does not fit (logged). A process that launched
  * no kernel (`launched` 0: the torchrun agent, a shell or launcher run preloaded) writes nothing
- * where the path names the process; elsewhere its writer only creates a missing file and never
- * replaces a real report. */
+ * where the path names the process, and elsewhere only where no file exists yet: it never
+ * replaces a real report (a writer that can, creates the file exclusively too, against a race). */
 int ag__report_path(const char *tmpl, int launched, char *buf, size_t size);
 
 /* Loads ag__config from the process environment, once. */

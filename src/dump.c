@@ -578,7 +578,6 @@ void ag__dump_write(int why) {
    * does not replace a real dump, as for AUTOGRAPH_STATS (ag__report_path). */
   touched = __atomic_load_n(&ag__stats.launches, __ATOMIC_RELAXED) != 0;
   if (ag__report_path(ag__config.dump_path, touched, path, sizeof path) <= 0) goto unlock;
-  if (!touched && access(path, F_OK) == 0) goto unlock;
   ag__engine_snapshot(take, &sn);
   n = sn.oom ? 0 : render(&sn, &doc);
   snap_free(&sn);

@@ -531,7 +531,6 @@ void ag__trace_write(void) {
    * real trace, as for AUTOGRAPH_STATS (ag__report_path). */
   touched = __atomic_load_n(&ag__stats.launches, __ATOMIC_RELAXED) != 0;
   if (ag__report_path(ag__config.trace_path, touched, path, sizeof path) <= 0) goto out;
-  if (!touched && access(path, F_OK) == 0) goto out;
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0644);
   if (fd < 0) {

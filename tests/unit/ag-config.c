@@ -186,10 +186,21 @@ int main(void) {
     CHECK_INT(ag__config_path("r%r", got, sizeof got), ==, 0);
     CHECK_STR(got, "r0");
     CHECK_INT(ag__config_path("%p%p%p", got, 4), ==, -AG_EINVAL); /* does not fit */
-    /* A process that launched nothing writes nothing where the path names the process. */
+    /* A process that launched nothing writes nothing where the path names the process, and
+     * elsewhere only where no file exists yet; one that launched writes in any case. */
+    char dir[] = "/tmp/ag-config.XXXXXX", file[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(file, sizeof file, "%s/a.json", dir);
     CHECK_INT(ag__report_path("/tmp/a-%p.json", 0, got, sizeof got), ==, 0);
-    CHECK_INT(ag__report_path("/tmp/a.json", 0, got, sizeof got), ==, 1);
-    CHECK_STR(got, "/tmp/a.json");
+    CHECK_INT(ag__report_path(file, 0, got, sizeof got), ==, 1);
+    CHECK_STR(got, file);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL);
+    fclose(f);
+    CHECK_INT(ag__report_path(file, 0, got, sizeof got), ==, 0);
+    CHECK_INT(ag__report_path(file, 1, got, sizeof got), ==, 1);
+    CHECK_INT(unlink(file), ==, 0);
+    CHECK_INT(rmdir(dir), ==, 0);
   }
   set(NULL, NULL, "/tmp/s-%d.json");
   CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 1);
