@@ -198,7 +198,7 @@ const char *ag__trace_flush_cause(int fb) {
   /* Every other cut names its cause (an API call, the legacy stream's implicit
    * synchronisation, more streams than the engine follows, …). */
   case AG_FB_FLUSHED: return "flushed";
-  default: return fb >= 0 && fb < AG_FB_COUNT_ ? fallback_names[fb] : "unknown";
+  default: return ag__trace_fallback_name(fb);
   }
 }
 
