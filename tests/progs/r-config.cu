@@ -111,6 +111,17 @@ static void status(int it, const char *what, cudaError_t e) {
   printf("iter %d: %s: %s\n", it, what, cudaGetErrorName(e));
 }
 
+/* The status e of a call: when the call is one the driver must refuse, printed (and the thread's
+ * last error cleared, for the checked calls after it); otherwise it must be success. */
+static void outcome(int it, int refused, const char *what, cudaError_t e) {
+  if (!refused) {
+    CHECK_CUDA(e);
+    return;
+  }
+  status(it, what, e);
+  (void)cudaGetLastError();
+}
+
 /* The launches around the one each mode varies: the same every iteration. */
 static void before(int it) {
   PROG_LAUNCH(rc_step, GRID, BLOCK, 0, s, x, 69069u, (unsigned)it, n);
@@ -139,8 +150,7 @@ static void mode_gridyz(void) {
     rc_rows<<<dim3(GRID, it % 4 == 3 ? 65536 : 1), BLOCK, 0, s>>>(x, 3u, 1u, n);
     cudaError_t e = cudaGetLastError();
     PROG_RT();
-    if (it % 4 == 3) status(it, "grid.y 65536", e);
-    else CHECK_CUDA(e);
+    outcome(it, it % 4 == 3, "grid.y 65536", e);
     after();
     report(it);
   }
@@ -188,12 +198,7 @@ static void mode_cluster(void) {
     cfg.numAttrs = 1;
     cudaError_t e = cudaLaunchKernelExC(&cfg, (const void *)rc_step, args);
     PROG_RT();
-    if (it % 4 == 3) {
-      status(it, "cluster 2, grid 3", e);
-      (void)cudaGetLastError();
-    } else {
-      CHECK_CUDA(e);
-    }
+    outcome(it, it % 4 == 3, "cluster 2, grid 3", e);
     after();
     report(it);
   }
@@ -208,8 +213,7 @@ static void mode_smem(void) {
     rc_big<<<GRID, BLOCK, 96 << 10, s>>>(x, 3u, 1u, n);
     cudaError_t e = cudaGetLastError();
     PROG_RT();
-    if (it >= ITERS / 2) status(it, "96 KiB above a 64 KiB limit", e);
-    else CHECK_CUDA(e);
+    outcome(it, it >= ITERS / 2, "96 KiB above a 64 KiB limit", e);
     after();
     report(it);
   }
@@ -229,12 +233,7 @@ static void mode_memset(void) {
     if (it % 8 == 7) dst = freed, what = "memset of freed memory";
     else if (it % 4 == 3) dst = y + 3 * N / 4, what = "memset past the end";
     cudaError_t e = cudaMemsetAsync(dst, it & 0xff, N / 2 * sizeof *y, s);
-    if (what) {
-      status(it, what, e);
-      (void)cudaGetLastError();
-    } else {
-      CHECK_CUDA(e);
-    }
+    outcome(it, what != NULL, what, e);
     after();
     report(it);
   }
