@@ -218,6 +218,14 @@ static cudnnStatus_t fall_back(const char *what, cudnnStatus_t st) {
   return run_originals();
 }
 
+/* Nothing is held any more (under mu): the hook that makes launches and ordering calls submit
+ * first is cleared, and so is the bound the helper thread would submit it at. */
+static void nothing_held(void) {
+  H.state = ST_NONE;
+  __atomic_fetch_and(&ag__hooks, ~AG_HOOK_FDNN, __ATOMIC_RELEASE);
+  ag__hold_other(0);
+}
+
 /* Submits what is held, in the held context, as cuDNN calls (under mu). The conv + bias form
  * runs as one fused call when cuDNN allows it. Returns the first error of the held calls. */
 static cudnnStatus_t submit_locked(void) {
@@ -243,9 +251,7 @@ static cudnnStatus_t submit_locked(void) {
   ag__ctx_leave(pushed);
   ag__tls.lib = lib0;
   ag__tls.lib_call = call0;
-  H.state = ST_NONE;
-  __atomic_fetch_and(&ag__hooks, ~AG_HOOK_FDNN, __ATOMIC_RELEASE);
-  ag__hold_other(0);
+  nothing_held();
   return st;
 }
 
@@ -362,9 +368,7 @@ cudnnStatus_t ag__fdnn_act(cudnnHandle_t handle, cudnnActivationDescriptor_t act
       d = fall_back("cudnnConvolutionBiasActivationForward", r);
       r = ag__fdnn_real.act(handle, activationDesc, alpha, xDesc, x, beta, yDesc, y);
     }
-    H.state = ST_NONE;
-    __atomic_fetch_and(&ag__hooks, ~AG_HOOK_FDNN, __ATOMIC_RELEASE);
-    ag__hold_other(0);
+    nothing_held();
     pthread_mutex_unlock(&mu);
     return r != CUDNN_STATUS_SUCCESS ? r : d;
   }
@@ -396,8 +400,7 @@ void ag__fdnn_reset(void) {
   memset(learned, 0, sizeof learned);
   learned_next = 0;
   identity = NULL;
-  H.state = ST_NONE;
   warned = 0;
-  __atomic_fetch_and(&ag__hooks, ~AG_HOOK_FDNN, __ATOMIC_RELEASE);
+  nothing_held();
   pthread_mutex_unlock(&mu);
 }
