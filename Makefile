@@ -8,6 +8,7 @@
 #   CFLAGS     optimisation and debug flags (default: -O2 -g); warnings and ABI flags are added
 #   PREFIX     install prefix (default: /usr/local); DESTDIR is honoured
 #   BUILD      output folder (default: build)
+#   TEST_JOBS  tests run at once by `make test` (default: the number of CPUs)
 #
 # Targets:
 #   all        build/libautograph.so and the CPU simulator in build/sim/
@@ -23,6 +24,7 @@ NVCC      ?= $(CUDA_HOME)/bin/nvcc
 PREFIX    ?= /usr/local
 BUILD     ?= build
 CFLAGS    ?= -O2 -g
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
 # Flags every C file gets, whatever CFLAGS says.
 AG_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wstrict-prototypes -fPIC \
@@ -53,7 +55,7 @@ include tests/build.mk
 all: $(AG_ALL)
 
 test: all $(AG_TEST_ALL)
-	BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) tests/run-tests
+	AG_TEST_JOBS=$(TEST_JOBS) BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) tests/run-tests
 
 clean:
 	rm -rf $(BUILD)

@@ -32,8 +32,8 @@
 # says how to add one).
 #
 # Variables: ASAN_BUILD (default build-asan), TSAN_BUILD (default build-tsan), CHECK_BUILD
-# (default build-check, for the generated headers the analysers read), SAN_JOBS (parallel jobs,
-# default: number of CPUs), CPPCHECK, CLANG_TIDY.
+# (default build-check, for the generated headers the analysers read), SAN_JOBS (parallel jobs of
+# the build, and tests run at once; default: number of CPUs), CPPCHECK, CLANG_TIDY.
 
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
@@ -71,7 +71,7 @@ define san-run
 	    $(MAKE) -j$(SAN_JOBS) BUILD=$(1) san-build
 	rm -rf $(1)/san && mkdir -p $(1)/san
 	@status=0; \
-	env $(5) AG_SAN_PRELOAD='$(4)' BUILD=$(1) CUDA_HOME=$(CUDA_HOME) tests/run-tests || status=$$?; \
+	env $(5) AG_SAN_PRELOAD='$(4)' AG_TEST_JOBS=$(SAN_JOBS) BUILD=$(1) CUDA_HOME=$(CUDA_HOME) tests/run-tests || status=$$?; \
 	if [ -n "$$(ls -A $(1)/san)" ]; then \
 	    for f in $(1)/san/*; do echo "==== $$f"; cat "$$f"; done; \
 	    echo "sanitizer reports in $(1)/san (see above)"; status=1; \
