@@ -361,6 +361,13 @@ size_t ag__stats_summary(char *buf, size_t size) {
 void ag__stats_report(void) {
   int saved = errno;
   if (ag__config.stats_summary) {
+    /* A process with nothing to report prints nothing: the launcher sets the summary for the
+     * program and every process it starts, and the helpers a program runs (shells, ldconfig,
+     * compilers) would each add a line of zeros. */
+    if (!load(&ag__stats.launches) && !load(&ag__stats.ordering)) {
+      errno = saved;
+      return;
+    }
     char line[512];
     size_t n = ag__stats_summary(line, sizeof line);
     if (n >= sizeof line) n = sizeof line - 1;
