@@ -10,6 +10,12 @@
 #   make uninstall  removes exactly those files
 # The installed launcher finds the library as ../lib/libautograph.so next to its own folder;
 # when LIBDIR is not PREFIX/lib, the absolute LIBDIR is written into the installed copy.
+#
+# The Python wheel (docs/install.md), with the packaging tools of `tools/setup --wheel`:
+#   make wheel      $(BUILD)/wheelhouse/libautograph-VERSION-py3-none-manylinux_*.whl: pip builds
+#                   the package (pyproject.toml, which runs this make), auditwheel vendors the
+#                   libraries the library links besides glibc (libelf, zstd, zlib) and sets the
+#                   most compatible manylinux tag the build allows (WHEEL_PLAT, default auto)
 
 BINDIR  ?= $(PREFIX)/bin
 LIBDIR  ?= $(PREFIX)/lib
@@ -34,6 +40,19 @@ $(AG_PREDICT): $(AG_PREDICT_OBJS)
 
 $(AG_INSPECT): $(BUILD)/obj/tools/inspect.o $(BUILD)/obj/src/elf.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lelf -lzstd -lstdc++
+
+WHEEL_PY   ?= $(BUILD)/wheel-venv/bin/python
+WHEEL_PLAT ?= auto
+
+.PHONY: wheel
+wheel: $(BUILD)/libautograph.so $(AG_INSPECT) $(AG_PREDICT)
+	@[ -x $(WHEEL_PY) ] || { echo "make wheel: no $(WHEEL_PY); run tools/setup --wheel" >&2; exit 1; }
+	rm -rf $(BUILD)/dist $(BUILD)/wheelhouse
+	BUILD=$(abspath $(BUILD)) $(WHEEL_PY) -m pip wheel -q --disable-pip-version-check --no-deps \
+	    --no-build-isolation -w $(BUILD)/dist .
+	PATH=$(abspath $(dir $(WHEEL_PY))):$$PATH $(WHEEL_PY) -m auditwheel repair --plat $(WHEEL_PLAT) -w $(BUILD)/wheelhouse \
+	    $(BUILD)/dist/libautograph-*.whl
+	@ls $(BUILD)/wheelhouse/*.whl
 
 .PHONY: install uninstall
 install: $(BUILD)/libautograph.so $(AG_INSPECT) $(AG_PREDICT)
