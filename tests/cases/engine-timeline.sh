@@ -13,8 +13,9 @@
 #       of the library's first chunk (a quarter of AUTOGRAPH_CHUNK_US) and one graph launch.
 # A library that holds a whole learned step and submits it as one graph at its end fails both:
 # the GPU then waits for the whole step's host time before it starts. The same run with
-# AUTOGRAPH_CHUNK_US=0 (whole sequences) must fail them in every step: the test tells the two
-# policies apart. Two programs:
+# AUTOGRAPH_CHUNK_US=0 (whole sequences) must fail them in every steady-state step until the
+# library's guard demotes the sequence for it (on a loaded machine it may): the test tells the
+# two policies apart. Two programs:
 #   slow  20 us of host work before each launch, kernels of 18 us: the host is the slower side,
 #         as in most eager training steps. Whatever chunks the library's real-time pace gives
 #         (one launch or several), (a) and (b) hold;

@@ -14,8 +14,11 @@ Checks, and explains with a per-step table when a check fails:
   - in the steady-state steps (from SKIP on) the library leaves the device no idler than the run
     without it (idle_ns), and starts a step's first GPU work no later than the run without it
     plus ALLOWANCE_NS (the host time of the library's first chunk and one graph launch).
-With --expect-worse the last two must fail in every steady-state step (the policy of holding a
-whole learned step, which the test must be able to tell from the library's own).
+With --expect-worse the last two must fail in the first steady-state step and in every one
+until the first that passes (the policy of holding a whole learned step, which the test must be
+able to tell from the library's own). The library's guard may end that policy early: it demotes
+a sequence whose holds keep the GPU waiting longer than they save, sooner when a loaded machine
+stretches the holds, and the steps after it are then as without the library.
 """
 import json
 import sys
@@ -93,10 +96,13 @@ def main():
             bad_steps.add(i)
     n = steps - skip
     if worse:
-        if len(bad_steps) != n:
-            fail(f"holding whole steps should leave the GPU idler in every steady-state step; it "
-                 f"did in {len(bad_steps)} of {n}: the test cannot tell that policy from a good one")
-        print(f"holding whole steps leaves the GPU idler in all {n} steady-state steps, as expected "
+        run = next((i for i in range(skip, steps) if i not in bad_steps), steps) - skip
+        if not run or len(bad_steps) != run:
+            fail(f"holding whole steps should leave the GPU idler in every steady-state step until "
+                 f"the guard ends it; it did in {len(bad_steps)} of {n}, {run} from the first: the "
+                 f"test cannot tell that policy from a good one")
+        ended = " (then the guard demoted it)" if run < n else ""
+        print(f"holding whole steps leaves the GPU idler in {run} of {n} steady-state steps{ended}, as expected "
               f"(step {skip}: idle {lib['steps'][skip]['idle_ns']} against "
               f"{plain['steps'][skip]['idle_ns']}, first GPU work after "
               f"{lib['steps'][skip]['first_op_delay_ns']} against "
