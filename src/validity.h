@@ -37,10 +37,16 @@ extern int ag__valid_nfaulted;
  * generation, and no context has faulted: the common case, tested inline on every launch about
  * to be held. Zero means "ask ag__valid_launch". */
 static inline int ag__valid_plain(const ag_kinfo_t *k, const ag_launch_t *l) {
-  return (l->grid[0] - 1u <= 0x7ffffffeu) & (l->grid[1] - 1u <= 65534u) &
-         (l->grid[2] - 1u <= 65534u) & (k->lim_gen == __atomic_load_n(&ag__valid_gen, __ATOMIC_RELAXED)) &
-         (l->shmem <= k->smem_max) & !k->cluster_req & !ag__lattr_any(l) &
-         !__atomic_load_n(&ag__valid_nfaulted, __ATOMIC_RELAXED);
+  /* Bitwise, not logical, and: no branch per check (each is an int, 0 or 1). */
+  int ok = l->grid[0] - 1u <= 0x7ffffffeu;
+  ok &= l->grid[1] - 1u <= 65534u;
+  ok &= l->grid[2] - 1u <= 65534u;
+  ok &= k->lim_gen == __atomic_load_n(&ag__valid_gen, __ATOMIC_RELAXED);
+  ok &= l->shmem <= k->smem_max;
+  ok &= !k->cluster_req;
+  ok &= !ag__lattr_any(l);
+  ok &= !__atomic_load_n(&ag__valid_nfaulted, __ATOMIC_RELAXED);
+  return ok;
 }
 
 /* Why the driver would refuse launch l of kernel k (a short text for the trace), or NULL when
