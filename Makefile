@@ -30,7 +30,7 @@ TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 AG_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wstrict-prototypes -fPIC \
              -fvisibility=hidden -ftls-model=initial-exec \
              -I$(CUDA_HOME)/include -Isrc -I$(BUILD)/gen
-AG_LIBS   := -ldl -lpthread -lelf -lzstd
+AG_LIBS   := -ldl -lpthread
 
 # nvcc flags for test programs: the shared runtime (so build/sim can stand in for it) and
 # exported host symbols (so the simulator finds each kernel's CPU twin, sim_<name>).

@@ -19,7 +19,7 @@
 #define AG_ETRUNC   4  /* input shorter than its headers say */
 #define AG_ECORRUPT 5  /* input contradicts itself (bad magic, offsets out of range) */
 #define AG_EUNSUP   6  /* well-formed but not supported (unknown compression, format) */
-#define AG_ELIB     7  /* a library the operation needs (libelf, libzstd) failed */
+#define AG_ELIB     7  /* a library the operation needs (libzstd) failed */
 #define AG_ECUDA    8  /* a CUDA call failed */
 #define AG_EBUSY    9  /* refused: the state does not allow it now */
 

@@ -3,9 +3,10 @@
  * Contract (see elf.h): every walk reads only inside the bytes its caller declared readable, or,
  * when the caller passes size 0, inside the extent the image's own headers declare (capped at
  * AG_IMAGE_CAP); every malformed input yields -AG_ETRUNC / -AG_ECORRUPT / -AG_EUNSUP with an
- * offset and a message, never a crash. No state outlives a call except libelf's version, set
- * once, so concurrent walks are safe. Decompression buffers and Elf handles are released on
- * every path.
+ * offset and a message, never a crash. No state outlives a call, so concurrent walks are safe.
+ * Decompression buffers are released on every path. ELF files are read in place through the
+ * bounds-checked view below (no ELF library: every field is copied out with memcpy, every
+ * offset checked against the readable bytes before use).
  *
  * Layouts this file relies on (checked against nvcc 13.0 output and libcublasLt.so.13):
  *   wrapper    u32 magic 0x466243B1, u32 version (1, or 2 with -rdc), u64 data pointer,
@@ -30,7 +31,7 @@
 #define _GNU_SOURCE
 #include "elf.h"
 
-#include <gelf.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -94,21 +95,113 @@ static int fail(walk_t *w, size_t offset, int code, const char *fmt, ...) {
 
 static size_t off_of(const walk_t *w, const uint8_t *p) { return (size_t)(p - w->base); }
 
+/* ---- zstd, loaded when first needed ------------------------------------------------------- */
+
+/* libzstd.so.1 is opened at the first compressed entry instead of being linked: a process that
+ * meets none never loads it, and a wheel built for old glibc need not carry a copy built for a
+ * new one. Without it, compressed images read as -AG_ELIB and their kernels stay unknown (their
+ * launches pass through). The handle is kept for the life of the process. */
+static struct {
+  size_t (*frame_size)(const void *, size_t);
+  unsigned long long (*content_size)(const void *, size_t);
+  ZSTD_DCtx *(*create)(void);
+  size_t (*release)(ZSTD_DCtx *);
+  size_t (*decompress)(ZSTD_DCtx *, void *, size_t, const void *, size_t);
+  unsigned (*is_error)(size_t);
+  const char *(*error_name)(size_t);
+  char why[128]; /* empty when loaded */
+} zstd;
+static pthread_once_t zstd_once = PTHREAD_ONCE_INIT;
+
+static void zstd_load(void) {
+  void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(zstd.why, sizeof zstd.why, "%s", e ? e : "libzstd.so.1 not found");
+    return;
+  }
+  *(void **)&zstd.frame_size = dlsym(h, "ZSTD_findFrameCompressedSize");
+  *(void **)&zstd.content_size = dlsym(h, "ZSTD_getFrameContentSize");
+  *(void **)&zstd.create = dlsym(h, "ZSTD_createDCtx");
+  *(void **)&zstd.release = dlsym(h, "ZSTD_freeDCtx");
+  *(void **)&zstd.decompress = dlsym(h, "ZSTD_decompressDCtx");
+  *(void **)&zstd.is_error = dlsym(h, "ZSTD_isError");
+  *(void **)&zstd.error_name = dlsym(h, "ZSTD_getErrorName");
+  if (!zstd.frame_size || !zstd.content_size || !zstd.create || !zstd.release ||
+      !zstd.decompress || !zstd.is_error || !zstd.error_name)
+    snprintf(zstd.why, sizeof zstd.why, "libzstd.so.1 lacks a function of the decoder");
+}
+
 static void walk_free(walk_t *w) {
-  ZSTD_freeDCtx(w->dctx);
+  if (w->dctx) zstd.release(w->dctx);
   free(w->zbuf);
   free(w->params);
   free(w->info_of);
 }
 
-static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
-static bool elf_ok;
+/* ---- a read-only view of a 64-bit little-endian ELF image -------------------------------- */
 
-static void elf_init(void) { elf_ok = elf_version(EV_CURRENT) != EV_NONE; }
+typedef struct elfv {
+  const uint8_t *p;
+  size_t n;          /* readable bytes */
+  size_t shoff;      /* section header table: shnum entries, all inside [0, n) */
+  size_t shnum;
+  size_t shstrndx;   /* section names; 0 when there is none */
+} elfv_t;
 
-static int need_libelf(walk_t *w) {
-  pthread_once(&elf_once, elf_init);
-  return elf_ok ? 0 : fail(w, 0, -AG_ELIB, "libelf: %s", elf_errmsg(-1));
+/* Opens the view: the identification, the section header table's entry size and place (with
+ * extended numbering: more than 0xff00 sections, or names past it). Returns 0, -AG_ETRUNC
+ * when the header or the table reach past n, -AG_ECORRUPT otherwise; *why says what. */
+static int elfv_open(elfv_t *e, const uint8_t *p, size_t n, const char **why) {
+  Elf64_Ehdr eh;
+  *e = (elfv_t){.p = p, .n = n};
+  *why = "truncated ELF header";
+  if (n < sizeof(eh)) return memcmp(p, ELFMAG, n < SELFMAG ? n : SELFMAG) ? -AG_ECORRUPT : -AG_ETRUNC;
+  memcpy(&eh, p, sizeof(eh));
+  *why = "not a 64-bit little-endian ELF";
+  if (memcmp(p, ELFMAG, SELFMAG) != 0 || p[EI_CLASS] != ELFCLASS64 || p[EI_DATA] != ELFDATA2LSB)
+    return -AG_ECORRUPT;
+  if (!eh.e_shoff) return 0; /* no sections */
+  *why = "bad section header size";
+  if (eh.e_shentsize != sizeof(Elf64_Shdr)) return -AG_ECORRUPT;
+  *why = "section header table past the end";
+  if (eh.e_shoff > n || n - eh.e_shoff < sizeof(Elf64_Shdr)) return -AG_ETRUNC;
+  Elf64_Shdr sh0;
+  memcpy(&sh0, p + eh.e_shoff, sizeof(sh0));
+  size_t shnum = eh.e_shnum ? eh.e_shnum : sh0.sh_size;
+  if ((n - eh.e_shoff) / sizeof(Elf64_Shdr) < shnum) return -AG_ETRUNC;
+  size_t strndx = eh.e_shstrndx == SHN_XINDEX ? sh0.sh_link : eh.e_shstrndx;
+  *why = "section name table index out of range";
+  if (strndx >= shnum && strndx != SHN_UNDEF) return -AG_ECORRUPT;
+  e->shoff = eh.e_shoff, e->shnum = shnum, e->shstrndx = strndx;
+  return 0;
+}
+
+/* Section i's header (i < shnum). */
+static Elf64_Shdr elfv_shdr(const elfv_t *e, size_t i) {
+  Elf64_Shdr sh;
+  memcpy(&sh, e->p + e->shoff + i * sizeof(sh), sizeof(sh));
+  return sh;
+}
+
+/* A section's contents, or NULL when they reach past the readable bytes (*len 0 for none). */
+static const uint8_t *elfv_data(const elfv_t *e, const Elf64_Shdr *sh, size_t *len) {
+  *len = 0;
+  if (sh->sh_type == SHT_NOBITS || sh->sh_type == SHT_NULL) return e->p;
+  if (sh->sh_offset > e->n || sh->sh_size > e->n - sh->sh_offset) return NULL;
+  *len = sh->sh_size;
+  return e->p + sh->sh_offset;
+}
+
+/* The NUL-terminated string at offset off of string table section strsec, or NULL when the
+ * section is not a string table inside the image or the string runs past its end. */
+static const char *elfv_str(const elfv_t *e, size_t strsec, size_t off) {
+  if (!strsec || strsec >= e->shnum) return NULL;
+  Elf64_Shdr sh = elfv_shdr(e, strsec);
+  size_t len;
+  const uint8_t *d = elfv_data(e, &sh, &len);
+  if (!d || sh.sh_type != SHT_STRTAB || off >= len || !memchr(d + off, 0, len - off)) return NULL;
+  return (const char *)d + off;
 }
 
 /* ---- cubins -------------------------------------------------------------------------------- */
@@ -236,21 +329,18 @@ static int parse_nv_info(walk_t *w, const char *name, const uint8_t *d, size_t n
 /* The .nv.info section describing kernel `name` whose code is in section `text`: the one whose
  * sh_info names that section, verified by name; failing that, a search by name. Returns its
  * index, or 0 when there is none. */
-static size_t find_nv_info(Elf *elf, size_t shstrndx, const uint32_t *info_of, size_t shnum,
-                           size_t text, const char *name) {
+static size_t find_nv_info(const elfv_t *e, const uint32_t *info_of, size_t text, const char *name) {
   static const char prefix[] = ".nv.info.";
   size_t plen = sizeof(prefix) - 1;
-  if (text < shnum && info_of[text]) {
-    GElf_Shdr sh;
-    Elf_Scn *s = elf_getscn(elf, info_of[text]);
-    const char *sn = s && gelf_getshdr(s, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+  if (text < e->shnum && info_of[text]) {
+    Elf64_Shdr sh = elfv_shdr(e, info_of[text]);
+    const char *sn = elfv_str(e, e->shstrndx, sh.sh_name);
     if (sn && strncmp(sn, prefix, plen) == 0 && strcmp(sn + plen, name) == 0) return info_of[text];
   }
-  for (size_t i = 1; i < shnum; i++) {
-    GElf_Shdr sh;
-    Elf_Scn *s = elf_getscn(elf, i);
-    if (!s || !gelf_getshdr(s, &sh) || sh.sh_type != SHT_NV_INFO) continue;
-    const char *sn = elf_strptr(elf, shstrndx, sh.sh_name);
+  for (size_t i = 1; i < e->shnum; i++) {
+    Elf64_Shdr sh = elfv_shdr(e, i);
+    if (sh.sh_type != SHT_NV_INFO) continue;
+    const char *sn = elfv_str(e, e->shstrndx, sh.sh_name);
     if (sn && strncmp(sn, prefix, plen) == 0 && strcmp(sn + plen, name) == 0) return i;
   }
   return 0;
@@ -262,76 +352,54 @@ static int walk_cubin(walk_t *w, const uint8_t *p, size_t len, int arch) {
   const char *why;
   size_t ext;
   int rc = cubin_extent(p, len, 0, &ext, &why);
+  elfv_t e;
+  if (!rc) rc = elfv_open(&e, p, ext, &why);
   if (rc) return fail(w, w->at, rc, "cubin: %s", why);
-  rc = need_libelf(w);
-  if (rc) return rc;
-  Elf *elf = elf_memory((char *)(uintptr_t)p, ext);
-  if (!elf) return fail(w, w->at, -AG_ECORRUPT, "cubin: %s", elf_errmsg(-1));
-  size_t shnum, shstrndx;
-  Elf_Scn *symscn = NULL;
-  GElf_Shdr symsh = {0};
-  if (elf_kind(elf) != ELF_K_ELF || elf_getshdrnum(elf, &shnum) ||
-      elf_getshdrstrndx(elf, &shstrndx)) {
-    rc = fail(w, w->at, -AG_ECORRUPT, "cubin: %s", elf_errmsg(-1));
-    goto out;
-  }
+  size_t shnum = e.shnum, symsec = 0;
+  Elf64_Shdr symsh = {0};
   if (shnum > w->icap) {
     uint32_t *ni = realloc(w->info_of, shnum * sizeof(*ni));
-    if (!ni) { rc = fail(w, w->at, -AG_ENOMEM, "out of memory"); goto out; }
+    if (!ni) return fail(w, w->at, -AG_ENOMEM, "out of memory");
     w->info_of = ni;
     w->icap = shnum;
   }
   if (shnum) memset(w->info_of, 0, shnum * sizeof(*w->info_of)); /* info_of is NULL while icap is 0 */
   for (size_t i = 1; i < shnum; i++) {
-    GElf_Shdr sh;
-    Elf_Scn *s = elf_getscn(elf, i);
-    if (!s || !gelf_getshdr(s, &sh)) {
-      rc = fail(w, w->at, -AG_ECORRUPT, "cubin: section %zu: %s", i, elf_errmsg(-1));
-      goto out;
-    }
-    if (sh.sh_type == SHT_SYMTAB && !symscn) { symscn = s; symsh = sh; }
+    Elf64_Shdr sh = elfv_shdr(&e, i);
+    if (sh.sh_type == SHT_SYMTAB && !symsec) symsec = i, symsh = sh;
     else if (sh.sh_type == SHT_NV_INFO && sh.sh_info && sh.sh_info < shnum)
       w->info_of[sh.sh_info] = (uint32_t)i;
   }
-  if (!symscn) goto out; /* no symbols, no kernels */
-  Elf_Data *syms = elf_getdata(symscn, NULL);
-  if (!syms) {
-    rc = fail(w, w->at, -AG_ECORRUPT, "cubin: symbol table: %s", elf_errmsg(-1));
-    goto out;
-  }
-  size_t nsyms = symsh.sh_entsize ? syms->d_size / symsh.sh_entsize : 0;
+  if (!symsec) return 0; /* no symbols, no kernels */
+  size_t symlen;
+  const uint8_t *syms = elfv_data(&e, &symsh, &symlen);
+  if (!syms) return fail(w, w->at, -AG_ECORRUPT, "cubin: symbol table past the end");
+  if (symsh.sh_entsize != sizeof(Elf64_Sym))
+    return fail(w, w->at, -AG_ECORRUPT, "cubin: symbol table entries of %llu bytes, not %zu",
+                (unsigned long long)symsh.sh_entsize, sizeof(Elf64_Sym));
+  size_t nsyms = symlen / sizeof(Elf64_Sym);
   if (!arch) arch = cubin_arch(p);
   for (size_t i = 1; i < nsyms; i++) {
-    GElf_Sym sym;
-    if (!gelf_getsym(syms, (int)i, &sym)) {
-      rc = fail(w, w->at, -AG_ECORRUPT, "cubin: symbol %zu: %s", i, elf_errmsg(-1));
-      goto out;
-    }
-    if (GELF_ST_TYPE(sym.st_info) != STT_FUNC || !(sym.st_other & STO_CUDA_ENTRY) ||
+    Elf64_Sym sym;
+    memcpy(&sym, syms + i * sizeof(sym), sizeof(sym));
+    if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || !(sym.st_other & STO_CUDA_ENTRY) ||
         sym.st_shndx == SHN_UNDEF)
       continue;
-    const char *name = elf_strptr(elf, symsh.sh_link, sym.st_name);
-    if (!name || !*name) {
-      rc = fail(w, w->at, -AG_ECORRUPT, "cubin: kernel symbol %zu has no name", i);
-      goto out;
-    }
+    const char *name = elfv_str(&e, symsh.sh_link, sym.st_name);
+    if (!name || !*name) return fail(w, w->at, -AG_ECORRUPT, "cubin: kernel symbol %zu has no name", i);
     ag_kernel_desc_t k = {.name = name, .arch = arch};
-    size_t info = find_nv_info(elf, shstrndx, w->info_of, shnum, sym.st_shndx, name);
+    size_t info = find_nv_info(&e, w->info_of, sym.st_shndx, name);
     /* Without its .nv.info section a kernel's layout is unknown; reporting it as taking no
      * parameters would make its arguments silently vanish from copies and comparisons. */
-    Elf_Data *d = info ? elf_getdata(elf_getscn(elf, info), NULL) : NULL;
-    if (!d) {
-      rc = fail(w, w->at, -AG_ECORRUPT, "cubin: kernel %s: no readable .nv.info.%s", name, name);
-      goto out;
-    }
-    rc = parse_nv_info(w, name, d->d_buf, d->d_size, &k);
-    if (rc) goto out;
-    rc = w->cb(&k, w->ctx);
-    if (rc) goto out;
+    Elf64_Shdr ish = info ? elfv_shdr(&e, info) : (Elf64_Shdr){0};
+    size_t dlen;
+    const uint8_t *d = info ? elfv_data(&e, &ish, &dlen) : NULL;
+    if (!d) return fail(w, w->at, -AG_ECORRUPT, "cubin: kernel %s: no readable .nv.info.%s", name, name);
+    rc = parse_nv_info(w, name, d, dlen, &k);
+    if (!rc) rc = w->cb(&k, w->ctx);
+    if (rc) return rc;
   }
-out:
-  elf_end(elf);
-  return rc;
+  return 0;
 }
 
 /* ---- fatbin containers --------------------------------------------------------------------- */
@@ -350,11 +418,13 @@ static int zbuf_reserve(walk_t *w, uint64_t want) {
 
 /* Decompresses a zstd entry payload into w->zbuf. Returns 0 or -AG_E…. */
 static int inflate_entry(walk_t *w, const uint8_t *src, size_t n, uint64_t want, size_t *outlen) {
+  pthread_once(&zstd_once, zstd_load);
+  if (zstd.why[0]) return fail(w, w->at, -AG_ELIB, "zstd-compressed image: %s", zstd.why);
   /* The payload is one frame padded to 8 bytes: decompress exactly the frame. */
-  size_t frame = ZSTD_findFrameCompressedSize(src, n);
-  if (ZSTD_isError(frame))
-    return fail(w, w->at, -AG_ECORRUPT, "zstd: %s", ZSTD_getErrorName(frame));
-  unsigned long long csize = ZSTD_getFrameContentSize(src, frame);
+  size_t frame = zstd.frame_size(src, n);
+  if (zstd.is_error(frame))
+    return fail(w, w->at, -AG_ECORRUPT, "zstd: %s", zstd.error_name(frame));
+  unsigned long long csize = zstd.content_size(src, frame);
   if (csize == ZSTD_CONTENTSIZE_ERROR)
     return fail(w, w->at, -AG_ECORRUPT, "zstd: bad frame header");
   if (!want) want = csize;
@@ -364,12 +434,12 @@ static int inflate_entry(walk_t *w, const uint8_t *src, size_t n, uint64_t want,
                 (unsigned long long)want);
   int rc = zbuf_reserve(w, want);
   if (rc) return rc;
-  if (!w->dctx && !(w->dctx = ZSTD_createDCtx()))
+  if (!w->dctx && !(w->dctx = zstd.create()))
     return fail(w, w->at, -AG_ELIB, "zstd: cannot create a context");
-  size_t got = ZSTD_decompressDCtx(w->dctx, w->zbuf, want, src, frame);
-  if (ZSTD_isError(got) || got != want)
+  size_t got = zstd.decompress(w->dctx, w->zbuf, want, src, frame);
+  if (zstd.is_error(got) || got != want)
     return fail(w, w->at, -AG_ECORRUPT, "zstd: %s",
-                ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short output");
+                zstd.is_error(got) ? zstd.error_name(got) : "short output");
   *outlen = got;
   return 0;
 }
@@ -552,27 +622,14 @@ int ag__elf_fatbins(const void *elf, size_t size, ag_kernel_cb cb, void *ctx,
                     ag_image_err_t *err) {
   walk_t w = {.cb = cb, .ctx = ctx, .err = err, .base = elf};
   if (!elf || !size || !cb) return fail(&w, 0, -AG_EINVAL, "no file, no size or no callback");
-  int rc = need_libelf(&w);
-  if (rc) return rc;
-  Elf *e = elf_memory((char *)(uintptr_t)elf, size);
-  size_t shnum, shstrndx;
-  GElf_Ehdr eh;
-  if (!e || elf_kind(e) != ELF_K_ELF) {
-    bool magic = !memcmp(elf, ELFMAG, size < SELFMAG ? size : SELFMAG);
-    rc = magic && size < sizeof(Elf64_Ehdr)
-             ? fail(&w, 0, -AG_ETRUNC, "truncated ELF header")
-             : fail(&w, 0, -AG_ECORRUPT, "not an ELF file");
-    goto out;
-  }
-  if (!gelf_getehdr(e, &eh) || elf_getshdrnum(e, &shnum) || elf_getshdrstrndx(e, &shstrndx)) {
-    rc = fail(&w, 0, -AG_ECORRUPT, "host ELF: %s", elf_errmsg(-1));
-    goto out;
-  }
-  /* libelf quietly drops a section header table that does not fit; for a truncated file that
-   * would read as "no device code", so check the header's own count here. */
-  size_t count = eh.e_shnum ? eh.e_shnum : shnum, entsize = eh.e_shentsize ? eh.e_shentsize : 1;
-  if (eh.e_shoff && (eh.e_shoff > size || (size - eh.e_shoff) / entsize < count)) {
-    rc = fail(&w, eh.e_shoff, -AG_ETRUNC, "host ELF: section header table past the end");
+  elfv_t e;
+  const char *why;
+  int rc = elfv_open(&e, elf, size, &why);
+  if (rc) {
+    rc = rc == -AG_ETRUNC && size < sizeof(Elf64_Ehdr) ? fail(&w, 0, rc, "%s", why)
+         : rc == -AG_ETRUNC ? fail(&w, 0, rc, "host ELF: %s", why)
+         : memcmp(elf, ELFMAG, size < SELFMAG ? size : SELFMAG) ? fail(&w, 0, rc, "not an ELF file")
+                                                                 : fail(&w, 0, rc, "host ELF: %s", why);
     goto out;
   }
   /* __nv_relfatbin holds the relocatable, pre-link copies of the kernels that the device link
@@ -580,16 +637,11 @@ int ag__elf_fatbins(const void *elf, size_t size, ag_kernel_cb cb, void *ctx,
   static const char *const wanted[] = {".nv_fatbin", "__nv_relfatbin"};
   for (size_t pass = 0; pass < AG_ARRAY_SIZE(wanted); pass++) {
     bool found = false;
-    for (size_t i = 1; i < shnum && !rc; i++) {
-      GElf_Shdr sh;
-      Elf_Scn *s = elf_getscn(e, i);
-      if (!s || !gelf_getshdr(s, &sh)) {
-        rc = fail(&w, 0, -AG_ECORRUPT, "host ELF: section %zu: %s", i, elf_errmsg(-1));
-        break;
-      }
-      const char *name = elf_strptr(e, shstrndx, sh.sh_name);
+    for (size_t i = 1; i < e.shnum && !rc; i++) {
+      Elf64_Shdr sh = elfv_shdr(&e, i);
+      const char *name = elfv_str(&e, e.shstrndx, sh.sh_name);
       if (!name) { /* a truncated name table would otherwise read as "no device code" */
-        rc = fail(&w, 0, -AG_ECORRUPT, "host ELF: section %zu: %s", i, elf_errmsg(-1));
+        rc = fail(&w, 0, -AG_ECORRUPT, "host ELF: section %zu: no readable name", i);
         break;
       }
       if (strcmp(name, wanted[pass]) != 0 || sh.sh_type == SHT_NOBITS) continue;
@@ -605,7 +657,6 @@ int ag__elf_fatbins(const void *elf, size_t size, ag_kernel_cb cb, void *ctx,
       rc = fail(&w, 0, -AG_ENOENT, "host ELF has no .nv_fatbin or __nv_relfatbin section");
   }
 out:
-  if (e) elf_end(e);
   walk_free(&w);
   return rc;
 }

@@ -75,9 +75,9 @@ int ag__elf_fatbins(const void *elf, size_t size, ag_kernel_cb cb, void *ctx,
 
 #endif
 
-/* With -Isrc this header shadows the system <elf.h> that <libelf.h>, <gelf.h> and <link.h>
- * include, so it brings the system one in as well, for every includer. It stays outside the
- * guard: when this file is first reached through a quoted include (not through the search
+/* With -Isrc this header shadows the system <elf.h> (which <link.h> includes, and whose ELF
+ * structures elf.c reads), so it brings the system one in as well, for every includer. It stays
+ * outside the guard: when this file is first reached through a quoted include (not through the search
  * path), the lookup starts over, finds it again under -Isrc, and that second pass continues to
  * the system header. Clang warns about the first case, which is intended here. */
 #ifdef __clang__

@@ -127,7 +127,14 @@ static int img_read(img_t *img, const void *image, size_t size) {
   int r = ag__image_kernels(image, size, keep_layout, img, &err);
   if (r < 0) {
     img->failed = 1;
-    ag__log(AG_LOG_DEBUG, "image %p: no layouts (%s)", image, err.msg);
+    /* A missing library (zstd) is the machine's, not the image's: said once, as a warning,
+     * since every launch of such images then passes through. */
+    static int warned;
+    if (r == -AG_ELIB && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+      ag__log(AG_LOG_WARN, "kernels of compressed images unknown, their launches pass through: %s",
+              err.msg);
+    else
+      ag__log(AG_LOG_DEBUG, "image %p: no layouts (%s)", image, err.msg);
   }
   return r < 0 ? r : 0;
 }

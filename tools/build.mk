@@ -12,10 +12,11 @@
 # when LIBDIR is not PREFIX/lib, the absolute LIBDIR is written into the installed copy.
 #
 # The Python wheel (docs/install.md), with the packaging tools of `tools/setup --wheel`:
-#   make wheel      $(BUILD)/wheelhouse/libautograph-VERSION-py3-none-manylinux_*.whl: pip builds
-#                   the package (pyproject.toml, which runs this make), auditwheel vendors the
-#                   libraries the library links besides glibc (libelf, zstd, zlib) and sets the
-#                   most compatible manylinux tag the build allows (WHEEL_PLAT, default auto)
+#   make wheel      $(BUILD)/wheelhouse/libautograph-VERSION-py3-none-manylinux_2_28_x86_64.whl:
+#                   pip builds the package (pyproject.toml, which runs this make) in
+#                   $(BUILD)/wheel-build with WHEEL_CC, by default zig's C compiler (the ziglang
+#                   package) aimed at glibc 2.28, so that the library and the tools use nothing
+#                   newer; auditwheel then checks that and sets the tag (WHEEL_PLAT).
 
 BINDIR  ?= $(PREFIX)/bin
 LIBDIR  ?= $(PREFIX)/lib
@@ -39,19 +40,29 @@ $(AG_PREDICT): $(AG_PREDICT_OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lz $(AG_LIBS) -lm
 
 $(AG_INSPECT): $(BUILD)/obj/tools/inspect.o $(BUILD)/obj/src/elf.o
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lelf -lzstd -lstdc++
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ldl -lpthread -lstdc++
 
-WHEEL_PY   ?= $(BUILD)/wheel-venv/bin/python
-WHEEL_PLAT ?= auto
+WHEEL_PY    ?= $(BUILD)/wheel-venv/bin/python
+WHEEL_PLAT  ?= manylinux_2_28_x86_64
+WHEEL_CC    ?= $(abspath $(WHEEL_PY)) -m ziglang cc -target x86_64-linux-gnu.2.28 -idirafter /usr/include
+WHEEL_BUILD := $(abspath $(BUILD))/wheel-build
+# zig searches no system folder for libraries when it builds for a named glibc: zlib (the
+# predictor's) and libstdc++ (the inspector's demangler) come from where the host compiler finds them.
+WHEEL_LDFLAGS ?= -L$(dir $(shell $(CC) -print-file-name=libz.so))
 
 .PHONY: wheel
-wheel: $(BUILD)/libautograph.so $(AG_INSPECT) $(AG_PREDICT)
+wheel: $(BUILD)/gen/fused.fatbin
 	@[ -x $(WHEEL_PY) ] || { echo "make wheel: no $(WHEEL_PY); run tools/setup --wheel" >&2; exit 1; }
 	rm -rf $(BUILD)/dist $(BUILD)/wheelhouse
-	BUILD=$(abspath $(BUILD)) $(WHEEL_PY) -m pip wheel -q --disable-pip-version-check --no-deps \
-	    --no-build-isolation -w $(BUILD)/dist .
-	PATH=$(abspath $(dir $(WHEEL_PY))):$$PATH $(WHEEL_PY) -m auditwheel repair --plat $(WHEEL_PLAT) -w $(BUILD)/wheelhouse \
-	    $(BUILD)/dist/libautograph-*.whl
+	@# Device code only, the same whichever compiler builds the host side: not compiled twice.
+	mkdir -p $(WHEEL_BUILD)/gen && cp -p $< $(WHEEL_BUILD)/gen/fused.fatbin
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL BUILD=$(WHEEL_BUILD) CC="$(WHEEL_CC)" \
+	    LDFLAGS="$(WHEEL_LDFLAGS)" ZIG_GLOBAL_CACHE_DIR=$(WHEEL_BUILD)/zig-cache \
+	    ZIG_LOCAL_CACHE_DIR=$(WHEEL_BUILD)/zig-cache \
+	    $(WHEEL_PY) -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation \
+	    -w $(BUILD)/dist .
+	PATH=$(abspath $(dir $(WHEEL_PY))):$$PATH $(WHEEL_PY) -m auditwheel repair --plat $(WHEEL_PLAT) --only-plat \
+	    -w $(BUILD)/wheelhouse $(BUILD)/dist/libautograph-*.whl
 	@ls $(BUILD)/wheelhouse/*.whl
 
 .PHONY: install uninstall

@@ -4,7 +4,8 @@
 # crash, and the good files given in the same call are still listed in full.
 #
 # Inputs: hand-made cases (truncated container, cubin and host executable; bad magic; a fatbin
-# wrapper; text; an empty file; a missing file), then every prefix of the small fatbins and cubin
+# wrapper; text; an empty file; a missing file; a compressed fatbin when zstd's decoder cannot be
+# loaded), then every prefix of the small fatbins and cubin
 # of tests/kernels/elf-tiny.cu and a few hundred copies of the compressed fatbin and the cubin
 # with bytes overwritten at random (fixed seed), all in one call each so the test stays fast.
 . "$(dirname "$0")/lib.sh"
@@ -63,6 +64,12 @@ expect_error "$d/text.txt" 'offset 0x0: not a fatbin, cubin or ELF file'
 expect_error "$d/empty" 'empty file'
 expect_error "$d/missing" 'No such file'
 expect_error "$d" 'not a regular file'
+# zstd is loaded when the first compressed image comes: a libzstd.so.1 without the decoder
+# (found first through LD_LIBRARY_PATH) makes the compressed fatbin one clear error.
+mkdir -p "$d/nozstd"
+cc -shared -o "$d/nozstd/libzstd.so.1" -x c /dev/null || ag_fail "cannot build the stand-in libzstd"
+LD_LIBRARY_PATH=$d/nozstd expect_error "$k/elf-tiny.z.fatbin" \
+  'offset 0x[0-9a-f]+: zstd-compressed image: libzstd.so.1 lacks a function of the decoder'
 # The kernels of the first container of two.fatbin are listed before the error.
 "$insp" --count "$d/two.fatbin" 2>/dev/null | grep -q ': 4 kernels' ||
   ag_fail "two.fatbin: the kernels before the bad container were not listed"

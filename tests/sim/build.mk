@@ -22,7 +22,7 @@ $(BUILD)/sim/obj/%.o: %.c
 
 $(BUILD)/sim/libcuda.so.1: $(SIM_DRV) $(SIM_COMMON) $(SIM_ELF) tests/sim/driver/libcuda.map
 	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic-functions -Wl,--version-script=tests/sim/driver/libcuda.map \
-	    -o $@ $(SIM_DRV) $(SIM_COMMON) $(SIM_ELF) $(LDFLAGS) -lelf -lzstd -ldl -lpthread
+	    -o $@ $(SIM_DRV) $(SIM_COMMON) $(SIM_ELF) $(LDFLAGS) -ldl -lpthread
 	ln -sf libcuda.so.1 $(BUILD)/sim/libcuda.so
 
 $(BUILD)/sim/libcudart.so.13: $(SIM_RT) $(SIM_COMMON) tests/sim/runtime/libcudart.map

@@ -10,8 +10,8 @@ Everything but the two commands below is setuptools' own backend, unchanged.
   autograph-predict and autograph-inspect.
 - bdist_wheel tags the wheel py3-none-<platform>: the library has no Python ABI (any Python 3
   can carry it) but is an x86-64 Linux object. It links neither libcudart nor libcuda, so
-  one wheel serves CUDA 12 and 13; `make wheel` then lets auditwheel vendor libelf and zstd and
-  set the manylinux tag (docs/install.md).
+  one wheel serves CUDA 12 and 13; `make wheel` then lets auditwheel vendor zstd and set the
+  manylinux tag (docs/install.md).
 """
 
 import os
