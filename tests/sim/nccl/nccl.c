@@ -178,22 +178,17 @@ struct ncclComm {
   char *mboxes;                /* the mailboxes' data, buf_bytes each */
   atomic_int refs;             /* the handle, plus each launched kernel not yet run */
   atomic_int async_err;
+  long timeout_s;              /* SIM_NCCL_TIMEOUT_S, read at the communicator's creation */
   uint64_t seq;                /* collectives run (device side) */
   atomic_uint_fast64_t kernels, first_wait_ns, max_wait_ns; /* max_wait_ns: after the first */
   int destroyed;
 };
 #define COMM_MAGIC 0xC033u
 
-static long timeout_s(void) {
-  static long t = -1;
-  if (t < 0) t = env_long("SIM_NCCL_TIMEOUT_S", 30, 1, 86400);
-  return t;
-}
-
+/* The settings, read by the thread creating a communicator (twins read the communicator's). */
+static long timeout_s(void) { return env_long("SIM_NCCL_TIMEOUT_S", 30, 1, 86400); }
 static size_t buf_bytes(void) {
-  static long b = -1;
-  if (b < 0) b = env_long("SIM_NCCL_BUFFER_BYTES", 4 << 20, 4096, 1L << 30) & ~7L;
-  return (size_t)b;
+  return (size_t)(env_long("SIM_NCCL_BUFFER_BYTES", 4 << 20, 4096, 1L << 30) & ~7L);
 }
 
 static void comm_unref(struct ncclComm *c) {
@@ -212,7 +207,7 @@ static void comm_unref(struct ncclComm *c) {
  * communicator is marked failed and `what` reported). Returns 0 when cond holds. */
 static int wait_for(struct ncclComm *c, int (*cond)(struct ncclComm *, void *), void *arg,
                     const char *what, uint64_t *waited) {
-  uint64_t t0 = now_ns(), limit = (uint64_t)timeout_s() * 1000000000u;
+  uint64_t t0 = now_ns(), limit = (uint64_t)c->timeout_s * 1000000000u;
   for (unsigned spin = 0;; spin++) {
     if (cond(c, arg)) break;
     if (atomic_load(&c->hdr->aborted)) {
@@ -222,7 +217,7 @@ static int wait_for(struct ncclComm *c, int (*cond)(struct ncclComm *, void *), 
     uint64_t t = now_ns();
     if (t - t0 > limit) {
       fprintf(stderr, "sim nccl: rank %d of %d waited %ld s for its peers in %s: a peer never "
-              "launched its part (the communicator fails)\n", c->rank, c->nranks, timeout_s(), what);
+              "launched its part (the communicator fails)\n", c->rank, c->nranks, c->timeout_s, what);
       atomic_store(&c->async_err, ncclRemoteError);
       atomic_store(&c->hdr->aborted, 1);
       return -1;
@@ -318,7 +313,7 @@ static void reduce(void *out, const char *const *in, int nin, size_t n, uint32_t
   for (size_t i = 0; i < n; i++) {                                                           \
     T acc = 0;                                                                               \
     for (int j = 0; j < nin; j++) {                                                          \
-      T v = LOAD(((const T##_st *)in[j])[i]);                                                \
+      T v = LOAD(((const T##_st *)(const void *)in[j])[i]);                                   \
       if (op == ncclAvg && ISFLOAT) v = (T)(v * (T)(1.0 / nranks));                          \
       if (j == 0) acc = v;                                                                   \
       else if (op == ncclSum || op == ncclAvg) acc = (T)(acc + v);                           \
@@ -454,7 +449,7 @@ static void run_p2p(struct ncclComm *c, const ncclsim_args_t *a, uint64_t *waite
   size_t cap = c->hdr->buf_bytes;
   uint64_t done[NCCLSIM_MAX_P2P] = {0};
   int left = (int)a->np2p, progressed_ever = 0;
-  uint64_t t0 = now_ns(), limit = (uint64_t)timeout_s() * 1000000000u, idle_since = t0;
+  uint64_t t0 = now_ns(), limit = (uint64_t)c->timeout_s * 1000000000u, idle_since = t0;
   for (unsigned spin = 0; left > 0; spin++) {
     int progressed = 0;
     for (uint32_t i = 0; i < a->np2p; i++) {
@@ -504,7 +499,7 @@ static void run_p2p(struct ncclComm *c, const ncclsim_args_t *a, uint64_t *waite
     if (t - idle_since > limit) {
       fprintf(stderr, "sim nccl: rank %d of %d waited %ld s for its peers in SendRecv (%d of %u "
               "sends and receives left): a peer never launched its part (the communicator fails)\n",
-              r, n, timeout_s(), left, a->np2p);
+              r, n, c->timeout_s, left, a->np2p);
       atomic_store(&c->async_err, ncclRemoteError);
       atomic_store(&c->hdr->aborted, 1);
       return;
@@ -597,10 +592,11 @@ static size_t red_index(int coll3, uint32_t op, uint32_t dtype) {
                                  [ncclUint32] = 3, [ncclInt64] = 4, [ncclUint64] = 5,
                                  [ncclFloat16] = 6, [ncclFloat32] = 7, [ncclFloat64] = 8,
                                  [ncclBfloat16] = 9};
+  if (op > ncclAvg || dtype > ncclBfloat16) return 0; /* refused by the callers' checks */
   int fam = op == ncclAvg ? (dtype == ncclFloat16 || dtype == ncclFloat32 ||
                              dtype == ncclFloat64 || dtype == ncclBfloat16 ? 3 : 4)
                           : family[op];
-  return (size_t)((coll3 * 5 + fam) * 10 + type_pos[dtype]);
+  return ((size_t)coll3 * 5 + (size_t)fam) * 10 + (size_t)type_pos[dtype];
 }
 
 /* ---- launching ---- */
@@ -844,6 +840,7 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, const ncclUniqueId *i
   c->nranks = nranks;
   c->dev = (int)dev;
   c->ctx = ctx;
+  c->timeout_s = timeout_s();
   c->hdr = map;
   c->map_bytes = bytes;
   c->mstate = (mbox_t *)((char *)map + HDR_BYTES + n * cap);
@@ -860,8 +857,9 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, const ncclUniqueId *i
   snprintf(what, sizeof what, "ncclCommInitRank (rank %d of %d)", rank, nranks);
   if (wait_for(c, all_joined, NULL, what, NULL)) {
     if (rank == 0) shm_unlink(id->internal);
+    long waited_s = c->timeout_s;
     comm_unref(c);
-    return fail(ncclSystemError, "not every rank joined within %ld s", timeout_s());
+    return fail(ncclSystemError, "not every rank joined within %ld s", waited_s);
   }
   if (rank == 0) shm_unlink(id->internal);
   *out = c;
