@@ -116,3 +116,27 @@ $(BUILD)/sim/libcudart.so.12: $(SIM_RT12) $(SIM_COMMON) tests/sim/runtime12/libc
 
 -include $(shell find $(BUILD)/sim/obj12 -name '*.d' 2>/dev/null)
 endif
+
+# NCCL (tests/sim/nccl): libnccl.so.2 with the real soname, for PyTorch's ProcessGroupNCCL. nccl.c
+# is the library (communicators through shared memory, the kernels' CPU twins), kernels.cu its
+# device code (kernels named as NCCL's, embedded by fatbin.S), unsupported.c the generated stubs
+# of the rest of the real library's exports (from unsupported.list).
+SIM_NCCL := $(patsubst %.c,$(BUILD)/sim/obj/%.o,$(wildcard tests/sim/nccl/*.c)) \
+            $(BUILD)/sim/obj/tests/sim/nccl/fatbin.o
+SIM_NCCL_FATBIN := $(BUILD)/sim/nccl/ncclsim_kernels.fatbin
+SIM_LIBS += $(BUILD)/sim/libnccl.so.2
+AG_ALL   += $(BUILD)/sim/libnccl.so.2
+
+$(SIM_NCCL_FATBIN): tests/sim/nccl/kernels.cu tests/sim/nccl/ncclsim.h
+	@mkdir -p $(dir $@)
+	$(NVCC) -fatbin -Xfatbin -compress-all -Itests/sim \
+	    -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ $<
+
+$(BUILD)/sim/obj/tests/sim/nccl/fatbin.o: tests/sim/nccl/fatbin.S $(SIM_NCCL_FATBIN)
+	@mkdir -p $(dir $@)
+	$(CC) -c -Wa,-I$(BUILD)/sim/nccl -o $@ $<
+
+$(BUILD)/sim/libnccl.so.2: $(SIM_NCCL) tests/sim/nccl/libnccl.map
+	$(CC) -shared -Wl,-soname,libnccl.so.2 -Wl,-Bsymbolic-functions -Wl,--version-script=tests/sim/nccl/libnccl.map \
+	    -o $@ $(SIM_NCCL) $(LDFLAGS) -ldl -lpthread -lm -lrt
+	ln -sf libnccl.so.2 $(BUILD)/sim/libnccl.so

@@ -1,12 +1,15 @@
-"""ddp.py STEPS — DistributedDataParallel over gloo under torchrun, on the device.
+"""ddp.py STEPS [--backend gloo|nccl] — DistributedDataParallel under torchrun, on the device.
 
 Run as `python -m torch.distributed.run --standalone --nproc_per_node=N ddp.py STEPS` under
 tools/torch-sim, with or without libautograph. Every rank trains the same small MLP on its own
-fixed batch (drawn from its rank) with SGD; gloo averages the gradients through the host, so the
-parameters stay identical on every rank. All ranks use device 0 (the simulator has one device;
-gloo does not need one per rank). Each rank prints its final loss and a checksum of the exact
-bits of the parameters (`rank R loss: …`, `rank R checksum: …`, the checksum the same for every
-rank), then drops its model and leaves the process group before exiting.
+fixed batch (drawn from its rank) with SGD; the backend (gloo, the default, through the host;
+nccl on the device) averages the gradients, so the parameters stay identical on every rank.
+As users write it, each rank uses the device of its local rank (`torch.cuda.set_device`):
+under the simulator SIM_DEVICES must give every rank one (gloo also runs with every rank on
+device 0, when there are fewer devices than ranks). Each rank prints its final loss and a
+checksum of the exact bits of the parameters (`rank R loss: …`, `rank R checksum: …`, the
+checksum the same for every rank), then drops its model and leaves the process group before
+exiting.
 """
 import gc
 import hashlib
@@ -20,13 +23,18 @@ from torch.nn.parallel import DistributedDataParallel
 
 def main():
     steps = int(sys.argv[1])
-    dist.init_process_group("gloo")
+    backend = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--backend" else "gloo"
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if backend == "gloo" and local_rank >= torch.cuda.device_count():
+        local_rank = 0
+    torch.cuda.set_device(local_rank)
+    dev = torch.device("cuda", local_rank)
+    dist.init_process_group(backend)
     rank = dist.get_rank()
-    dev = torch.device("cuda", 0)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
                                 torch.nn.Linear(32, 4)).to(dev)
-    ddp = DistributedDataParallel(model)
+    ddp = DistributedDataParallel(model, device_ids=[local_rank])
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     gen = torch.Generator().manual_seed(1 + rank)
     x = torch.randn(32, 16, generator=gen).to(dev)

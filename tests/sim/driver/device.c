@@ -11,10 +11,12 @@
  * thread chooses among the ready streams with a PRNG (seeded by SIM_SEED, else by the clock) so
  * that a missing synchronisation shows up as a wrong result.
  *
- * Legacy default stream semantics are dependencies added at submission: an op on the legacy
- * stream waits for all work submitted before it to blocking streams (those created without
+ * Each context has its own legacy default stream and per-thread default streams; the device
+ * threads serve the streams of every device. Legacy default stream semantics are dependencies
+ * added at submission, within one context: an op on the legacy stream waits for all work
+ * submitted before it to the context's blocking streams (those created without
  * CU_STREAM_NON_BLOCKING, and per-thread default streams), and an op on a blocking stream waits
- * for all legacy work submitted before it.
+ * for all legacy work of its context submitted before it.
  *
  * Destroyed streams and events are marked, never freed, so that a stale handle yields
  * CUDA_ERROR_INVALID_HANDLE rather than a crash and pending dependencies stay valid.
@@ -30,15 +32,20 @@
 #define STREAM_DEAD 0xDEAD57A1u
 #define EVENT_MAGIC 0xE7E47000u
 
-drv_stream_t drv_legacy = {.magic = STREAM_MAGIC, .kind = DRV_STREAM_LEGACY, .id = 1};
+/* Device 0's legacy stream heads the list of all streams; the other devices' are made at start. */
+static drv_stream_t legacy0 = {.magic = STREAM_MAGIC, .kind = DRV_STREAM_LEGACY, .id = 1,
+                               .ctx = &drv_ctxs[0]};
 
-static drv_stream_t *all_streams = &drv_legacy;
+static drv_stream_t *all_streams = &legacy0;
 static unsigned long long next_stream_id = 3;
 static pthread_cond_t work_cond = PTHREAD_COND_INITIALIZER;
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static int start_err;
 static uint64_t rng;
-static __thread drv_stream_t *ptds_stream;
+static __thread drv_stream_t *ptds_stream[DRV_MAX_DEVICES];
+static __thread struct CUctx_st *running_ctx;
+
+struct CUctx_st *drv_running_ctx(void) { return running_ctx ? running_ctx : &drv_ctxs[0]; }
 
 uint64_t drv_now_ns(void) {
   struct timespec t;
@@ -89,7 +96,8 @@ static void *device_main(void *unused) {
     drv_op_t *op = s->head;
     s->running = 1;
     /* After a device fault the context is unusable: queued work completes without running. */
-    int skip = drv_primary.sticky != CUDA_SUCCESS;
+    int skip = s->ctx->sticky != CUDA_SUCCESS;
+    running_ctx = s->ctx;
     pthread_mutex_unlock(&drv_lock);
     if (!skip && op->run) op->run(op);
     uint64_t t = drv_now_ns();
@@ -116,7 +124,19 @@ static void *device_main(void *unused) {
   return NULL;
 }
 
+static drv_stream_t *stream_new(int kind, unsigned flags, int priority);
+
 static void start(void) {
+  drv_ctxs[0].legacy = &legacy0;
+  for (int d = 1; d < drv_ndev; d++) {
+    drv_stream_t *l = stream_new(DRV_STREAM_LEGACY, 0, 0);
+    if (!l) {
+      start_err = ENOMEM;
+      return;
+    }
+    l->ctx = &drv_ctxs[d];
+    drv_ctxs[d].legacy = l;
+  }
   const char *seed = getenv("SIM_SEED");
   rng = seed && *seed ? strtoull(seed, NULL, 0) : drv_now_ns();
   if (rng == 0) rng = 0x9E3779B97F4A7C15ull;
@@ -182,9 +202,10 @@ CUresult drv_submit_locked(drv_stream_t *s, drv_op_t *op) {
   int err = 0;
   /* The modelled clock orders by the same implicit dependencies, whether or not the work they
    * name has already completed for real (drv_op_add_dep drops those). */
+  drv_stream_t *legacy = s->ctx->legacy;
   if (s->kind == DRV_STREAM_LEGACY) {
     for (drv_stream_t *o = all_streams; o; o = o->next_all) {
-      if (!blocking(o)) continue;
+      if (!blocking(o) || o->ctx != s->ctx) continue;
       if (o->cap && !o->cap->invalidated) {
         /* The legacy stream would depend on a capturing blocking stream. */
         drv_capture_invalidate(o->cap);
@@ -195,8 +216,8 @@ CUresult drv_submit_locked(drv_stream_t *s, drv_op_t *op) {
       if (o->vend > op->vready) op->vready = o->vend;
     }
   } else if (blocking(s)) {
-    err |= drv_op_add_dep(op, &drv_legacy, drv_legacy.submitted);
-    if (drv_legacy.vend > op->vready) op->vready = drv_legacy.vend;
+    err |= drv_op_add_dep(op, legacy, legacy->submitted);
+    if (legacy->vend > op->vready) op->vready = legacy->vend;
   }
   if (err) {
     drv_op_free(op);
@@ -244,6 +265,15 @@ void drv_sync_all_locked(void) {
   drv_clock_block_locked(vend);
 }
 
+void drv_sync_ctx_locked(const struct CUctx_st *c) {
+  uint64_t vend = 0;
+  for (drv_stream_t *s = all_streams; s; s = s->next_all)
+    if (s->ctx == c && s->vend > vend) vend = s->vend;
+  for (drv_stream_t *s = all_streams; s; s = s->next_all)
+    if (s->ctx == c) drv_wait_stream_locked(s, s->submitted);
+  drv_clock_block_locked(vend);
+}
+
 /* ---- streams ---- */
 
 static drv_stream_t *stream_new(int kind, unsigned flags, int priority) {
@@ -254,26 +284,29 @@ static drv_stream_t *stream_new(int kind, unsigned flags, int priority) {
   s->flags = flags;
   s->priority = priority;
   s->id = next_stream_id++;
+  s->ctx = drv_ctx_current();
   s->next_all = all_streams->next_all;
   all_streams->next_all = s;
   return s;
 }
 
 CUresult drv_stream(CUstream h, int ptds, drv_stream_t **out) {
-  CUresult r = drv_ctx(NULL);
+  struct CUctx_st *c;
+  CUresult r = drv_ctx(&c);
   if (r) return r;
   if (h == CU_STREAM_LEGACY || (!h && !ptds)) {
-    *out = &drv_legacy;
+    *out = c->legacy;
     return CUDA_SUCCESS;
   }
   if (h == CU_STREAM_PER_THREAD || !h) {
-    if (!ptds_stream) {
+    drv_stream_t **mine = &ptds_stream[c->dev];
+    if (!*mine) {
       pthread_mutex_lock(&drv_lock);
-      ptds_stream = stream_new(DRV_STREAM_PTDS, 0, 0);
+      *mine = stream_new(DRV_STREAM_PTDS, 0, 0);
       pthread_mutex_unlock(&drv_lock);
-      if (!ptds_stream) return CUDA_ERROR_OUT_OF_MEMORY;
+      if (!*mine) return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    *out = ptds_stream;
+    *out = *mine;
     return CUDA_SUCCESS;
   }
   drv_stream_t *s = (drv_stream_t *)h;
@@ -365,7 +398,7 @@ static CUresult stream_get_ctx(int ptds, CUstream h, CUcontext *c) {
   CUresult r = drv_stream(h, ptds, &s);
   if (r) return r;
   if (!c) return CUDA_ERROR_INVALID_VALUE;
-  *c = &drv_primary;
+  *c = s->ctx;
   return CUDA_SUCCESS;
 }
 DRV_BOTH(stream_get_ctx, cuStreamGetCtx, cuStreamGetCtx_ptsz, (CUstream h, CUcontext *c), (h, c))
@@ -376,7 +409,7 @@ static CUresult stream_get_device(int ptds, CUstream h, CUdevice *d) {
   CUresult r = drv_stream(h, ptds, &s);
   if (r) return r;
   if (!d) return CUDA_ERROR_INVALID_VALUE;
-  *d = 0;
+  *d = s->ctx->dev;
   return CUDA_SUCCESS;
 }
 DRV_BOTH(stream_get_device, cuStreamGetDevice, cuStreamGetDevice_ptsz, (CUstream h, CUdevice *d),
@@ -513,6 +546,7 @@ CUresult CUDAAPI cuEventCreate(CUevent *ph, unsigned int flags) {
   if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
   e->magic = EVENT_MAGIC;
   e->flags = flags;
+  e->ctx = drv_ctx_current();
   /* A destroyed event is kept (flagged) so that a later use of its handle is answered with
    * CUDA_ERROR_INVALID_HANDLE instead of reading freed memory; the list keeps such events
    * owned by the context, as a real context owns its resources, rather than leaked. */
@@ -550,6 +584,8 @@ static CUresult event_record(int ptds, CUevent h, CUstream hs, unsigned flags) {
   if (!r) r = drv_stream(hs, ptds, &s);
   if (r) return r;
   if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+  /* An event is recorded only on a stream of its own context. */
+  if (e->ctx != s->ctx) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&drv_lock);
   if (s->cap) {
     r = flags & CU_EVENT_RECORD_EXTERNAL
@@ -630,7 +666,8 @@ CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent hs, CUevent he) {
   if (r) return r;
   if (!ms) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&drv_lock);
-  if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) r = CUDA_ERROR_INVALID_HANDLE;
+  if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING || a->ctx != b->ctx)
+    r = CUDA_ERROR_INVALID_HANDLE;
   else if (!a->recorded || !b->recorded || drv_event_capture(a) || drv_event_capture(b))
     r = CUDA_ERROR_INVALID_HANDLE;
   else if (a->s->done < a->seq || b->s->done < b->seq) r = CUDA_ERROR_NOT_READY;

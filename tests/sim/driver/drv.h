@@ -1,6 +1,7 @@
 /* drv.h — internals shared by the files of the simulated CUDA driver (libcuda.so.1).
  *
- * One device, one primary context. All driver state is guarded by one mutex (drv_lock); the
+ * SIM_DEVICES devices (default 1, at most DRV_MAX_DEVICES), each with its primary context, its
+ * own legacy default stream and its own memory budget. All driver state is guarded by one mutex (drv_lock); the
  * device threads (device.c) run queued operations with the lock released, each op on one
  * thread, and broadcast drv_cond whenever an operation (or a graph's event record node)
  * completes. Internal functions return CUDA_SUCCESS
@@ -25,6 +26,7 @@
 #define DRV_TOTAL_MEM (80ull << 30)
 #define DRV_MAX_SHMEM_DEFAULT (48 * 1024)
 #define DRV_MAX_SHMEM_OPTIN (227 * 1024)
+#define DRV_MAX_DEVICES 16
 
 /* Fault injection at the top of every exported function: the natural error of that API. */
 #define DRV_FAIL(api, err)                                                                  \
@@ -43,8 +45,13 @@ extern pthread_mutex_t drv_lock;
 extern pthread_cond_t drv_cond;
 
 /* ---- init.c: initialisation, device, context ---- */
+struct drv_stream;
 struct CUctx_st {
   uint32_t magic;
+  int dev;                 /* the device ordinal whose primary context this is */
+  struct drv_stream *legacy; /* its legacy default stream */
+  unsigned peers;          /* bit d: peer access to device d's memory enabled */
+  size_t used;             /* device memory allocated on the device (page-rounded) */
   unsigned flags;
   int retained;            /* primary context retain count; active while > 0 */
   CUresult sticky;         /* sticky device fault (simctl_kernel_fault), reported by later calls */
@@ -52,13 +59,22 @@ struct CUctx_st {
   size_t limits[16];
   unsigned gen;            /* bumped each time the context is destroyed (reset, last release) */
 };
-extern struct CUctx_st drv_primary;
+/* The primary contexts of devices 0 … drv_ndev - 1 (drv_ndev from SIM_DEVICES, set by cuInit). */
+extern struct CUctx_st drv_ctxs[DRV_MAX_DEVICES];
+extern int drv_ndev;
 /* CUDA_SUCCESS when cuInit has run and a context is current (*out set), else the API error. */
 CUresult drv_ctx(struct CUctx_st **out);
 CUresult drv_check_init(void);
+/* The context current on the calling thread (even released), or NULL. */
+struct CUctx_st *drv_ctx_current(void);
+/* Nonzero when c is one of the devices' primary contexts. */
+int drv_valid_ctx(const struct CUctx_st *c);
 /* The error an API that reports asynchronous errors returns now: the sticky fault, else a
- * pending non-sticky one (cleared). Takes the lock. */
+ * pending non-sticky one (cleared), of the context current on the thread (device 0's when none
+ * is). Takes the lock. */
 CUresult drv_async_error(void);
+/* The context whose work the calling device thread runs (device 0's on other threads). */
+struct CUctx_st *drv_running_ctx(void);
 
 /* ---- getproc.c ---- */
 CUresult drv_get_proc(const char *symbol, void **pfn, int version, cuuint64_t flags,
@@ -109,6 +125,7 @@ struct drv_stream {
   unsigned long long id;
   uint64_t submitted, done;
   uint64_t vend;           /* modelled end of the latest op submitted (clock.c) */
+  struct CUctx_st *ctx;    /* the context it was created in */
   drv_op_t *head, *tail;
   int running;             /* a device thread is running the head op */
   int destroyed;
@@ -122,6 +139,7 @@ struct drv_stream {
 struct CUevent_st {
   uint32_t magic;
   unsigned flags;
+  struct CUctx_st *ctx;    /* the context it was created in */
   int recorded;            /* cuEventRecord was called at least once */
   drv_stream_t *s;         /* stream and op sequence of the latest record */
   uint64_t seq;
@@ -134,7 +152,6 @@ struct CUevent_st {
   struct CUevent_st *all_next; /* every event ever created: see cuEventCreate */
 };
 
-extern drv_stream_t drv_legacy;
 int drv_device_start(void);
 /* Resolves a stream handle (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a created stream)
  * for the legacy (ptds = 0) or per-thread (ptds = 1) flavour. */
@@ -156,6 +173,8 @@ void drv_wait_all_locked(void);
  * waited for (drv_clock_block_locked). Lock held. */
 void drv_sync_stream_locked(drv_stream_t *s);
 void drv_sync_all_locked(void);
+/* The same for the streams of one context only (its synchronisation, its end). */
+void drv_sync_ctx_locked(const struct CUctx_st *c);
 uint64_t drv_now_ns(void);
 /* Something other than the end of an op completed (a graph's event record node): wakes the
  * threads waiting for completions and the idle device threads (lock held). */
@@ -196,6 +215,7 @@ typedef struct drv_alloc {
   int kind;
   unsigned flags;
   unsigned long long id;
+  int dev;                 /* the device of the context it was made in */
 } drv_alloc_t;
 /* The allocation containing [p, p + n), or NULL (lock held). */
 const drv_alloc_t *drv_mem_find(uintptr_t p, size_t n);
@@ -236,8 +256,8 @@ struct CUfunc_st {
   struct CUfunc_st *pool_next; /* in the pool of freed handles (see module.c) */
 };
 typedef struct CUfunc_st drv_func_t;
-/* The primary context was destroyed (lock not held): its modules go, libraries stay. */
-void drv_modules_ctx_destroyed(void);
+/* A primary context was destroyed (lock not held): its modules go, libraries stay. */
+void drv_modules_ctx_destroyed(const struct CUctx_st *c);
 CUresult drv_func(CUfunction f, drv_func_t **out);
 /* PTX text images (ptx.c): nonzero when `image` is PTX text; walks its kernels as
  * ag__image_kernels walks a cubin's (0, the callback's value, or -AG_E…). */

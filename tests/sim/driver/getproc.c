@@ -58,6 +58,8 @@
   X("cuDeviceGetUuid", 11040, cuDeviceGetUuid_v2)                                       \
   X("cuDeviceGetPCIBusId", 4010, cuDeviceGetPCIBusId)                                   \
   X("cuDeviceCanAccessPeer", 4000, cuDeviceCanAccessPeer)                               \
+  X("cuCtxEnablePeerAccess", 4000, cuCtxEnablePeerAccess)                               \
+  X("cuCtxDisablePeerAccess", 4000, cuCtxDisablePeerAccess)                             \
   X("cuDevicePrimaryCtxRetain", 7000, cuDevicePrimaryCtxRetain)                         \
   X("cuDevicePrimaryCtxRelease", 7000, cuDevicePrimaryCtxRelease)                       \
   X("cuDevicePrimaryCtxRelease", 11000, cuDevicePrimaryCtxRelease_v2)                   \

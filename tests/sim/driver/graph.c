@@ -31,7 +31,8 @@ struct CUgraphExec_st {
   struct CUgraph_st *g;     /* private deep copy */
   struct CUgraph_st *src;   /* the graph it was instantiated from (node identity) */
   unsigned long long flags;
-  unsigned gen;             /* drv_primary.gen when instantiated: the context it belongs to */
+  struct CUctx_st *ctx;     /* the context it was instantiated in, and that context's gen */
+  unsigned gen;             /* then: it belongs to that incarnation of the context */
   drv_stream_t *last_s;     /* stream and sequence of its latest launch, which the next waits */
   uint64_t last_seq;        /* for; last_vend: that launch's modelled end */
   uint64_t last_vend;
@@ -185,7 +186,7 @@ static void to_params(const drv_launch_t *l, CUDA_KERNEL_NODE_PARAMS *p) {
   p->blockDimZ = l->block.z;
   p->sharedMemBytes = l->shmem;
   p->kernelParams = l->argv; /* valid until the node's parameters change */
-  p->ctx = &drv_primary;
+  p->ctx = drv_ctx_current();
 }
 
 CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS *p) {
@@ -262,7 +263,7 @@ CUresult CUDAAPI cuGraphKernelNodeSetParams(CUgraphNode n, const CUDA_KERNEL_NOD
 CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
                                       size_t ndeps, const CUDA_MEMCPY3D *p, CUcontext ctx) {
   DRV_FAIL("cuGraphAddMemcpyNode", CUDA_ERROR_INVALID_VALUE);
-  if (ctx != &drv_primary) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!drv_valid_ctx(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   drv_copy_t c;
   pthread_mutex_lock(&drv_lock);
   CUresult r = drv_copy_from3d(p, &c);
@@ -279,7 +280,7 @@ CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode *out, CUgraph g, const CUgraph
                                       size_t ndeps, const CUDA_MEMSET_NODE_PARAMS *p,
                                       CUcontext ctx) {
   DRV_FAIL("cuGraphAddMemsetNode", CUDA_ERROR_INVALID_VALUE);
-  if (ctx != &drv_primary) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!drv_valid_ctx(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   if (!p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4))
     return CUDA_ERROR_INVALID_VALUE;
   drv_set_t m = {.dst = (char *)p->dst, .pitch = p->pitch ? p->pitch : p->width * p->elementSize,
@@ -436,7 +437,9 @@ CUresult CUDAAPI cuGraphClone(CUgraph *out, CUgraph g) {
 }
 
 static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flags) {
-  CUresult r = graph_check(g);
+  struct CUctx_st *c;
+  CUresult r = drv_ctx(&c);
+  if (!r) r = graph_check(g);
   if (r) return r;
   if (!out) return CUDA_ERROR_INVALID_VALUE;
   if (flags & ~(unsigned long long)(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
@@ -452,8 +455,9 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
   e->magic = EXEC_MAGIC;
   e->src = g;
   e->flags = flags;
+  e->ctx = c;
   pthread_mutex_lock(&drv_lock);
-  e->gen = drv_primary.gen;
+  e->gen = e->ctx->gen;
   pthread_mutex_unlock(&drv_lock);
   *out = e;
   return CUDA_SUCCESS;
@@ -496,7 +500,7 @@ static CUresult exec_check(CUgraphExec e) {
   /* An exec dies with the context it was instantiated in (a real driver's handle would then be
    * dangling; this one stays readable and says so). */
   pthread_mutex_lock(&drv_lock);
-  unsigned gen = drv_primary.gen;
+  unsigned gen = e->ctx->gen;
   pthread_mutex_unlock(&drv_lock);
   return e->gen == gen ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
 }
@@ -563,7 +567,7 @@ CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
   if (r) return r;
   struct CUgraphNode_st *x = exec_node(e, n);
   if (!x || x->type != CU_GRAPH_NODE_TYPE_KERNEL || !p) return CUDA_ERROR_INVALID_VALUE;
-  if (p->ctx && p->ctx != &drv_primary) return CUDA_ERROR_INVALID_VALUE;
+  if (p->ctx && !drv_valid_ctx(p->ctx)) return CUDA_ERROR_INVALID_VALUE;
   if ((r = exec_own(e))) return r;
   return set_kernel(&exec_node(e, n)->u.k, p);
 }
@@ -587,7 +591,7 @@ CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode n,
   if (r) return r;
   struct CUgraphNode_st *x = exec_node(e, n);
   if (!x || x->type != CU_GRAPH_NODE_TYPE_MEMSET || !p) return CUDA_ERROR_INVALID_VALUE;
-  if (ctx != &drv_primary) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!drv_valid_ctx(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   if (p->height != 1 || x->u.m.height != 1 || p->elementSize != x->u.m.elem || !p->width)
     return CUDA_ERROR_INVALID_VALUE;
   drv_set_t m = {.dst = (char *)p->dst, .pitch = p->width * p->elementSize, .width = p->width,
@@ -610,7 +614,7 @@ CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphNode n,
   if (r) return r;
   struct CUgraphNode_st *x = exec_node(e, n);
   if (!x || x->type != CU_GRAPH_NODE_TYPE_MEMCPY || !p) return CUDA_ERROR_INVALID_VALUE;
-  if (ctx != &drv_primary) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!drv_valid_ctx(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   drv_copy_t c;
   pthread_mutex_lock(&drv_lock);
   r = drv_copy_from3d(p, &c);

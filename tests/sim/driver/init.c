@@ -1,15 +1,19 @@
 /* init.c — initialisation, the device, the primary context and error strings.
  *
- * The simulated machine has one device (ordinal 0) of compute capability 9.0 and one context,
- * the device's primary context; cuCtxCreate is not offered. The current context is a per-thread
- * stack (push/pop/set), as in CUDA. Every call before cuInit returns CUDA_ERROR_NOT_INITIALIZED.
- * simctl_kernel_fault() lets a CPU twin report a device fault: the context then carries a sticky
- * CUDA_ERROR_ILLEGAL_ADDRESS that every later call reporting asynchronous errors returns.
+ * The simulated machine has SIM_DEVICES identical devices (default 1, at most 16) of compute
+ * capability 9.0, each with one context, its primary context; cuCtxCreate is not offered. The
+ * current context is a per-thread stack (push/pop/set), as in CUDA. Every call before cuInit
+ * returns CUDA_ERROR_NOT_INITIALIZED. Every pair of distinct devices can access each other's
+ * memory once cuCtxEnablePeerAccess allows it (as on an NVLink machine).
+ * simctl_kernel_fault() lets a CPU twin report a device fault: the context the kernel ran in then
+ * carries a sticky CUDA_ERROR_ILLEGAL_ADDRESS that every later call reporting asynchronous errors
+ * in that context returns.
  */
 #include "drv.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CTX_MAGIC 0xC0417E47u
@@ -17,11 +21,40 @@
 
 pthread_mutex_t drv_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t drv_cond = PTHREAD_COND_INITIALIZER;
-struct CUctx_st drv_primary = {.magic = CTX_MAGIC};
+struct CUctx_st drv_ctxs[DRV_MAX_DEVICES];
+int drv_ndev = 1;
 
 static atomic_int initialized;
+static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
 static __thread CUcontext ctx_stack[CTX_STACK];
 static __thread int ctx_depth;
+
+/* SIM_DEVICES: how many devices the machine has, 1 to DRV_MAX_DEVICES; anything else is
+ * reported once and the machine has one. */
+static void devices_init(void) {
+  const char *e = getenv("SIM_DEVICES");
+  if (e && *e) {
+    char *end;
+    long n = strtol(e, &end, 10);
+    if (*end || n < 1 || n > DRV_MAX_DEVICES)
+      fprintf(stderr, "sim: SIM_DEVICES=%s is not a count from 1 to %d; one device\n", e,
+              DRV_MAX_DEVICES);
+    else
+      drv_ndev = (int)n;
+  }
+  for (int d = 0; d < DRV_MAX_DEVICES; d++) {
+    drv_ctxs[d].magic = CTX_MAGIC;
+    drv_ctxs[d].dev = d;
+  }
+}
+
+int drv_valid_ctx(const struct CUctx_st *c) {
+  return c >= &drv_ctxs[0] && c < &drv_ctxs[drv_ndev];
+}
+
+struct CUctx_st *drv_ctx_current(void) {
+  return ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+}
 
 CUresult drv_check_init(void) {
   return atomic_load(&initialized) ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
@@ -39,25 +72,29 @@ CUresult drv_ctx(struct CUctx_st **out) {
 }
 
 CUresult drv_async_error(void) {
+  struct CUctx_st *c = drv_ctx_current();
+  if (!c) c = &drv_ctxs[0];
   pthread_mutex_lock(&drv_lock);
-  CUresult r = drv_primary.sticky;
-  if (!r && drv_primary.async_err) {
-    r = drv_primary.async_err;
-    drv_primary.async_err = CUDA_SUCCESS;
+  CUresult r = c->sticky;
+  if (!r && c->async_err) {
+    r = c->async_err;
+    c->async_err = CUDA_SUCCESS;
   }
   pthread_mutex_unlock(&drv_lock);
   return r;
 }
 
 void simctl_kernel_fault(void) {
+  struct CUctx_st *c = drv_running_ctx();
   pthread_mutex_lock(&drv_lock);
-  drv_primary.sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+  c->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
   pthread_mutex_unlock(&drv_lock);
 }
 
 CUresult CUDAAPI cuInit(unsigned int flags) {
   DRV_FAIL("cuInit", CUDA_ERROR_NO_DEVICE);
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  pthread_once(&devices_once, devices_init);
   if (drv_device_start() != 0) return CUDA_ERROR_OPERATING_SYSTEM;
   atomic_store(&initialized, 1);
   return CUDA_SUCCESS;
@@ -88,7 +125,7 @@ CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int version, c
 static CUresult check_dev(CUdevice d) {
   CUresult r = drv_check_init();
   if (r) return r;
-  return d == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+  return d >= 0 && d < drv_ndev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 CUresult CUDAAPI cuDeviceGet(CUdevice *d, int ordinal) {
@@ -96,8 +133,8 @@ CUresult CUDAAPI cuDeviceGet(CUdevice *d, int ordinal) {
   CUresult r = drv_check_init();
   if (r) return r;
   if (!d) return CUDA_ERROR_INVALID_VALUE;
-  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *d = 0;
+  if (ordinal < 0 || ordinal >= drv_ndev) return CUDA_ERROR_INVALID_DEVICE;
+  *d = ordinal;
   return CUDA_SUCCESS;
 }
 
@@ -106,7 +143,7 @@ CUresult CUDAAPI cuDeviceGetCount(int *n) {
   CUresult r = drv_check_init();
   if (r) return r;
   if (!n) return CUDA_ERROR_INVALID_VALUE;
-  *n = 1;
+  *n = drv_ndev;
   return CUDA_SUCCESS;
 }
 
@@ -129,7 +166,7 @@ CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
 }
 
 /* Values of an H100-class part; unlisted attributes are 0 (feature absent). */
-static int attribute(CUdevice_attribute a) {
+static int attribute(CUdevice_attribute a, CUdevice d) {
   switch (a) {
   case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
   case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
@@ -160,7 +197,7 @@ static int attribute(CUdevice_attribute a) {
   case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT: return 512;
   case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
   case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: return 1;
-  case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 1;
+  case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 1 + d;
   case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return 0;
   case CU_DEVICE_ATTRIBUTE_TCC_DRIVER: return 0;
   case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;
@@ -180,6 +217,7 @@ static int attribute(CUdevice_attribute a) {
   case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: return 65536;
   case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;
   case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD: return 0;
+  case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: return d;
   case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO: return 2;
   case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: return 0;
   case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;
@@ -210,7 +248,7 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) 
   CUresult r = check_dev(d);
   if (r) return r;
   if (!v || a <= 0 || a >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
-  *v = attribute(a);
+  *v = attribute(a, d);
   return CUDA_SUCCESS;
 }
 
@@ -219,7 +257,9 @@ CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *u, CUdevice d) {
   CUresult r = check_dev(d);
   if (r) return r;
   if (!u) return CUDA_ERROR_INVALID_VALUE;
-  static const char id[16] = "sim-device-0000";
+  char id[16] = "sim-device-0000";
+  id[13] = (char)('0' + d / 10);
+  id[14] = (char)('0' + d % 10);
   memcpy(u->bytes, id, sizeof u->bytes);
   return CUDA_SUCCESS;
 }
@@ -232,7 +272,7 @@ CUresult CUDAAPI cuDeviceGetPCIBusId(char *buf, int len, CUdevice d) {
   CUresult r = check_dev(d);
   if (r) return r;
   if (!buf || len <= 0) return CUDA_ERROR_INVALID_VALUE;
-  snprintf(buf, (size_t)len, "0000:01:00.0");
+  snprintf(buf, (size_t)len, "0000:%02x:00.0", 1 + d);
   return CUDA_SUCCESS;
 }
 
@@ -242,8 +282,37 @@ CUresult CUDAAPI cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer) {
   if (!r) r = check_dev(peer);
   if (r) return r;
   if (!can) return CUDA_ERROR_INVALID_VALUE;
-  *can = 0;
+  *can = d != peer;
   return CUDA_SUCCESS;
+}
+
+/* Peer access from the current context to the memory of peer's device: one grant per pair and
+ * direction; the current context itself is not a peer (CUDA_ERROR_INVALID_CONTEXT). */
+CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
+  DRV_FAIL("cuCtxEnablePeerAccess", CUDA_ERROR_INVALID_VALUE);
+  struct CUctx_st *c;
+  CUresult r = drv_ctx(&c);
+  if (r) return r;
+  if (!drv_valid_ctx(peer) || peer == c || peer->retained <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&drv_lock);
+  if (c->peers & (1u << peer->dev)) r = CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  else c->peers |= 1u << peer->dev;
+  pthread_mutex_unlock(&drv_lock);
+  return r;
+}
+
+CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peer) {
+  DRV_FAIL("cuCtxDisablePeerAccess", CUDA_ERROR_INVALID_VALUE);
+  struct CUctx_st *c;
+  CUresult r = drv_ctx(&c);
+  if (r) return r;
+  if (!drv_valid_ctx(peer)) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&drv_lock);
+  if (!(c->peers & (1u << peer->dev))) r = CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+  else c->peers &= ~(1u << peer->dev);
+  pthread_mutex_unlock(&drv_lock);
+  return r;
 }
 
 /* ---- primary context ---- */
@@ -254,9 +323,9 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
   if (r) return r;
   if (!c) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&drv_lock);
-  drv_primary.retained++;
+  drv_ctxs[d].retained++;
   pthread_mutex_unlock(&drv_lock);
-  *c = &drv_primary;
+  *c = &drv_ctxs[d];
   return CUDA_SUCCESS;
 }
 
@@ -265,15 +334,17 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice d) {
   CUresult r = check_dev(d);
   if (r) return r;
   int destroyed = 0;
+  struct CUctx_st *c = &drv_ctxs[d];
   pthread_mutex_lock(&drv_lock);
-  if (drv_primary.retained <= 0) r = CUDA_ERROR_INVALID_CONTEXT;
-  else if (--drv_primary.retained == 0) {
-    drv_sync_all_locked();
-    drv_primary.gen++;
+  if (c->retained <= 0) r = CUDA_ERROR_INVALID_CONTEXT;
+  else if (--c->retained == 0) {
+    drv_sync_ctx_locked(c);
+    c->gen++;
+    c->peers = 0;
     destroyed = 1;
   }
   pthread_mutex_unlock(&drv_lock);
-  if (destroyed) drv_modules_ctx_destroyed();
+  if (destroyed) drv_modules_ctx_destroyed(c);
   return r;
 }
 
@@ -286,7 +357,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice d, unsigned int flags) {
                           CU_CTX_SYNC_MEMOPS))
     return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&drv_lock);
-  drv_primary.flags = flags;
+  drv_ctxs[d].flags = flags;
   pthread_mutex_unlock(&drv_lock);
   return CUDA_SUCCESS;
 }
@@ -297,8 +368,8 @@ CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice d, unsigned int *flags, int
   if (r) return r;
   if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&drv_lock);
-  *flags = drv_primary.flags;
-  *active = drv_primary.retained > 0;
+  *flags = drv_ctxs[d].flags;
+  *active = drv_ctxs[d].retained > 0;
   pthread_mutex_unlock(&drv_lock);
   return CUDA_SUCCESS;
 }
@@ -310,14 +381,16 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice d) {
   DRV_FAIL("cuDevicePrimaryCtxReset", CUDA_ERROR_INVALID_VALUE);
   CUresult r = check_dev(d);
   if (r) return r;
+  struct CUctx_st *c = &drv_ctxs[d];
   pthread_mutex_lock(&drv_lock);
-  drv_sync_all_locked();
-  drv_primary.sticky = drv_primary.async_err = CUDA_SUCCESS;
-  drv_primary.retained = 0;
-  drv_primary.flags = 0;
-  drv_primary.gen++;
+  drv_sync_ctx_locked(c);
+  c->sticky = c->async_err = CUDA_SUCCESS;
+  c->retained = 0;
+  c->flags = 0;
+  c->peers = 0;
+  c->gen++;
   pthread_mutex_unlock(&drv_lock);
-  drv_modules_ctx_destroyed();
+  drv_modules_ctx_destroyed(c);
   return CUDA_SUCCESS;
 }
 
@@ -333,8 +406,6 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice d) { return cuDevicePrimaryCtx
 
 /* ---- current context ---- */
 
-static int valid_ctx(CUcontext c) { return c == &drv_primary; }
-
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext *c) {
   DRV_FAIL("cuCtxGetCurrent", CUDA_ERROR_INVALID_VALUE);
   CUresult r = drv_check_init();
@@ -348,7 +419,7 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext c) {
   DRV_FAIL("cuCtxSetCurrent", CUDA_ERROR_INVALID_CONTEXT);
   CUresult r = drv_check_init();
   if (r) return r;
-  if (c && !valid_ctx(c)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (c && !drv_valid_ctx(c)) return CUDA_ERROR_INVALID_CONTEXT;
   if (ctx_depth == 0) {
     if (!c) return CUDA_SUCCESS;
     ctx_depth = 1;
@@ -361,7 +432,7 @@ CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext c) {
   DRV_FAIL("cuCtxPushCurrent", CUDA_ERROR_INVALID_CONTEXT);
   CUresult r = drv_check_init();
   if (r) return r;
-  if (!valid_ctx(c)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!drv_valid_ctx(c)) return CUDA_ERROR_INVALID_CONTEXT;
   if (ctx_depth == CTX_STACK) return CUDA_ERROR_OUT_OF_MEMORY;
   ctx_stack[ctx_depth++] = c;
   return CUDA_SUCCESS;
@@ -380,9 +451,9 @@ CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext *c) {
 static CUresult ctx_get_device(CUdevice *d, CUcontext c) {
   CUresult r = c ? drv_check_init() : drv_ctx(NULL);
   if (r) return r;
-  if (c && !valid_ctx(c)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (c && !drv_valid_ctx(c)) return CUDA_ERROR_INVALID_CONTEXT;
   if (!d) return CUDA_ERROR_INVALID_VALUE;
-  *d = 0;
+  *d = (c ? c : drv_ctx_current())->dev;
   return CUDA_SUCCESS;
 }
 
@@ -410,7 +481,7 @@ CUresult CUDAAPI cuCtxGetApiVersion(CUcontext c, unsigned int *v) {
   DRV_FAIL("cuCtxGetApiVersion", CUDA_ERROR_INVALID_CONTEXT);
   CUresult r = c ? drv_check_init() : drv_ctx(NULL);
   if (r) return r;
-  if (c && !valid_ctx(c)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (c && !drv_valid_ctx(c)) return CUDA_ERROR_INVALID_CONTEXT;
   if (!v) return CUDA_ERROR_INVALID_VALUE;
   *v = 3020;
   return CUDA_SUCCESS;
@@ -471,12 +542,12 @@ CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache cfg) {
 
 /* cuCtxSynchronize is a synchronising call: it fails inside any active capture. */
 static CUresult ctx_sync(CUcontext c) {
-  CUresult r = c ? drv_check_init() : drv_ctx(NULL);
+  CUresult r = c ? drv_check_init() : drv_ctx(&c);
   if (r) return r;
-  if (c && !valid_ctx(c)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!drv_valid_ctx(c)) return CUDA_ERROR_INVALID_CONTEXT;
   pthread_mutex_lock(&drv_lock);
   r = drv_capture_any_locked();
-  if (!r) drv_sync_all_locked();
+  if (!r) drv_sync_ctx_locked(c);
   pthread_mutex_unlock(&drv_lock);
   return r ? r : drv_async_error();
 }
@@ -518,6 +589,9 @@ CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext c) {
   X(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,                                              \
     "part or all of the requested memory range is already mapped")                        \
   X(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "pointer does not correspond to a registered memory region") \
+  X(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,                                                 \
+    "peer access is already enabled")                                                      \
+  X(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "peer access has not been enabled")                \
   X(CUDA_ERROR_NOT_PERMITTED, "operation not permitted")                                   \
   X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                                   \
   X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing") \

@@ -21,7 +21,6 @@
 
 static drv_alloc_t *allocs;
 static size_t nallocs, cap_allocs;
-static size_t device_used;
 static unsigned long long next_buffer_id = 1;
 
 /* ---- the allocation table (sorted by base; lock held) ---- */
@@ -51,7 +50,7 @@ static int overlaps(uintptr_t p, size_t n) {
   return i < nallocs && allocs[i].base < p + n;
 }
 
-static int track(uintptr_t base, size_t size, int kind, unsigned flags) {
+static int track(uintptr_t base, size_t size, int kind, unsigned flags, int dev) {
   if (nallocs == cap_allocs) {
     size_t ncap = cap_allocs ? cap_allocs * 2 : 64;
     drv_alloc_t *g = realloc(allocs, ncap * sizeof *g);
@@ -61,7 +60,7 @@ static int track(uintptr_t base, size_t size, int kind, unsigned flags) {
   }
   size_t i = lower_bound(base);
   memmove(&allocs[i + 1], &allocs[i], (nallocs - i) * sizeof *allocs);
-  allocs[i] = (drv_alloc_t){base, size, kind, flags, next_buffer_id++};
+  allocs[i] = (drv_alloc_t){base, size, kind, flags, next_buffer_id++, dev};
   nallocs++;
   return 0;
 }
@@ -85,22 +84,27 @@ static void *map(size_t n) {
 
 /* ---- allocation API ---- */
 
-static CUresult alloc_common(void **out, size_t size, int kind, unsigned flags) {
-  CUresult r = drv_ctx(NULL);
+/* Device memory is allocated on the device of `on` (the current context when NULL), within that
+ * device's own DRV_TOTAL_MEM. */
+static CUresult alloc_common(void **out, size_t size, int kind, unsigned flags,
+                             struct CUctx_st *on) {
+  struct CUctx_st *c;
+  CUresult r = drv_ctx(&c);
   if (r) return r;
+  if (on) c = on;
   if (!out) return CUDA_ERROR_INVALID_VALUE;
   if (size == 0) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&drv_lock);
   r = drv_capture_unsafe_locked();
-  if (!r && kind != DRV_MEM_HOST && size > DRV_TOTAL_MEM - device_used) r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!r && kind != DRV_MEM_HOST && size > DRV_TOTAL_MEM - c->used) r = CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_unlock(&drv_lock);
   if (r) return r;
   if ((r = drv_async_error())) return r;
   void *p = map(size);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&drv_lock);
-  if (track((uintptr_t)p, size, kind, flags)) r = CUDA_ERROR_OUT_OF_MEMORY;
-  else if (kind != DRV_MEM_HOST) device_used += page_round(size);
+  if (track((uintptr_t)p, size, kind, flags, c->dev)) r = CUDA_ERROR_OUT_OF_MEMORY;
+  else if (kind != DRV_MEM_HOST) c->used += page_round(size);
   pthread_mutex_unlock(&drv_lock);
   if (r) {
     munmap(p, page_round(size));
@@ -112,13 +116,13 @@ static CUresult alloc_common(void **out, size_t size, int kind, unsigned flags) 
 
 CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t size) {
   DRV_FAIL("cuMemAlloc", CUDA_ERROR_OUT_OF_MEMORY);
-  return alloc_common((void **)dptr, size, DRV_MEM_DEVICE, 0);
+  return alloc_common((void **)dptr, size, DRV_MEM_DEVICE, 0, NULL);
 }
 
 CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned int flags) {
   DRV_FAIL("cuMemAllocManaged", CUDA_ERROR_OUT_OF_MEMORY);
   if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
-  return alloc_common((void **)dptr, size, DRV_MEM_MANAGED, flags);
+  return alloc_common((void **)dptr, size, DRV_MEM_MANAGED, flags, NULL);
 }
 
 CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
@@ -127,14 +131,14 @@ CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t wid
   if (!pitch || (elem != 4 && elem != 8 && elem != 16) || width == 0 || height == 0)
     return CUDA_ERROR_INVALID_VALUE;
   size_t p = (width + 511) & ~(size_t)511;
-  CUresult r = alloc_common((void **)dptr, p * height, DRV_MEM_DEVICE, 0);
+  CUresult r = alloc_common((void **)dptr, p * height, DRV_MEM_DEVICE, 0, NULL);
   if (!r) *pitch = p;
   return r;
 }
 
 CUresult CUDAAPI cuMemAllocHost_v2(void **pp, size_t size) {
   DRV_FAIL("cuMemAllocHost", CUDA_ERROR_OUT_OF_MEMORY);
-  return alloc_common(pp, size, DRV_MEM_HOST, 0);
+  return alloc_common(pp, size, DRV_MEM_HOST, 0, NULL);
 }
 
 CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t size, unsigned int flags) {
@@ -142,7 +146,7 @@ CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t size, unsigned int flags) {
   if (flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
                           CU_MEMHOSTALLOC_WRITECOMBINED))
     return CUDA_ERROR_INVALID_VALUE;
-  return alloc_common(pp, size, DRV_MEM_HOST, flags);
+  return alloc_common(pp, size, DRV_MEM_HOST, flags, NULL);
 }
 
 /* Frees wait for all device work, as cuMemFree does: the memory may still be in use. */
@@ -156,7 +160,7 @@ static CUresult free_common(uintptr_t p, unsigned kind_mask) {
   if (!r) {
     drv_sync_all_locked();
     if (untrack(p, kind_mask, &a)) r = CUDA_ERROR_INVALID_VALUE;
-    else if (a.kind != DRV_MEM_HOST) device_used -= page_round(a.size);
+    else if (a.kind != DRV_MEM_HOST) drv_ctxs[a.dev].used -= page_round(a.size);
   }
   pthread_mutex_unlock(&drv_lock);
   if (r) return r;
@@ -177,7 +181,8 @@ CUresult CUDAAPI cuMemFreeHost(void *p) {
 
 CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t size, unsigned int flags) {
   DRV_FAIL("cuMemHostRegister", CUDA_ERROR_OUT_OF_MEMORY);
-  CUresult r = drv_ctx(NULL);
+  struct CUctx_st *c;
+  CUresult r = drv_ctx(&c);
   if (r) return r;
   if (!p || size == 0 || (flags & ~(unsigned)(CU_MEMHOSTREGISTER_PORTABLE |
                                                CU_MEMHOSTREGISTER_DEVICEMAP |
@@ -187,7 +192,7 @@ CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t size, unsigned int flags) 
   pthread_mutex_lock(&drv_lock);
   r = drv_capture_unsafe_locked();
   if (!r && overlaps((uintptr_t)p, size)) r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-  if (!r && track((uintptr_t)p, size, DRV_MEM_REGISTERED, flags)) r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!r && track((uintptr_t)p, size, DRV_MEM_REGISTERED, flags, c->dev)) r = CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_unlock(&drv_lock);
   return r;
 }
@@ -220,7 +225,7 @@ int simctl_symbol_track(const void *p, size_t n) {
   int r = -1;
   if (!p || n == 0) return -1;
   pthread_mutex_lock(&drv_lock);
-  if (!overlaps((uintptr_t)p, n)) r = track((uintptr_t)p, n, DRV_MEM_SYMBOL, 0);
+  if (!overlaps((uintptr_t)p, n)) r = track((uintptr_t)p, n, DRV_MEM_SYMBOL, 0, 0);
   pthread_mutex_unlock(&drv_lock);
   return r;
 }
@@ -260,11 +265,12 @@ CUresult CUDAAPI cuMemHostGetFlags(unsigned int *flags, void *p) {
 
 CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
   DRV_FAIL("cuMemGetInfo", CUDA_ERROR_INVALID_VALUE);
-  CUresult r = drv_ctx(NULL);
+  struct CUctx_st *c;
+  CUresult r = drv_ctx(&c);
   if (r) return r;
   if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&drv_lock);
-  *free_bytes = DRV_TOTAL_MEM - device_used;
+  *free_bytes = DRV_TOTAL_MEM - c->used;
   *total = DRV_TOTAL_MEM;
   pthread_mutex_unlock(&drv_lock);
   return CUDA_SUCCESS;
@@ -291,7 +297,7 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, const drv_all
   if (!a && !lenient) return CUDA_ERROR_INVALID_VALUE;
   int dev = a && (a->kind == DRV_MEM_DEVICE || a->kind == DRV_MEM_MANAGED || a->kind == DRV_MEM_SYMBOL);
   switch (attr) {
-  case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = a ? &drv_primary : NULL; break;
+  case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = a ? &drv_ctxs[a->dev] : NULL; break;
   case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
     *(unsigned *)data = !a ? 0 : dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
     break;
@@ -307,7 +313,7 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, const drv_all
   case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: *(int *)data = 1; break;
   case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data = a ? a->id : 0; break;
   case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(int *)data = a && a->kind == DRV_MEM_MANAGED; break;
-  case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = a ? 0 : -2; break;
+  case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = a ? a->dev : -2; break;
   case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: *(int *)data = a && a->kind == DRV_MEM_DEVICE; break;
   case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = a ? a->base : 0; break;
   case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = a ? a->size : 0; break;
@@ -581,7 +587,7 @@ DRV_BOTH(memcpy_u_async, cuMemcpyAsync, cuMemcpyAsync_ptsz,
 static CUresult memcpy_peer(int ptds, CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
                             size_t n) {
   DRV_FAIL("cuMemcpyPeer", CUDA_ERROR_INVALID_VALUE);
-  if (dc != &drv_primary || sc != &drv_primary) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!drv_valid_ctx(dc) || !drv_valid_ctx(sc)) return CUDA_ERROR_INVALID_CONTEXT;
   CUDA_MEMCPY3D p = linear(D, d, NULL, D, s, NULL, n);
   return copy_api(ptds, NULL, SYNC_API, &p);
 }
@@ -591,7 +597,7 @@ DRV_BOTH(memcpy_peer, cuMemcpyPeer, cuMemcpyPeer_ptds,
 static CUresult memcpy_peer_async(int ptds, CUdeviceptr d, CUcontext dc, CUdeviceptr s,
                                   CUcontext sc, size_t n, CUstream h) {
   DRV_FAIL("cuMemcpyPeerAsync", CUDA_ERROR_INVALID_VALUE);
-  if (dc != &drv_primary || sc != &drv_primary) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!drv_valid_ctx(dc) || !drv_valid_ctx(sc)) return CUDA_ERROR_INVALID_CONTEXT;
   CUDA_MEMCPY3D p = linear(D, d, NULL, D, s, NULL, n);
   return copy_api(ptds, h, SYNC_NONE, &p);
 }
@@ -797,7 +803,7 @@ static CUresult mem_alloc_async(int ptds, CUdeviceptr *d, size_t n, CUstream h) 
   }
   pthread_mutex_unlock(&drv_lock);
   if (r) return r;
-  return alloc_common((void **)d, n, DRV_MEM_DEVICE, 0);
+  return alloc_common((void **)d, n, DRV_MEM_DEVICE, 0, s->ctx);
 }
 DRV_BOTH(mem_alloc_async, cuMemAllocAsync, cuMemAllocAsync_ptsz,
          (CUdeviceptr *d, size_t n, CUstream h), (d, n, h))
@@ -806,7 +812,7 @@ static void free_op_run(drv_op_t *op) {
   drv_alloc_t a;
   pthread_mutex_lock(&drv_lock);
   int bad = untrack((uintptr_t)op->arg, 1u << DRV_MEM_DEVICE, &a);
-  if (!bad) device_used -= page_round(a.size);
+  if (!bad) drv_ctxs[a.dev].used -= page_round(a.size);
   pthread_mutex_unlock(&drv_lock);
   if (!bad) munmap((void *)a.base, page_round(a.size));
 }

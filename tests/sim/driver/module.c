@@ -38,6 +38,7 @@ struct CUmod_st {
   drv_func_t **funcs;
   size_t n, cap;
   int lib;                /* loaded as a library: survives the context */
+  const struct CUctx_st *ctx; /* the context a module was loaded in */
   struct CUmod_st *next;  /* live modules, or the pool of freed ones */
 };
 
@@ -199,12 +200,12 @@ static int live_remove(struct CUmod_st *m) {
   return found;
 }
 
-void drv_modules_ctx_destroyed(void) {
+void drv_modules_ctx_destroyed(const struct CUctx_st *c) {
   struct CUmod_st *dead = NULL;
   pthread_mutex_lock(&pool_lock);
   for (struct CUmod_st **pp = &live; *pp;) {
     struct CUmod_st *m = *pp;
-    if (m->lib) {
+    if (m->lib || m->ctx != c) {
       pp = &m->next;
       continue;
     }
@@ -236,6 +237,7 @@ static CUresult load(struct CUmod_st **out, const void *image, int lib) {
   if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
   m->magic = MOD_MAGIC;
   m->lib = lib;
+  m->ctx = drv_ctx_current();
   /* PTX text is what a real driver compiles at load time; anything else goes to the parser. */
   int e = drv_is_ptx(image) ? drv_ptx_kernels(image, add_kernel, m)
                             : ag__image_kernels(image, 0, add_kernel, m, NULL);
@@ -655,6 +657,8 @@ static CUresult launch(int ptds, const char *api, CUfunction f, unsigned gx, uns
   drv_stream_t *s;
   CUresult r = drv_stream(h, ptds, &s);
   if (r) return r;
+  /* A kernel runs on a stream of the current context only. */
+  if (s->ctx != drv_ctx_current()) return CUDA_ERROR_INVALID_HANDLE;
   if ((r = drv_async_error())) return r;
   drv_launch_t *l = malloc(sizeof *l);
   if (!l) return CUDA_ERROR_OUT_OF_MEMORY;

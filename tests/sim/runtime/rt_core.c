@@ -7,8 +7,8 @@
  *
  * Errors: each thread has a last error, set by every failing call, returned and cleared by
  * cudaGetLastError. Device faults (the driver reports CUDA_ERROR_ILLEGAL_ADDRESS and the like)
- * are sticky: process-wide, returned by every later call and never cleared, except by
- * cudaDeviceReset.
+ * are sticky: they belong to the device the thread was using, are returned by every later call
+ * on that device and never cleared, except by cudaDeviceReset.
  *
  * Devices: each thread has a current device (0 until cudaSetDevice); its primary context is
  * retained once and made current on the thread before the first call that needs it. A context
@@ -27,7 +27,7 @@ rt_drv_t rt_drv[2];
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static cudaError_t load_err = cudaSuccess;
-static atomic_int sticky;               /* cudaError_t of a device fault, or 0 */
+static atomic_int sticky[RT_MAX_DEVICES]; /* per device: cudaError_t of a device fault, or 0 */
 static atomic_uint generation = 1;      /* bumped by cudaDeviceReset: rebinds every thread */
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUcontext primary[RT_MAX_DEVICES];
@@ -100,7 +100,7 @@ cudaError_t rt_ret(cudaError_t err) {
     tl_last = err;
     if (is_sticky(err)) {
       int none = 0;
-      atomic_compare_exchange_strong(&sticky, &none, (int)err);
+      atomic_compare_exchange_strong(&sticky[tl_dev], &none, (int)err);
     }
   }
   return err;
@@ -144,7 +144,7 @@ const char *CUDARTAPI cudaGetErrorString(cudaError_t error) {
 }
 
 cudaError_t CUDARTAPI cudaGetLastError(void) {
-  int s = atomic_load(&sticky);
+  int s = atomic_load(&sticky[tl_dev]);
   if (s) return (cudaError_t)s;
   cudaError_t e = tl_last;
   tl_last = cudaSuccess;
@@ -152,7 +152,7 @@ cudaError_t CUDARTAPI cudaGetLastError(void) {
 }
 
 cudaError_t CUDARTAPI cudaPeekAtLastError(void) {
-  int s = atomic_load(&sticky);
+  int s = atomic_load(&sticky[tl_dev]);
   return s ? (cudaError_t)s : tl_last;
 }
 
@@ -202,7 +202,7 @@ CUcontext rt_current_ctx(void) { return tl_ctx; }
 cudaError_t rt_ready(int want_ctx) {
   pthread_once(&load_once, load);
   if (load_err != cudaSuccess) return load_err;
-  int s = atomic_load(&sticky);
+  int s = atomic_load(&sticky[tl_dev]);
   if (s) return (cudaError_t)s;
   return want_ctx ? bind_ctx() : cudaSuccess;
 }
@@ -344,7 +344,7 @@ cudaError_t CUDARTAPI cudaDeviceReset(void) {
   pthread_mutex_lock(&ctx_lock);
   primary[tl_dev] = NULL;
   pthread_mutex_unlock(&ctx_lock);
-  atomic_store(&sticky, 0);
+  atomic_store(&sticky[tl_dev], 0);
   atomic_fetch_add(&generation, 1);
   tl_last = cudaSuccess;
   return cudaSuccess;

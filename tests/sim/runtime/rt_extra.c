@@ -49,9 +49,44 @@ cudaError_t CUDARTAPI cudaDeviceCanAccessPeer(int *canAccessPeer, int device, in
   return rt_ret(fn ? rt_map(fn(canAccessPeer, device, peerDevice)) : cudaErrorNotSupported);
 }
 
+/* Peer access from the current device to peerDevice's memory, through the driver's contexts:
+ * refused as cudaErrorInvalidDevice where cudaDeviceCanAccessPeer says no (the device itself, a
+ * device that does not exist). */
+static cudaError_t peer_ctx(int peerDevice, CUcontext *peer) {
+  int n = 0, can = 0, cur = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e == cudaSuccess) e = cudaGetDevice(&cur);
+  if (e != cudaSuccess) return e;
+  if (peerDevice < 0 || peerDevice >= n) return cudaErrorInvalidDevice;
+  if (cudaDeviceCanAccessPeer(&can, cur, peerDevice) != cudaSuccess || !can)
+    return cudaErrorInvalidDevice;
+  return rt_primary_ctx(peerDevice, peer);
+}
+
+cudaError_t CUDARTAPI cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
+  RT_BEGIN("cudaDeviceEnablePeerAccess", cudaErrorInvalidDevice);
+  CUcontext peer;
+  cudaError_t e = peer_ctx(peerDevice, &peer);
+  if (e != cudaSuccess) return rt_ret(e);
+  if (flags != 0) return rt_ret(cudaErrorInvalidValue);
+  CUresult (*fn)(CUcontext, unsigned);
+  *(void **)&fn = drv_fn("cuCtxEnablePeerAccess", 4000);
+  return rt_ret(fn ? rt_map(fn(peer, flags)) : cudaErrorNotSupported);
+}
+
+cudaError_t CUDARTAPI cudaDeviceDisablePeerAccess(int peerDevice) {
+  RT_BEGIN("cudaDeviceDisablePeerAccess", cudaErrorInvalidDevice);
+  CUcontext peer;
+  cudaError_t e = peer_ctx(peerDevice, &peer);
+  if (e != cudaSuccess) return rt_ret(e);
+  CUresult (*fn)(CUcontext);
+  *(void **)&fn = drv_fn("cuCtxDisablePeerAccess", 4000);
+  return rt_ret(fn ? rt_map(fn(peer)) : cudaErrorNotSupported);
+}
+
 cudaError_t CUDARTAPI cudaDeviceGetPCIBusId(char *pciBusId, int len, int device) {
   RT_BEGIN_NOCTX("cudaDeviceGetPCIBusId", cudaErrorInvalidDevice);
   CUresult (*fn)(char *, int, CUdevice);
-  *(void **)&fn = drv_fn("cuDeviceGetPCIBusId", 4000);
+  *(void **)&fn = drv_fn("cuDeviceGetPCIBusId", 4010);
   return rt_ret(fn ? rt_map(fn(pciBusId, len, device)) : cudaErrorNotSupported);
 }

@@ -35,10 +35,6 @@ int cudaDestroySurfaceObject(void);
 int cudaDestroySurfaceObject(void) { return rt_unsupported(801, "cudaDestroySurfaceObject"); }
 int cudaDestroyTextureObject(void);
 int cudaDestroyTextureObject(void) { return rt_unsupported(801, "cudaDestroyTextureObject"); }
-int cudaDeviceDisablePeerAccess(void);
-int cudaDeviceDisablePeerAccess(void) { return rt_unsupported(801, "cudaDeviceDisablePeerAccess"); }
-int cudaDeviceEnablePeerAccess(void);
-int cudaDeviceEnablePeerAccess(void) { return rt_unsupported(801, "cudaDeviceEnablePeerAccess"); }
 int cudaDeviceFlushGPUDirectRDMAWrites(void);
 int cudaDeviceFlushGPUDirectRDMAWrites(void) { return rt_unsupported(801, "cudaDeviceFlushGPUDirectRDMAWrites"); }
 int cudaDeviceGetByPCIBusId(void);
