@@ -201,63 +201,75 @@ typedef struct op_desc {
   op_fn fn;
   int kind;
   const char *tprefix;
+  /* OK_FLOAT operations that also have float16/bfloat16 twins: the functor's captures, in order
+   * ('e' an empty functor, 1 byte; 'i' an int; 'f' a float, the opmath type; 't' a value of the
+   * element type: float for float32, 2 bytes for c10::Half and c10::BFloat16), "" for none.
+   * NULL: float32 only (a half instantiation rounds differently, or was not checked). */
+  const char *half_caps;
 } op_desc_t;
 
 static const op_desc_t OPS[] = {
-    {{"FillFunctor<float>"}, 0, 0, op_fill, OK_FLOAT, NULL},
-    {{"FillFunctor<"}, 0, 0, NULL, OK_FILL, "FillFunctor<"},
-    {{"CUDAFunctorOnSelf_add<float>"}, 1, 0, op_add_self, OK_FLOAT, NULL},
-    {{"CUDAFunctor_add<float>"}, 2, 0, op_add, OK_FLOAT, NULL},
-    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_a, OK_FLOAT, NULL},
-    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_b, OK_FLOAT, NULL},
-    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_a, OK_FLOAT, NULL},
-    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_b, OK_FLOAT, NULL},
-    {{"BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 2, 0, op_mul, OK_FLOAT, NULL},
-    {{"BinaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 2, 0, op_div, OK_FLOAT, NULL},
-    {{"BinaryFunctor<float, float, float, ", "threshold_kernel_impl<float>"}, 2, 0, op_threshold, OK_FLOAT, NULL},
-    {{"neg_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_neg, OK_FLOAT, NULL},
-    {{"exp_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_exp, OK_FLOAT, NULL},
-    {{"rsqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_rsqrt, OK_FLOAT, NULL},
-    {{"sqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sqrt, OK_FLOAT, NULL},
-    {{"reciprocal_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_reciprocal, OK_FLOAT, NULL},
-    {{"pow_tensor_tensor_kernel", "{lambda(float, float)#1}"}, 2, 0, op_pow_tt, OK_FLOAT, NULL},
-    {{"log_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_log, OK_FLOAT, NULL},
-    {{"sigmoid_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_sigmoid_bw, OK_FLOAT, NULL},
-    {{"tanh_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_tanh_bw, OK_FLOAT, NULL},
-    {{"sigmoid_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sigmoid, OK_FLOAT, NULL},
-    {{"tanh_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_tanh, OK_FLOAT, NULL},
+    {{"FillFunctor<float>"}, 0, 0, op_fill, OK_FLOAT, NULL, NULL},
+    {{"FillFunctor<"}, 0, 0, NULL, OK_FILL, "FillFunctor<", NULL},
+    {{"CUDAFunctorOnSelf_add<float>"}, 1, 0, op_add_self, OK_FLOAT, NULL, "ff"},
+    {{"CUDAFunctor_add<float>"}, 2, 0, op_add, OK_FLOAT, NULL, "f"},
+    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_a, OK_FLOAT, NULL, "ef"},
+    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_b, OK_FLOAT, NULL, "ef"},
+    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_a, OK_FLOAT, NULL, "et"},
+    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_b, OK_FLOAT, NULL, "et"},
+    {{"BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 2, 0, op_mul, OK_FLOAT, NULL, ""},
+    {{"BinaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 2, 0, op_div, OK_FLOAT, NULL, ""},
+    {{"BinaryFunctor<float, float, float, ", "threshold_kernel_impl<float>"}, 2, 0, op_threshold, OK_FLOAT, NULL, "tt"},
+    {{"neg_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_neg, OK_FLOAT, NULL, ""},
+    {{"exp_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_exp, OK_FLOAT, NULL, ""},
+    {{"rsqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_rsqrt, OK_FLOAT, NULL, ""},
+    {{"sqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sqrt, OK_FLOAT, NULL, ""},
+    {{"reciprocal_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_reciprocal, OK_FLOAT, NULL, ""},
+    {{"pow_tensor_tensor_kernel", "{lambda(float, float)#1}"}, 2, 0, op_pow_tt, OK_FLOAT, NULL, NULL},
+    {{"log_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_log, OK_FLOAT, NULL, ""},
+    {{"sigmoid_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_sigmoid_bw, OK_FLOAT, NULL, ""},
+    {{"tanh_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_tanh_bw, OK_FLOAT, NULL, ""},
+    {{"sigmoid_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sigmoid, OK_FLOAT, NULL, ""},
+    {{"tanh_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_tanh, OK_FLOAT, NULL, ""},
     /* GeluCUDAKernelImpl dispatches twice: first for GeluType::Tanh, then for None (erf). */
-    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL},
-    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL},
-    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL},
-    {{"launch_clamp_scalar", "{lambda(float)#1}"}, 1, 0, op_clamp, OK_FLOAT, NULL},
-    {{"compare_scalar_kernel<float>", "{lambda(float)#1}"}, 1, 1, op_cmp_scalar, OK_FLOAT, NULL},
-    {{"mse_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_mse, OK_FLOAT, NULL},
-    {{"mse_backward_cuda_kernel", "{lambda(float, float, float)#1}"}, 3, 0, op_mse_bw, OK_FLOAT, NULL},
-    {{"AbsFunctor<float>"}, 1, 0, op_abs, OK_FLOAT, NULL},
-    {{"sign_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sign, OK_FLOAT, NULL},
-    {{"BinaryFunctor<bool, bool, bool, ", "logical_and_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_and, OK_FLOAT, NULL},
-    {{"BinaryFunctor<bool, bool, bool, ", "logical_or_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_or, OK_FLOAT, NULL},
-    {{"BinaryFunctor<bool, bool, bool, ", "logical_xor_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_xor, OK_FLOAT, NULL},
-    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#1}"}, 1, 0, op_pow2, OK_FLOAT, NULL},
-    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#2}"}, 1, 0, op_pow3, OK_FLOAT, NULL},
-    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#3}"}, 1, 0, op_powm2, OK_FLOAT, NULL},
-    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#4}"}, 1, 0, op_pow, OK_FLOAT, NULL},
-    {{"masked_scale_kernel<bool, float, float>", "{lambda(float, bool)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL},
-    {{"masked_scale_kernel<unsigned char, float, float>", "{lambda(float, unsigned char)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL},
-    {{"direct_copy_kernel_cuda", "{lambda("}, 1, 0, NULL, OK_COPY, "{lambda("},
-    {{"converting_copy_kernel_cuda<"}, 1, 0, NULL, OK_CONVERT, "converting_copy_kernel_cuda<"},
-    {{"where_kernel_impl", "{lambda(bool, "}, 3, 0, NULL, OK_WHERE, "{lambda(bool, "},
-    {{"masked_fill_kernel", "{lambda("}, 2, 0, NULL, OK_MASKED_FILL, "{lambda("},
-    {{"^BinaryFunctor<", "CompareEqFunctor<"}, 2, 1, NULL, OK_CMP_EQ, "CompareEqFunctor<"},
-    {{"^AUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<"},
-    {{"^BUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<"},
-    {{"^CompareFunctor<"}, 2, 1, NULL, OK_CMP, "CompareFunctor<"},
-    {{"^CUDAFunctor_add<"}, 2, 0, NULL, OK_IADD, "CUDAFunctor_add<"},
-    {{"^CUDAFunctorOnSelf_add<"}, 1, 0, NULL, OK_IADD_SELF, "CUDAFunctorOnSelf_add<"},
-    {{"^BinaryFunctor<", "MulFunctor<"}, 2, 0, NULL, OK_IMUL, "MulFunctor<"},
-    {{"^AUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<"},
-    {{"^BUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<"},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL, NULL},
+    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL, NULL},
+    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, NULL},
+    /* the float16 (#3) and bfloat16 (#4) instantiations of the same dispatches (opmath float) */
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL, ""},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL, ""},
+    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL, ""},
+    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL, ""},
+    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#3}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, ""},
+    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, ""},
+    {{"launch_clamp_scalar", "{lambda(float)#1}"}, 1, 0, op_clamp, OK_FLOAT, NULL, "iff"},
+    {{"compare_scalar_kernel<float>", "{lambda(float)#1}"}, 1, 1, op_cmp_scalar, OK_FLOAT, NULL, "it"},
+    {{"mse_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_mse, OK_FLOAT, NULL, NULL},
+    {{"mse_backward_cuda_kernel", "{lambda(float, float, float)#1}"}, 3, 0, op_mse_bw, OK_FLOAT, NULL, NULL},
+    {{"AbsFunctor<float>"}, 1, 0, op_abs, OK_FLOAT, NULL, ""},
+    {{"sign_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sign, OK_FLOAT, NULL, ""},
+    {{"BinaryFunctor<bool, bool, bool, ", "logical_and_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_and, OK_FLOAT, NULL, NULL},
+    {{"BinaryFunctor<bool, bool, bool, ", "logical_or_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_or, OK_FLOAT, NULL, NULL},
+    {{"BinaryFunctor<bool, bool, bool, ", "logical_xor_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_xor, OK_FLOAT, NULL, NULL},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#1}"}, 1, 0, op_pow2, OK_FLOAT, NULL, ""},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#2}"}, 1, 0, op_pow3, OK_FLOAT, NULL, NULL},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#3}"}, 1, 0, op_powm2, OK_FLOAT, NULL, NULL},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#4}"}, 1, 0, op_pow, OK_FLOAT, NULL, "t"},
+    {{"masked_scale_kernel<bool, float, float>", "{lambda(float, bool)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL, "f"},
+    {{"masked_scale_kernel<unsigned char, float, float>", "{lambda(float, unsigned char)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL, "f"},
+    {{"direct_copy_kernel_cuda", "{lambda("}, 1, 0, NULL, OK_COPY, "{lambda(", NULL},
+    {{"converting_copy_kernel_cuda<"}, 1, 0, NULL, OK_CONVERT, "converting_copy_kernel_cuda<", NULL},
+    {{"where_kernel_impl", "{lambda(bool, "}, 3, 0, NULL, OK_WHERE, "{lambda(bool, ", NULL},
+    {{"masked_fill_kernel", "{lambda("}, 2, 0, NULL, OK_MASKED_FILL, "{lambda(", NULL},
+    {{"^BinaryFunctor<", "CompareEqFunctor<"}, 2, 1, NULL, OK_CMP_EQ, "CompareEqFunctor<", NULL},
+    {{"^AUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<", NULL},
+    {{"^BUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<", NULL},
+    {{"^CompareFunctor<"}, 2, 1, NULL, OK_CMP, "CompareFunctor<", NULL},
+    {{"^CUDAFunctor_add<"}, 2, 0, NULL, OK_IADD, "CUDAFunctor_add<", NULL},
+    {{"^CUDAFunctorOnSelf_add<"}, 1, 0, NULL, OK_IADD_SELF, "CUDAFunctorOnSelf_add<", NULL},
+    {{"^BinaryFunctor<", "MulFunctor<"}, 2, 0, NULL, OK_IMUL, "MulFunctor<", NULL},
+    {{"^AUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<", NULL},
+    {{"^BUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<", NULL},
 };
 
 static const char *skip_ns(const char *s) {
@@ -275,11 +287,48 @@ static int starts_with(const char *s, const char *prefix) {
   return 1;
 }
 
-static const op_desc_t *find_op(const char *functor, size_t len) {
+/* s with every "c10::Half" and "c10::BFloat16" replaced by "float" (a new string; NULL when s
+ * names neither, or names a complex type); *half the type replaced (one of the two only). */
+static char *half_as_float(const char *s, simtw_dt_t *half) {
+  int h = strstr(s, "c10::Half") != NULL, b = strstr(s, "c10::BFloat16") != NULL;
+  if (h == b || strstr(s, "complex")) return NULL;
+  const char *from = h ? "c10::Half" : "c10::BFloat16";
+  *half = h ? DT_F16 : DT_BF16;
+  char *out = malloc(strlen(s) + 1), *o = out;
+  if (!out) return NULL;
+  for (const char *p = s; *p;) {
+    if (strncmp(p, from, strlen(from)) == 0) {
+      memcpy(o, "float", 5), o += 5, p += strlen(from);
+    } else {
+      *o++ = *p++;
+    }
+  }
+  *o = 0;
+  return out;
+}
+
+static const op_desc_t *match_op(const char *s, int half_only);
+
+/* The operation of a functor's text; *half is DT_NONE, or the element type of a float16 or
+ * bfloat16 instantiation of an operation whose twin computes in float (half_caps). */
+static const op_desc_t *find_op(const char *functor, size_t len, simtw_dt_t *half) {
   char *s = strndup(functor, len);
   if (!s) return NULL;
+  *half = DT_NONE;
+  simtw_dt_t ht = DT_NONE;
+  char *norm = half_as_float(s, &ht);
+  const op_desc_t *hit = norm ? match_op(norm, 1) : NULL;
+  free(norm);
+  if (hit) *half = ht;
+  else hit = match_op(s, 0);
+  free(s);
+  return hit;
+}
+
+static const op_desc_t *match_op(const char *s, int half_only) {
   const op_desc_t *hit = NULL;
   for (size_t i = 0; i < sizeof OPS / sizeof OPS[0] && !hit; i++) {
+    if (half_only && (OPS[i].kind != OK_FLOAT || !OPS[i].half_caps)) continue;
     int ok = 1;
     for (int j = 0; j < 3 && OPS[i].all[j]; j++) {
       const char *want = OPS[i].all[j];
@@ -292,7 +341,6 @@ static const op_desc_t *find_op(const char *functor, size_t len) {
     }
     if (ok) hit = &OPS[i];
   }
-  free(s);
   return hit;
 }
 
@@ -326,13 +374,14 @@ size_t simtw_oc_size(int n) { return oc_size(n); }
 /* ---- frameworks ---- */
 
 enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN };
-enum { RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN };
+enum { RED_SUM, RED_MEAN, RED_NORM2, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN };
 
 typedef struct twin {
   char *name;
   int fw;
   const op_desc_t *op;
   simtw_dt_t in_dt[3], out_dt, ct; /* the functor's argument and result types */
+  simtw_dt_t half;                  /* DT_F16 or DT_BF16: a half instantiation of an OK_FLOAT op */
   int red, red_shift;               /* the reduction; ReduceOp's bytes beyond arg_t float */
   simtw_dt_t red_dt, red_out_dt;
   int mta_depth, mta_scalar_list, mta_fn, mta_nargs, mta_op, mta_r, mta_res;
@@ -387,12 +436,35 @@ static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) 
   }
 }
 
+/* The functor f of a half instantiation rewritten as the float32 instantiation lays it out (the
+ * operations read that layout), into buf; f itself when the layouts are the same. */
+#define CAPS_MAX 64
+static const char *caps_f32(const twin_t *t, const char *f, char *buf) {
+  const char *c = t->op->half_caps;
+  if (t->half == DT_NONE || !c || !strchr(c, 't')) return f;
+  size_t h = 0, o = 0;
+  memset(buf, 0, CAPS_MAX);
+  for (; *c && o + 4 <= CAPS_MAX; c++) {
+    size_t hs = *c == 'e' ? 1 : *c == 't' ? 2 : 4, fs = *c == 'e' ? 1 : 4;
+    h = (h + hs - 1) / hs * hs, o = (o + fs - 1) / fs * fs;
+    if (*c == 't') {
+      float v = (float)simtw_load(t->half, f + h).f;
+      memcpy(buf + o, &v, 4);
+    } else {
+      memcpy(buf + o, f + h, hs);
+    }
+    h += hs, o += fs;
+  }
+  return buf;
+}
+
 /* Contiguous frameworks. With casts (FW_CAST: LoadWithCast<n>, StoreWithCast<1> after the two
  * TrivialOffsetCalculators), element i of each tensor has the dtype those name, converted to and
  * from the functor's types as static_cast does. */
 static void run_contig(const twin_t *t, void **args) {
   int n = *(const int *)args[0];
-  const char *f = args[1];
+  char caps[CAPS_MAX];
+  const char *f = caps_f32(t, args[1], caps);
   char *const *data = args[2];
   int nin = t->op->ninputs < 3 ? t->op->ninputs : 3; /* functors take at most three inputs */
   simtw_dt_t mem_in[3] = {t->in_dt[0], t->in_dt[1], t->in_dt[2]}, mem_out = t->out_dt;
@@ -427,7 +499,8 @@ static void run_legacy(const twin_t *t, void **args) {
   size_t data_off = (oc_size(nt) + 7) & ~(size_t)7;
   char *data[4];
   memcpy(data, lam + data_off, 8 * (size_t)nt); /* device pointers: 8 bytes */
-  const char *f = lam + data_off + 8 * (size_t)nt;
+  char caps[CAPS_MAX];
+  const char *f = caps_f32(t, lam + data_off + 8 * (size_t)nt, caps);
   simtw_val_t in[3] = {0};
   for (int i = 0; i < n; i++) {
     for (int k = 0; k < t->op->ninputs; k++)
@@ -473,24 +546,30 @@ static void run_reduce(const twin_t *t, void **args) {
     uint64_t out_off = oc_get(r + RO_OUT_CALC, 2, 0, (uint32_t)o);
     const char *in = src + oc_get(r + RO_OUT_CALC, 2, 1, (uint32_t)o);
     (void)in_size;
-    if (t->red == RED_SUM || t->red == RED_MEAN) {
-      simtw_val_t id = simtw_load(t->red_dt, r0 + (t->red_shift ? 8 : RO_IDENT));
-      if (t->red_dt == DT_F32) {
-        float v = (float)id.f;
+    if (t->red == RED_SUM || t->red == RED_MEAN || t->red == RED_NORM2) {
+      if (simtw_dt_is_float(t->red_dt)) {
+        /* the accumulator (and ident, acc_buf) is float; inputs of half types widen exactly,
+         * the output is rounded once to its type */
+        float v = rd(r0, RO_IDENT);
         for (int i = 0; i < num_inputs; i++) {
-          float x;
-          memcpy(&x, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i), 4);
-          v += x;
+          float x = (float)simtw_load(t->red_dt, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i)).f;
+          v = t->red == RED_NORM2 ? fmaf(x, x, v) : v + x;
         }
         char *out = (char *)dst + out_off;
-        char *keep = accb ? (char *)accb + out_off : out;
-        float prev;
-        memcpy(&prev, keep, 4);
-        if (accumulate) v = prev + v;
-        if (final_output && t->red == RED_MEAN) v *= rd(r0, 0);
-        memcpy(final_output ? out : keep, &v, 4);
+        if (accumulate) {
+          float prev = accb ? rd(accb, out_off / simtw_dt_size(t->red_out_dt) * 4)
+                            : (float)simtw_load(t->red_out_dt, out).f;
+          v = prev + v;
+        }
+        if (!final_output && accb) {
+          memcpy((char *)accb + out_off / simtw_dt_size(t->red_out_dt) * 4, &v, 4);
+          continue;
+        }
+        if (t->red == RED_MEAN) v *= rd(r0, 0);
+        if (t->red == RED_NORM2) v = sqrtf(v);
+        simtw_store(t->red_out_dt, out, simtw_fval(v));
       } else { /* integer sums (int64 accumulators), one pass */
-        int64_t v = id.i;
+        int64_t v = simtw_load(t->red_dt, r0 + 8).i;
         for (int i = 0; i < num_inputs; i++)
           v += simtw_load(t->red_dt, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i)).i;
         simtw_store(t->red_out_dt, (char *)dst + out_off, simtw_ival(v));
@@ -809,6 +888,11 @@ static int set_types(twin_t *t, const char *f, size_t len) {
       break;
     default: t->out_dt = DT_BOOL; t->in_dt[0] = t->in_dt[1] = t->ct; break; /* comparisons */
   }
+  if (t->half != DT_NONE) { /* the float arguments and result are of the half type */
+    for (int k = 0; k < 3; k++)
+      if (t->in_dt[k] == DT_F32) t->in_dt[k] = t->half;
+    if (!op->out_bool) t->out_dt = t->half;
+  }
   free(s);
   return ok;
 }
@@ -820,6 +904,15 @@ static const struct {
 } REDUCTIONS[] = {
     {"func_wrapper_t<float, at::native::sum_functor<float, float, float>", RED_SUM, DT_F32, DT_F32},
     {"func_wrapper_t<long, at::native::sum_functor<long, long, long>", RED_SUM, DT_I64, DT_I64},
+    {"func_wrapper_t<c10::Half, at::native::sum_functor<c10::Half, float, c10::Half>", RED_SUM, DT_F16, DT_F16},
+    {"func_wrapper_t<c10::BFloat16, at::native::sum_functor<c10::BFloat16, float, c10::BFloat16>", RED_SUM, DT_BF16, DT_BF16},
+    {"MeanOps<c10::Half, float, float, c10::Half>", RED_MEAN, DT_F16, DT_F16},
+    {"MeanOps<c10::BFloat16, float, float, c10::BFloat16>", RED_MEAN, DT_BF16, DT_BF16},
+    /* NormTwoOps<scalar, acc, out, complex?>: sqrt of the sum of squares (fused multiply-adds) */
+    {"NormTwoOps<float, float, float, false>", RED_NORM2, DT_F32, DT_F32},
+    {"NormTwoOps<float, float, float, true>", RED_NORM2, DT_F32, DT_F32},
+    {"NormTwoOps<c10::Half, float, c10::Half, false>", RED_NORM2, DT_F16, DT_F16},
+    {"NormTwoOps<c10::BFloat16, float, c10::BFloat16, false>", RED_NORM2, DT_BF16, DT_BF16},
     {"MeanOps<float, float, float, float>", RED_MEAN, DT_F32, DT_F32},
     {"func_wrapper_t<float, at::native::MaxNanFunctor<float>", RED_MAX, DT_F32, DT_F32},
     {"func_wrapper_t<float, at::native::MinNanFunctor<float>", RED_MIN, DT_F32, DT_F32},
@@ -836,7 +929,7 @@ static int resolve_reduce(const char *dm, twin_t *t) {
   if (!p) return 0;
   p += strlen("at::native::ReduceOp<");
   t->red_dt = simtw_dt_parse(p, &e);
-  if ((t->red_dt != DT_F32 && t->red_dt != DT_I64) || strncmp(e, ", at::native::", 14) != 0) return 0;
+  if (t->red_dt == DT_NONE || strncmp(e, ", at::native::", 14) != 0) return 0;
   e += 14;
   int hit = -1;
   for (size_t i = 0; i < sizeof REDUCTIONS / sizeof REDUCTIONS[0] && hit < 0; i++)
@@ -847,6 +940,7 @@ static int resolve_reduce(const char *dm, twin_t *t) {
   if (t->red_out_dt != REDUCTIONS[hit].out || strncmp(e, ", 4", 3) != 0) return 0;
   t->red = REDUCTIONS[hit].red;
   t->red_shift = t->red >= RED_MAXOPS ? 16 : t->red_dt == DT_I64 ? 8 : 0;
+  if (t->red_dt != DT_F32 && t->red_dt != DT_I64 && t->red > RED_NORM2) return 0;
   t->fw = FW_REDUCE;
   t->op = &OPS[0]; /* marks "known"; the reduction is t->red */
   return 1;
@@ -860,29 +954,30 @@ static twin_t *resolve(const char *name) {
     return NULL;
   }
   twin_t t = {0};
+  t.half = DT_NONE;
   const char *f = NULL;
   size_t len = 0;
   const char *p;
   if (strncmp(dm, "void at::native::vectorized_elementwise_kernel<", 47) == 0 &&
       (p = strchr(dm + 47, ',')) && functor_span(p, ", ", &f, &len)) {
     t.fw = FW_CONTIG;
-    t.op = find_op(f, len);
+    t.op = find_op(f, len, &t.half);
   } else if (strncmp(dm, "void at::native::unrolled_elementwise_kernel<", 45) == 0 &&
              strstr(dm, "TrivialOffsetCalculator") && strstr(dm, "LoadWithoutCast") &&
              strstr(dm, "StoreWithoutCast") && functor_span(dm, "unrolled_elementwise_kernel<", &f, &len)) {
     t.fw = FW_CONTIG;
-    t.op = find_op(f, len);
+    t.op = find_op(f, len, &t.half);
   } else if (strncmp(dm, "void at::native::unrolled_elementwise_kernel<", 45) == 0 &&
              strstr(dm, "TrivialOffsetCalculator") && strstr(dm, "LoadWithCast<") &&
              strstr(dm, "StoreWithCast<1>") && functor_span(dm, "unrolled_elementwise_kernel<", &f, &len)) {
     t.fw = FW_CAST;
-    t.op = find_op(f, len);
+    t.op = find_op(f, len, &t.half);
   } else if (strncmp(dm, "void at::native::elementwise_kernel<", 36) == 0 &&
              (p = strstr(dm, "gpu_kernel_impl_nocast<"))) {
     const char *e = strstr(p, ">(at::TensorIteratorBase&");
     t.fw = FW_LEGACY;
     p += strlen("gpu_kernel_impl_nocast<");
-    if (e) t.op = find_op(f = p, len = (size_t)(e - p));
+    if (e) t.op = find_op(f = p, len = (size_t)(e - p), &t.half);
   } else if (strncmp(dm, "void at::native::reduce_kernel<", 31) == 0) {
     resolve_reduce(dm, &t);
   } else if (strncmp(dm, "void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(", 91) == 0 &&
