@@ -664,6 +664,33 @@ static int targ(const char *open, int n, int *v) {
   "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4, at::native::templates::cuda::"
 #define DIST_TRIVIAL "{lambda(int, float)#1})"
 
+/* amp_update_scale_cuda_kernel(float *scale, int *growth_tracker, const float *found_inf,
+ * double growth_factor, double backoff_factor, int growth_interval), one thread (GradScaler's
+ * update): after an inf or NaN the scale is multiplied by backoff_factor (in double, stored as
+ * float) and the tracker reset; else the tracker counts successful steps, and at
+ * growth_interval the scale grows by growth_factor when the product stays finite. */
+static void run_amp_update_scale(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)k, (void)grid, (void)block;
+  float *scale = ARG(float *, 0);
+  int *tracker = ARG(int *, 1);
+  const float *found_inf = ARG(const float *, 2);
+  double growth = ARG(double, 3), backoff = ARG(double, 4);
+  int interval = ARG(int, 5);
+  if (*found_inf != 0.0f) {
+    *scale = (float)((double)*scale * backoff);
+    *tracker = 0;
+    return;
+  }
+  int successful = *tracker + 1;
+  if (successful == interval) {
+    float grown = (float)((double)*scale * growth);
+    if (isfinite(grown)) *scale = grown;
+    *tracker = 0;
+  } else {
+    *tracker = successful;
+  }
+}
+
 int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
   const char *p;
   int v;
@@ -740,6 +767,8 @@ int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
     simtw_dt_t dt = simtw_dt_parse(o + 1, &e);
     k->p[2] = (int)simtw_dt_size(dt);
     if (dt != DT_NONE && targ(o, 2, &k->p[0]) && targ(o, 4, &k->p[1])) k->run = run_triu;
+  } else if (strcmp(dm, "at::native::amp_update_scale_cuda_kernel(float*, int*, float const*, double, double, int)") == 0) {
+    k->run = run_amp_update_scale;
   }
   return k->run != NULL;
 }

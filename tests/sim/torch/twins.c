@@ -189,6 +189,7 @@ enum {
   OK_IADD_SELF,   /* CUDAFunctorOnSelf_add<T> {T other; T alpha}: a + alpha * other */
   OK_IMUL,        /* BinaryFunctor<T, T, T, MulFunctor<T>>: a * b */
   OK_IMUL_SCALAR, /* A/BUnaryFunctor<T, T, T, MulFunctor<T>> {MulFunctor (empty); T s}: s * a */
+  OK_RECIP_F64,   /* reciprocal_kernel_cuda's lambda(double): 1.0 / x in double */
 };
 
 /* A functor is recognised by every one of its `all` strings occurring in the functor part of the
@@ -257,6 +258,7 @@ static const op_desc_t OPS[] = {
     {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#4}"}, 1, 0, op_pow, OK_FLOAT, NULL, "t"},
     {{"masked_scale_kernel<bool, float, float>", "{lambda(float, bool)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL, "f"},
     {{"masked_scale_kernel<unsigned char, float, float>", "{lambda(float, unsigned char)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL, "f"},
+    {{"reciprocal_kernel_cuda", "{lambda(double)#1}"}, 1, 0, NULL, OK_RECIP_F64, "{lambda(", NULL},
     {{"direct_copy_kernel_cuda", "{lambda("}, 1, 0, NULL, OK_COPY, "{lambda(", NULL},
     {{"converting_copy_kernel_cuda<"}, 1, 0, NULL, OK_CONVERT, "converting_copy_kernel_cuda<", NULL},
     {{"where_kernel_impl", "{lambda(bool, "}, 3, 0, NULL, OK_WHERE, "{lambda(bool, ", NULL},
@@ -405,6 +407,7 @@ static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) 
       return simtw_ival((int64_t)((uint64_t)in[0].i + (uint64_t)simtw_load(t->ct, f + n).i * (uint64_t)simtw_load(t->ct, f).i));
     }
     case OK_IMUL: return simtw_ival((int64_t)((uint64_t)in[0].i * (uint64_t)in[1].i));
+    case OK_RECIP_F64: return simtw_fval(1.0 / in[0].f);
     case OK_IMUL_SCALAR: /* the empty MulFunctor, then the scalar at its alignment */
       return simtw_ival((int64_t)((uint64_t)in[0].i * (uint64_t)simtw_load(t->ct, f + simtw_dt_size(t->ct)).i));
     case OK_CMP_EQ_SCALAR: { /* {int op; T scalar}: the scalar at the next multiple of its size */
@@ -622,7 +625,7 @@ static void run_reduce(const twin_t *t, void **args) {
 enum { MF_UNARY, MF_LIST_ALPHA, MF_SCALAR, MF_SCALAR_LIST, MF_LIST, MF_SCALAR_TENSOR,
        MF_POINTWISE_SCALAR, MF_POINTWISE_SCALAR_LIST, MF_LERP_SCALAR, MF_LERP_LIST,
        MF_LERP_SCALAR_LIST };
-enum { MO_PLUS, MO_MINUS, MO_MUL, MO_DIV, MO_NEG, MO_SQRT, MO_EXP, MO_COPY, MO_LERP };
+enum { MO_PLUS, MO_MINUS, MO_MUL, MO_DIV, MO_NEG, MO_SQRT, MO_EXP, MO_COPY, MO_LERP, MO_UNSCALE };
 
 static float mta_op(int op, float a, float b) {
   switch (op) {
@@ -677,6 +680,15 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
   } else if (na >= 1) {
     memcpy(&s0, args[3], 4);
   }
+  /* _amp_foreach_non_finite_check_and_unscale_'s lambda {float *found_inf; const float
+   * *inv_scale} (then nvcc's pointer): x * inv_scale (x when inv_scale is 1), and found_inf set
+   * to 1 by a value that is not finite. */
+  float *found_inf = NULL;
+  const float *inv_scale = NULL;
+  if (t->mta_op == MO_UNSCALE) {
+    memcpy(&found_inf, args[2], sizeof found_inf);
+    memcpy(&inv_scale, (const char *)args[2] + 8, sizeof inv_scale);
+  }
   for (unsigned b = 0; b < grid.x; b++) {
     uint16_t ti;
     int chunk;
@@ -700,7 +712,14 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
       float x0 = lists[0][i], x1 = t->mta_r > 1 ? lists[1][i] : 0.0f, x2 = t->mta_r > 2 ? lists[2][i] : 0.0f;
       float v;
       switch (t->mta_fn) {
-        case MF_UNARY: v = mta_op(t->mta_op, x0, 0.0f); break;
+        case MF_UNARY:
+          if (t->mta_op == MO_UNSCALE) {
+            if (!isfinite(x0)) *found_inf = 1.0f;
+            v = *inv_scale == 1.0f ? x0 : x0 * *inv_scale;
+          } else {
+            v = mta_op(t->mta_op, x0, 0.0f);
+          }
+          break;
         case MF_LIST_ALPHA: v = mta_op(t->mta_op, x0, s0 * x1); break;
         case MF_SCALAR: v = mta_op(t->mta_op, x0, s0); break;
         case MF_SCALAR_LIST: v = mta_op(t->mta_op, x0, sv); break;
@@ -775,6 +794,17 @@ static int resolve_mta(const char *dm, twin_t *t) {
   p += 3;
   int op = -1;
   size_t oplen = 0;
+  const char *unscale = "at::native::_amp_foreach_non_finite_check_and_unscale_cuda_(";
+  if (MTA_FUNCTORS[fi].fn == MF_UNARY && strncmp(p, unscale, strlen(unscale)) == 0 &&
+      strstr(p, "::{lambda()#2}::operator()() const::{lambda(float)#1}>(")) {
+    t->fw = FW_MTA; /* the float instantiation (#2 of the dispatch), the lambda its third argument */
+    t->mta_fn = MF_UNARY;
+    t->mta_op = MO_UNSCALE;
+    t->mta_r = r;
+    t->mta_res = res;
+    t->op = &OPS[0];
+    return 1;
+  }
   for (size_t i = 0; i < sizeof MTA_OPS / sizeof MTA_OPS[0] && op < 0; i++)
     if (strncmp(p, MTA_OPS[i].name, (oplen = strlen(MTA_OPS[i].name))) == 0) op = MTA_OPS[i].op;
   if (op < 0) return 0;
@@ -878,6 +908,7 @@ static int set_types(twin_t *t, const char *f, size_t len) {
   switch (op->kind) {
     case OK_FLOAT: t->out_dt = op->out_bool ? DT_BOOL : DT_F32; break;
     case OK_FILL: case OK_COPY: t->out_dt = t->in_dt[0] = t->ct; break;
+    case OK_RECIP_F64: ok = ok && t->ct == DT_F64; t->out_dt = t->in_dt[0] = t->ct; break;
     case OK_CONVERT: break;
     case OK_WHERE: t->out_dt = t->ct = t->in_dt[1]; break;
     case OK_MASKED_FILL: t->out_dt = t->ct; ok = ok && t->in_dt[0] == t->ct && t->in_dt[1] == DT_BOOL; break;
