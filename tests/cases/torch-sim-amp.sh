@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # torch-sim-amp.sh — mixed precision on the simulator with real PyTorch (tests/torch/amp.py, a
 # small MLP, 6 steps): bfloat16 autocast, and float16 autocast with GradScaler, clip_grad_norm_
-# and clip_grad_value_ (foreach=False). Each mode runs on the simulator without and with the
-# library (another simulator seed) and on CPU PyTorch; fails unless
+# and clip_grad_value_ (the foreach kernels and the per-tensor ones, on alternate steps). Each
+# mode runs on the simulator without and with the library (another simulator seed) and on CPU
+# PyTorch; fails unless
 #   - the runs with and without the library print the same, byte for byte (losses, gradient
 #     norms, loss scales, the digest of the parameters);
 #   - every loss (and, in float16, every gradient norm) is CPU PyTorch's within relative 1e-4;
@@ -19,7 +20,7 @@ export AUTOGRAPH_HOLD_US=200000 # as tests/torch/example.sh explains
 d=$AG_TMP
 script=$AG_ROOT/tests/torch/amp.py
 for mode in bf16 fp16; do
-  args=(--mode "$mode" --foreach 0)
+  args=(--mode "$mode")
   ag_run "$d/$mode.plain" env SIM_SEED=1 "$TORCH_SIM" "$PY" "$script" "${args[@]}" &
   ag_run "$d/$mode.lib" env SIM_SEED=2 LD_PRELOAD="$AG_LIB" AUTOGRAPH_STATS="$d/$mode.json" \
     "$TORCH_SIM" "$PY" "$script" "${args[@]}"

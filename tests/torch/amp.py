@@ -1,7 +1,8 @@
 """amp.py — mixed-precision training of a small MLP, as users write it: torch.autocast in bfloat16,
-or in float16 with torch.amp.GradScaler and gradient clipping (clip_grad_norm_, foreach or not,
-and clip_grad_value_). Runs on the device given (cuda: the simulator; cpu: CPU PyTorch, whose
-autocast follows the same rules: Linear in the low precision, the loss in float32).
+or in float16 with torch.amp.GradScaler and gradient clipping (clip_grad_norm_ and
+clip_grad_value_, through the foreach kernels on even steps and tensor by tensor on odd ones).
+Runs on the device given (cuda: the simulator; cpu: CPU PyTorch, whose autocast follows the same
+rules: Linear in the low precision; the loss is taken in float32 outside the region).
 
 Prints one line per step (the loss as float32 bits and value) and a digest of the parameters.
 """
@@ -17,7 +18,6 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--device", default="cuda")
 ap.add_argument("--mode", choices=["bf16", "fp16"], default="bf16")
 ap.add_argument("--steps", type=int, default=6)
-ap.add_argument("--foreach", type=int, default=1)
 a = ap.parse_args()
 torch.set_num_threads(1)
 dev = torch.device(a.device)
@@ -40,8 +40,9 @@ for step in range(a.steps):
     if scaler is not None:
         scaler.scale(loss).backward()
         scaler.unscale_(opt)
-        total = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=bool(a.foreach))
-        torch.nn.utils.clip_grad_value_(model.parameters(), 0.05, foreach=bool(a.foreach))
+        foreach = step % 2 == 0  # both implementations: the foreach kernels, then per tensor
+        total = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=foreach)
+        torch.nn.utils.clip_grad_value_(model.parameters(), 0.05, foreach=foreach)
         scaler.step(opt)
         scaler.update()
         extra = f" norm {total.item():.6e} scale {scaler.get_scale():g}"

@@ -375,7 +375,7 @@ size_t simtw_oc_size(int n) { return oc_size(n); }
 
 /* ---- frameworks ---- */
 
-enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN };
+enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN, FW_LPCLEAN };
 enum { RED_SUM, RED_MEAN, RED_NORM2, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN };
 
 typedef struct twin {
@@ -624,8 +624,8 @@ static void run_reduce(const twin_t *t, void **args) {
 
 enum { MF_UNARY, MF_LIST_ALPHA, MF_SCALAR, MF_SCALAR_LIST, MF_LIST, MF_SCALAR_TENSOR,
        MF_POINTWISE_SCALAR, MF_POINTWISE_SCALAR_LIST, MF_LERP_SCALAR, MF_LERP_LIST,
-       MF_LERP_SCALAR_LIST };
-enum { MO_PLUS, MO_MINUS, MO_MUL, MO_DIV, MO_NEG, MO_SQRT, MO_EXP, MO_COPY, MO_LERP, MO_UNSCALE };
+       MF_LERP_SCALAR_LIST, MF_LPNORM };
+enum { MO_PLUS, MO_MINUS, MO_MUL, MO_DIV, MO_NEG, MO_SQRT, MO_EXP, MO_COPY, MO_LERP, MO_UNSCALE, MO_MAXIMUM, MO_MINIMUM };
 
 static float mta_op(int op, float a, float b) {
   switch (op) {
@@ -636,6 +636,9 @@ static float mta_op(int op, float a, float b) {
     case MO_NEG: return -a;
     case MO_SQRT: return sqrtf(a);
     case MO_EXP: return expf(a);
+    /* at::native::maximum / minimum (the foreach clamps): a NaN a propagates */
+    case MO_MAXIMUM: return isnan(a) || a > b ? a : b;
+    case MO_MINIMUM: return isnan(a) || a < b ? a : b;
     default: return a;
   }
 }
@@ -646,6 +649,63 @@ static float lerpf(float self, float end, float w) {
 }
 
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+/* _foreach_norm's two kernels. NormType: 0 L0, 1 L1, 2 L2, 3 LInf (the twins: 1 to 3).
+ * multi_tensor_apply_kernel<TensorListMetadata<1>, LpNormFunctor<float, NormType, float, 1, 1,
+ * 0>, float *partial, const int64_t *offsets>: each block reduces its chunk (sum of squares, sum
+ * of absolute values, or the largest absolute value with NaN winning) into
+ * partial[offsets[start_tensor_this_launch + tensor] + chunk] (offsets: the first slot of each
+ * tensor, as this wheel's launches show). */
+static float lp_step(int nt, float acc, float x) {
+  if (nt == 3) return isnan(acc) || isnan(x) ? NAN : fmaxf(acc, fabsf(x));
+  return nt == 1 ? acc + fabsf(x) : fmaf(x, x, acc);
+}
+
+static void run_lpnorm(const twin_t *t, dim3 grid, void **args, size_t T, const char *numel,
+                       const char *b2t, const char *b2c) {
+  const char *m = args[0];
+  int start;
+  memcpy(&start, b2c + 4 * MTA_BLOCKS, 4);
+  float *partial;
+  const int64_t *offsets;
+  memcpy(&partial, args[2], 8);
+  memcpy(&offsets, args[3], 8);
+  (void)T;
+  for (unsigned b = 0; b < grid.x; b++) {
+    uint16_t ti;
+    int chunk;
+    int64_t n;
+    const float *x;
+    memcpy(&ti, b2t + 2 * b, 2);
+    memcpy(&chunk, b2c + 4 * b, 4);
+    memcpy(&n, numel + 8 * ti, 8);
+    memcpy(&x, m + 8 * ti, 8);
+    int64_t end = (int64_t)(chunk + 1) * MTA_CHUNK < n ? (int64_t)(chunk + 1) * MTA_CHUNK : n;
+    float acc = 0.0f;
+    for (int64_t i = (int64_t)chunk * MTA_CHUNK; i < end; i++) acc = lp_step(t->mta_op, acc, x[i]);
+    partial[offsets[start + ti] + chunk] = acc;
+  }
+}
+
+/* lpnorm_cleanup<float, NormType, float, apply_root, float>(const float *partial,
+ * TensorListAddresses out (400 pointers), const int64_t *offsets, int first): block b combines
+ * the partials of tensor first + b (sum, or the largest with NaN winning), takes the square root
+ * for L2 when apply_root, and stores the float at out[b]. */
+static void run_lpnorm_cleanup(const twin_t *t, dim3 grid, void **args) {
+  const float *partial;
+  const int64_t *offsets;
+  memcpy(&partial, args[0], 8);
+  memcpy(&offsets, args[2], 8);
+  int first = *(const int *)args[3], nt = t->mta_op;
+  for (unsigned b = 0; b < grid.x && b < 400; b++) {
+    float *out;
+    memcpy(&out, (const char *)args[1] + 8 * b, 8);
+    float acc = 0.0f;
+    for (int64_t i = offsets[first + (int)b]; i < offsets[first + (int)b + 1]; i++)
+      acc = nt == 3 ? lp_step(3, acc, partial[i]) : acc + partial[i];
+    *out = nt == 2 && t->mta_r ? sqrtf(acc) : acc;
+  }
+}
 
 static void run_mta(const twin_t *t, dim3 grid, void **args) {
   const char *m = args[0];
@@ -670,6 +730,10 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
   if (!T) {
     fprintf(stderr, "sim: %s: multi-tensor metadata of an unknown layout; not run\n", t->name);
     abort();
+  }
+  if (t->mta_fn == MF_LPNORM) {
+    run_lpnorm(t, grid, args, T, numel, b2t, b2c);
+    return;
   }
   float s0 = 0.0f;
   const float *stensor = NULL;
@@ -761,6 +825,7 @@ static const struct {
     {"std::negate<float>", MO_NEG}, {"at::native::Sqrt<float>", MO_SQRT},
     {"at::native::Exp<float>", MO_EXP}, {"at::native::Copy<float, float>", MO_COPY},
     {"at::native::LerpFunctor<float>", MO_LERP},
+    {"at::native::maximum<float>", MO_MAXIMUM}, {"at::native::minimum<float>", MO_MINIMUM},
 };
 
 /* Fills t from a demangled multi_tensor_apply_kernel name; 0 when it has no twin. */
@@ -778,6 +843,16 @@ static int resolve_mta(const char *dm, twin_t *t) {
     t->mta_scalar_list = 1;
   } else {
     return 0;
+  }
+  int lpn;
+  if (t->mta_depth == 1 && !t->mta_scalar_list &&
+      sscanf(p, "TensorListMetadata<1>, at::native::LpNormFunctor<float, (at::native::NormType)%d, ", &lpn) == 1 &&
+      lpn >= 1 && lpn <= 3 && strstr(p, ", float, 1, 1, 0>, float*, long const*>(")) {
+    t->fw = FW_MTA;
+    t->mta_fn = MF_LPNORM;
+    t->mta_op = lpn;
+    t->op = &OPS[0];
+    return 1;
   }
   if (!(p = strstr(p, ">, ")) || strncmp(p + 3, ns, strlen(ns)) != 0) return 0;
   p += 3 + strlen(ns);
@@ -1024,6 +1099,15 @@ static twin_t *resolve(const char *name) {
   } else if (simtw_nn_resolve(dm, &t.nn) || simtw_pool_resolve(dm, &t.nn) || simtw_scatter_resolve(dm, &t.nn)) {
     t.fw = FW_NN;
     t.op = &OPS[0];
+  } else if (strncmp(dm, "void at::native::lpnorm_cleanup<float, (at::native::NormType)", 61) == 0) {
+    char root[8] = "";
+    if (sscanf(dm + 61, "%d, float, %5[a-z], float>(", &t.mta_op, root) == 2 && t.mta_op >= 1 &&
+        t.mta_op <= 3 && (!strcmp(root, "true") || !strcmp(root, "false")) &&
+        strstr(dm, ">(float const*, at::native::TensorListAddresses, long const*, int)")) {
+      t.fw = FW_LPCLEAN;
+      t.mta_r = strcmp(root, "true") == 0; /* apply_root */
+      t.op = &OPS[0];
+    }
   } else {
     resolve_mta(dm, &t);
   }
@@ -1067,6 +1151,7 @@ int simtw_twin(const char *name, dim3 grid, dim3 block, void **args) {
     case FW_MTA: run_mta(t, grid, args); break;
     case FW_ARANGE: run_arange(t, args); break;
     case FW_NN: t->nn.run(&t->nn, grid, block, args); break;
+    case FW_LPCLEAN: run_lpnorm_cleanup(t, grid, args); break;
   }
   return 1;
 }
