@@ -173,6 +173,29 @@ static float op_log(const char *f, const float *in) { (void)f; return logf(in[0]
 /* masked_scale_kernel's lambda {scale}(x, mask): mask * x * scale (dropout's backward). */
 static float op_masked_scale(const char *f, const float *in) { return in[1] * in[0] * rd(f, 0); }
 
+/* Lambdas whose arithmetic is in c10::Half or c10::BFloat16 (each operation rounds to the type,
+ * as c10's operators do), where the float32 twins compute in float: the result's last rounding
+ * is the store's. */
+static float rh(float x) { return (float)simtw_cast(simtw_fval(x), DT_F16).f; }
+static float rb(float x) { return (float)simtw_cast(simtw_fval(x), DT_BF16).f; }
+/* mse_kernel_cuda: diff = a - b; diff * diff */
+static float op_mse_h(const char *f, const float *in) { (void)f; float d = rh(in[0] - in[1]); return d * d; }
+static float op_mse_b(const char *f, const float *in) { (void)f; float d = rb(in[0] - in[1]); return d * d; }
+/* mse_backward_cuda_kernel {T alpha}: alpha * (a - b) * c */
+static float op_mse_bw_h(const char *f, const float *in) {
+  uint16_t a;
+  memcpy(&a, f, 2);
+  return rh((float)simtw_load(DT_F16, &a).f * rh(in[0] - in[1])) * in[2];
+}
+static float op_mse_bw_b(const char *f, const float *in) {
+  uint16_t a;
+  memcpy(&a, f, 2);
+  return rb((float)simtw_load(DT_BF16, &a).f * rb(in[0] - in[1])) * in[2];
+}
+/* pow_tensor_scalar_kernel_impl's lambda #2: base * base * base */
+static float op_pow3_h(const char *f, const float *in) { (void)f; return rh(in[0] * in[0]) * in[0]; }
+static float op_pow3_b(const char *f, const float *in) { (void)f; return rb(in[0] * in[0]) * in[0]; }
+
 /* Operations on values of any element type (kinds other than OK_FLOAT); the twin's ct is the
  * functor's own element type, parsed from its name. */
 enum {
@@ -245,6 +268,12 @@ static const op_desc_t OPS[] = {
     {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, ""},
     {{"launch_clamp_scalar", "{lambda(float)#1}"}, 1, 0, op_clamp, OK_FLOAT, NULL, "iff"},
     {{"compare_scalar_kernel<float>", "{lambda(float)#1}"}, 1, 1, op_cmp_scalar, OK_FLOAT, NULL, "it"},
+    {{"mse_kernel_cuda", "{lambda(c10::Half, c10::Half)#1}"}, 2, 0, op_mse_h, OK_FLOAT, NULL, NULL},
+    {{"mse_kernel_cuda", "{lambda(c10::BFloat16, c10::BFloat16)#1}"}, 2, 0, op_mse_b, OK_FLOAT, NULL, NULL},
+    {{"mse_backward_cuda_kernel", "{lambda(c10::Half, c10::Half, c10::Half)#1}"}, 3, 0, op_mse_bw_h, OK_FLOAT, NULL, NULL},
+    {{"mse_backward_cuda_kernel", "{lambda(c10::BFloat16, c10::BFloat16, c10::BFloat16)#1}"}, 3, 0, op_mse_bw_b, OK_FLOAT, NULL, NULL},
+    {{"pow_tensor_scalar_kernel_impl<c10::Half, c10::Half>", "{lambda(c10::Half)#2}"}, 1, 0, op_pow3_h, OK_FLOAT, NULL, NULL},
+    {{"pow_tensor_scalar_kernel_impl<c10::BFloat16, c10::BFloat16>", "{lambda(c10::BFloat16)#2}"}, 1, 0, op_pow3_b, OK_FLOAT, NULL, NULL},
     {{"mse_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_mse, OK_FLOAT, NULL, NULL},
     {{"mse_backward_cuda_kernel", "{lambda(float, float, float)#1}"}, 3, 0, op_mse_bw, OK_FLOAT, NULL, NULL},
     {{"AbsFunctor<float>"}, 1, 0, op_abs, OK_FLOAT, NULL, ""},
@@ -385,6 +414,7 @@ typedef struct twin {
   simtw_dt_t in_dt[3], out_dt, ct; /* the functor's argument and result types */
   simtw_dt_t half;                  /* DT_F16 or DT_BF16: a half instantiation of an OK_FLOAT op */
   int red, red_shift;               /* the reduction; ReduceOp's bytes beyond arg_t float */
+  int red_shift_ptr;                /* the same for the pointers after the calculators */
   simtw_dt_t red_dt, red_out_dt;
   int mta_depth, mta_scalar_list, mta_fn, mta_nargs, mta_op, mta_r, mta_res;
   simtw_nn_t nn;
@@ -479,7 +509,7 @@ static void run_contig(const twin_t *t, void **args) {
      * refused before the launch, so the run stops here rather than compute something else. */
     for (int k = 0; k <= nin; k++) {
       simtw_dt_t dt = k < nin ? mem_in[k] : mem_out;
-      if (!simtw_dt_size(dt) || dt == DT_U32) {
+      if (!simtw_dt_size(dt) || dt == DT_U32 || dt == DT_U16) {
         fprintf(stderr, "sim: %s: a cast from or to ScalarType %d, which has no twin; not run\n", t->name, (int)dt);
         abort();
       }
@@ -536,14 +566,15 @@ static int pair_wins(int max, double a, int64_t ia, double b, int64_t ib) {
 
 static void run_reduce(const twin_t *t, void **args) {
   const char *r0 = args[0];
-  const char *r = r0 + t->red_shift; /* r + RO_* for everything after ident */
+  const char *r = r0 + t->red_shift; /* r + RO_* for the config and the calculators */
+  const char *rp = r0 + t->red_shift_ptr; /* rp + RO_* for the pointers and flags after them */
   int num_inputs = rdi(r, RO_CONFIG + 4), num_outputs = rdi(r, RO_CONFIG + 8);
   const char *src, *dst, *dst1, *accb; /* device pointers the kernel writes through */
-  memcpy(&src, r + RO_SRC, 8);
-  memcpy(&dst, r + RO_DST, 8);
-  memcpy(&dst1, r + RO_DST + 8, 8);
-  memcpy(&accb, r + RO_ACC, 8);
-  int accumulate = (unsigned char)r[RO_FLAGS] != 0, final_output = (unsigned char)r[RO_FLAGS + 1] != 0;
+  memcpy(&src, rp + RO_SRC, 8);
+  memcpy(&dst, rp + RO_DST, 8);
+  memcpy(&dst1, rp + RO_DST + 8, 8);
+  memcpy(&accb, rp + RO_ACC, 8);
+  int accumulate = (unsigned char)rp[RO_FLAGS] != 0, final_output = (unsigned char)rp[RO_FLAGS + 1] != 0;
   size_t in_size = simtw_dt_size(t->red_dt);
   for (int o = 0; o < num_outputs; o++) {
     uint64_t out_off = oc_get(r + RO_OUT_CALC, 2, 0, (uint32_t)o);
@@ -580,13 +611,12 @@ static void run_reduce(const twin_t *t, void **args) {
       continue;
     }
     if (t->red == RED_MAX || t->red == RED_MIN) { /* MaxNanFunctor / MinNanFunctor */
-      float v = 0.0f;
+      double v = 0.0;
       for (int i = 0; i < num_inputs; i++) {
-        float x;
-        memcpy(&x, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i), 4);
+        double x = simtw_load(t->red_dt, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i)).f;
         if (i == 0 || isnan(x) || (!isnan(v) && (t->red == RED_MAX ? x > v : x < v))) v = x;
       }
-      memcpy((char *)dst + out_off, &v, 4);
+      simtw_store(t->red_out_dt, (char *)dst + out_off, simtw_fval(v));
       continue;
     }
     /* pairs: MaxOps/MinOps write (value, index) to dst[0] and dst[1] (its offset scaled from
@@ -603,7 +633,7 @@ static void run_reduce(const twin_t *t, void **args) {
       memcpy((char *)dst + out_off, &bi, 8);
     } else {
       simtw_store(t->red_dt, (char *)dst + out_off, simtw_fval(best));
-      int noutputs = rdi(r, RO_FLAGS + 4);
+      int noutputs = rdi(rp, RO_FLAGS + 4);
       if (noutputs >= 2) memcpy((char *)dst1 + out_off / simtw_dt_size(t->red_dt) * 8, &bi, 8);
     }
   }
@@ -981,7 +1011,10 @@ static int set_types(twin_t *t, const char *f, size_t len) {
     }
   }
   switch (op->kind) {
-    case OK_FLOAT: t->out_dt = op->out_bool ? DT_BOOL : DT_F32; break;
+    case OK_FLOAT: /* a lambda returns its argument type (float, or the half type of the entries
+                    * written for it) */
+      t->out_dt = op->out_bool ? DT_BOOL : t->in_dt[0] == DT_F16 || t->in_dt[0] == DT_BF16 ? t->in_dt[0] : DT_F32;
+      break;
     case OK_FILL: case OK_COPY: t->out_dt = t->in_dt[0] = t->ct; break;
     case OK_RECIP_F64: ok = ok && t->ct == DT_F64; t->out_dt = t->in_dt[0] = t->ct; break;
     case OK_CONVERT: break;
@@ -989,7 +1022,8 @@ static int set_types(twin_t *t, const char *f, size_t len) {
     case OK_MASKED_FILL: t->out_dt = t->ct; ok = ok && t->in_dt[0] == t->ct && t->in_dt[1] == DT_BOOL; break;
     case OK_IADD: case OK_IADD_SELF: case OK_IMUL: case OK_IMUL_SCALAR:
       /* integer arithmetic only: the floating instantiations compute in their opmath type */
-      ok = ok && !simtw_dt_is_float(t->ct) && t->ct != DT_BOOL && t->ct != DT_U32;
+      ok = ok && !simtw_dt_is_float(t->ct) && t->ct != DT_BOOL && t->ct != DT_U32 &&
+           t->ct != DT_U16;
       t->out_dt = t->in_dt[0] = t->in_dt[1] = t->ct;
       break;
     default: t->out_dt = DT_BOOL; t->in_dt[0] = t->in_dt[1] = t->ct; break; /* comparisons */
@@ -1019,6 +1053,8 @@ static const struct {
     {"NormTwoOps<float, float, float, true>", RED_NORM2, DT_F32, DT_F32},
     {"NormTwoOps<c10::Half, float, c10::Half, false>", RED_NORM2, DT_F16, DT_F16},
     {"NormTwoOps<c10::BFloat16, float, c10::BFloat16, false>", RED_NORM2, DT_BF16, DT_BF16},
+    {"NormTwoOps<c10::Half, float, c10::Half, true>", RED_NORM2, DT_F16, DT_F16},
+    {"NormTwoOps<c10::BFloat16, float, c10::BFloat16, true>", RED_NORM2, DT_BF16, DT_BF16},
     {"MeanOps<float, float, float, float>", RED_MEAN, DT_F32, DT_F32},
     {"func_wrapper_t<float, at::native::MaxNanFunctor<float>", RED_MAX, DT_F32, DT_F32},
     {"func_wrapper_t<float, at::native::MinNanFunctor<float>", RED_MIN, DT_F32, DT_F32},
@@ -1026,6 +1062,20 @@ static const struct {
     {"MinOps<float>", RED_MINOPS, DT_F32, DT_F32},
     {"ArgMaxOps<float>", RED_ARGMAX, DT_F32, DT_I64},
     {"ArgMinOps<float>", RED_ARGMIN, DT_F32, DT_I64},
+    /* float16 and bfloat16: the pair reductions keep their float (ArgMax) or element-type (Max)
+     * values in a 16-byte arg_t as for float; MaxNanFunctor<T> reduces in T (2 bytes) */
+    {"ArgMaxOps<float>", RED_ARGMAX, DT_F16, DT_I64},
+    {"ArgMaxOps<float>", RED_ARGMAX, DT_BF16, DT_I64},
+    {"ArgMinOps<float>", RED_ARGMIN, DT_F16, DT_I64},
+    {"ArgMinOps<float>", RED_ARGMIN, DT_BF16, DT_I64},
+    {"MaxOps<c10::Half>", RED_MAXOPS, DT_F16, DT_F16},
+    {"MaxOps<c10::BFloat16>", RED_MAXOPS, DT_BF16, DT_BF16},
+    {"MinOps<c10::Half>", RED_MINOPS, DT_F16, DT_F16},
+    {"MinOps<c10::BFloat16>", RED_MINOPS, DT_BF16, DT_BF16},
+    {"func_wrapper_t<c10::Half, at::native::MaxNanFunctor<c10::Half>", RED_MAX, DT_F16, DT_F16},
+    {"func_wrapper_t<c10::BFloat16, at::native::MaxNanFunctor<c10::BFloat16>", RED_MAX, DT_BF16, DT_BF16},
+    {"func_wrapper_t<c10::Half, at::native::MinNanFunctor<c10::Half>", RED_MIN, DT_F16, DT_F16},
+    {"func_wrapper_t<c10::BFloat16, at::native::MinNanFunctor<c10::BFloat16>", RED_MIN, DT_BF16, DT_BF16},
 };
 
 /* reduce_kernel<…, ReduceOp<scalar, ops, unsigned int, out, …>>: the twins of float sums, means,
@@ -1046,7 +1096,10 @@ static int resolve_reduce(const char *dm, twin_t *t) {
   if (t->red_out_dt != REDUCTIONS[hit].out || strncmp(e, ", 4", 3) != 0) return 0;
   t->red = REDUCTIONS[hit].red;
   t->red_shift = t->red >= RED_MAXOPS ? 16 : t->red_dt == DT_I64 ? 8 : 0;
-  if (t->red_dt != DT_F32 && t->red_dt != DT_I64 && t->red > RED_NORM2) return 0;
+  if ((t->red == RED_MAX || t->red == RED_MIN) && simtw_dt_size(t->red_dt) == 2)
+    t->red_shift = -4; /* a 2-byte arg_t: ident at 2, the config at 4 */
+  /* the pointers after the calculators are 8-aligned: with the config at 4 they move by 8 */
+  t->red_shift_ptr = t->red_shift < 0 ? -8 : t->red_shift;
   t->fw = FW_REDUCE;
   t->op = &OPS[0]; /* marks "known"; the reduction is t->red */
   return 1;
