@@ -142,6 +142,22 @@ static float op_gelu_erf_bw(const char *f, const float *in) {
   float pdf = expf(-0.5f * x * x) * alpha;
   return dy * (cdf + x * pdf);
 }
+/* GeluBackwardCUDAKernelImpl's tanh lambda(dy, x), in opmath float where PyTorch writes float
+ * and in double where it writes double literals (0.5 * right, and the sum after it). */
+static float op_gelu_tanh_bw(const char *f, const float *in) {
+  (void)f;
+  const float beta = (float)(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = 0.044715f;
+  float dy = in[0], x = in[1];
+  float x_sq = x * x, x_cube = x_sq * x;
+  float inner = beta * fmaf(kappa, x_cube, x);
+  float t = tanhf(inner);
+  float left = 0.5f * x, right = 1.0f + t;
+  double left_derivative = 0.5 * right;
+  float tanh_derivative = fmaf(-t, t, 1.0f);
+  float inner_derivative = beta * fmaf(3.0f * kappa, x_sq, 1.0f);
+  float right_derivative = left * tanh_derivative * inner_derivative;
+  return (float)((double)dy * (left_derivative + right_derivative));
+}
 static float op_mse(const char *f, const float *in) {
   (void)f;
   float d = in[0] - in[1];
@@ -258,6 +274,9 @@ static const op_desc_t OPS[] = {
     /* GeluCUDAKernelImpl dispatches twice: first for GeluType::Tanh, then for None (erf). */
     {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL, NULL},
     {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL, NULL},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_tanh_bw, OK_FLOAT, NULL, NULL},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#3}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_tanh_bw, OK_FLOAT, NULL, ""},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_tanh_bw, OK_FLOAT, NULL, ""},
     {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, NULL},
     /* the float16 (#3) and bfloat16 (#4) instantiations of the same dispatches (opmath float) */
     {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL, ""},
