@@ -158,6 +158,31 @@ static float op_gelu_tanh_bw(const char *f, const float *in) {
   float right_derivative = left * tanh_derivative * inner_derivative;
   return (float)((double)dy * (left_derivative + right_derivative));
 }
+/* The activations' lambdas (opmath float; the constants they capture are 0, 1/6, 3, 6 and 0, 3,
+ * -3, 0.5 in hardswish's, used here as such), with nvcc's contractions. */
+static float op_silu(const char *f, const float *in) { (void)f; return in[0] / (1.0f + expf(-in[0])); }
+static float op_silu_bw(const char *f, const float *in) {
+  (void)f;
+  float dy = in[0], x = in[1], sg = 1.0f / (1.0f + expf(-x));
+  return dy * sg * fmaf(x, 1.0f - sg, 1.0f);
+}
+static float op_mish(const char *f, const float *in) { (void)f; return in[0] * tanhf(log1pf(expf(in[0]))); }
+static float op_mish_bw(const char *f, const float *in) {
+  (void)f;
+  float dy = in[0], x = in[1], sg = 1.0f / (1.0f + expf(-x)), t = tanhf(log1pf(expf(x)));
+  return dy * fmaf(x * sg, fmaf(-t, t, 1.0f), t);
+}
+static float op_hardswish(const char *f, const float *in) {
+  (void)f;
+  float x = in[0];
+  return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
+}
+static float op_hardswish_bw(const char *f, const float *in) {
+  (void)f;
+  float dy = in[0], x = in[1];
+  if (x < -3.0f) return 0.0f;
+  return x <= 3.0f ? dy * (x / 3.0f + 0.5f) : dy;
+}
 static float op_mse(const char *f, const float *in) {
   (void)f;
   float d = in[0] - in[1];
@@ -285,6 +310,12 @@ static const op_desc_t OPS[] = {
     {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL, ""},
     {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#3}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, ""},
     {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, ""},
+    {{"silu_kernel(", "{lambda(float)#1}"}, 1, 0, op_silu, OK_FLOAT, NULL, ""},
+    {{"silu_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_silu_bw, OK_FLOAT, NULL, ""},
+    {{"mish_kernel(", "{lambda(float)#1}"}, 1, 0, op_mish, OK_FLOAT, NULL, ""},
+    {{"mish_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_mish_bw, OK_FLOAT, NULL, ""},
+    {{"hardswish_kernel(", "{lambda(float)#1}"}, 1, 0, op_hardswish, OK_FLOAT, NULL, ""},
+    {{"hardswish_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_hardswish_bw, OK_FLOAT, NULL, ""},
     {{"launch_clamp_scalar", "{lambda(float)#1}"}, 1, 0, op_clamp, OK_FLOAT, NULL, "iff"},
     {{"compare_scalar_kernel<float>", "{lambda(float)#1}"}, 1, 1, op_cmp_scalar, OK_FLOAT, NULL, "it"},
     {{"mse_kernel_cuda", "{lambda(c10::Half, c10::Half)#1}"}, 2, 0, op_mse_h, OK_FLOAT, NULL, NULL},
