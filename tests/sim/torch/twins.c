@@ -34,8 +34,10 @@
  * The twin runs the whole grid in one call, element by element in index order. Element values
  * use the documented arithmetic of each operation in float (fmaf where nvcc contracts a*b+c);
  * reductions add in index order, which differs from a GPU's tree order by float rounding only.
- * Arithmetic has twins for float32 only; copies, casts, fills, comparisons, where and
- * masked_fill for every element type of dtype.c. The kernels outside these frameworks are in
+ * Arithmetic has twins for float32, and for float16 and bfloat16 where PyTorch computes in its
+ * opmath type float (the same operations, with the captures decoded per element type: half_caps)
+ * or where an entry spells the element type's roundings out; copies, casts, fills, comparisons,
+ * where and masked_fill for every element type of dtype.c. The kernels outside these frameworks are in
  * nn.c, pool.c and scatter.c.
  */
 #include <cuda_runtime_api.h>
