@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # torch-sim-amp.sh — mixed precision on the simulator with real PyTorch (tests/torch/amp.py, a
 # small MLP, 6 steps): bfloat16 autocast, and float16 autocast with GradScaler, clip_grad_norm_
-# and clip_grad_value_ (the foreach kernels and the per-tensor ones, on alternate steps). Each
-# mode runs on the simulator without and with the library (another simulator seed) and on CPU
+# and clip_grad_value_ (the foreach kernels and the per-tensor ones, on alternate steps), both
+# in one run: on the simulator without and with the library (another simulator seed) and on CPU
 # PyTorch; fails unless
 #   - the runs with and without the library print the same, byte for byte (losses, gradient
 #     norms, loss scales, the digest of the parameters);
@@ -19,42 +19,45 @@
 export AUTOGRAPH_HOLD_US=200000 # as tests/torch/example.sh explains
 d=$AG_TMP
 script=$AG_ROOT/tests/torch/amp.py
+# Each run trains in both modes, one after the other (one start of PyTorch per run).
+ag_run "$d/plain" env SIM_SEED=1 "$TORCH_SIM" "$PY" "$script" &
+ag_run "$d/lib" env SIM_SEED=2 LD_PRELOAD="$AG_LIB" AUTOGRAPH_STATS="$d/stats.json" \
+  "$TORCH_SIM" "$PY" "$script"
+wait
+ag_run "$d/cpu" "$TORCH_SIM" "$PY" "$script" --device cpu
+for r in plain lib cpu; do
+  [ "$(cat "$d/$r.rc")" = 0 ] || { tail -n 30 "$d/$r.err" >&2; ag_fail "$r run exited $(cat "$d/$r.rc")"; }
+done
 for mode in bf16 fp16; do
-  args=(--mode "$mode")
-  ag_run "$d/$mode.plain" env SIM_SEED=1 "$TORCH_SIM" "$PY" "$script" "${args[@]}" &
-  ag_run "$d/$mode.lib" env SIM_SEED=2 LD_PRELOAD="$AG_LIB" AUTOGRAPH_STATS="$d/$mode.json" \
-    "$TORCH_SIM" "$PY" "$script" "${args[@]}"
-  wait
-  ag_run "$d/$mode.cpu" "$TORCH_SIM" "$PY" "$script" "${args[@]}" --device cpu
-  for r in plain lib cpu; do
-    [ "$(cat "$d/$mode.$r.rc")" = 0 ] || { tail -n 30 "$d/$mode.$r.err" >&2; ag_fail "$mode ($r) exited $(cat "$d/$mode.$r.rc")"; }
-  done
-  grep -q '^params: ' "$d/$mode.plain.out" || ag_fail "$mode: no parameter digest"
-  if ! cmp -s "$d/$mode.plain.out" "$d/$mode.lib.out"; then
-    diff -u "$d/$mode.plain.out" "$d/$mode.lib.out" >&2
-    ag_fail "$mode: the run differs with the library"
-  fi
-  python3 - "$mode" "$d/$mode.plain.out" "$d/$mode.cpu.out" <<'PY' || ag_fail "$mode: the simulator's losses are not the CPU's"
+  grep -q "^$mode params: " "$d/plain.out" || ag_fail "$mode: no parameter digest"
+done
+if ! cmp -s "$d/plain.out" "$d/lib.out"; then
+  diff -u "$d/plain.out" "$d/lib.out" >&2
+  ag_fail "the runs differ with the library"
+fi
+python3 - "$d/plain.out" "$d/cpu.out" <<'PY' || ag_fail "the simulator's losses are not the CPU's"
 import re, sys
-mode, dev, cpu = sys.argv[1], *(open(p).read() for p in sys.argv[2:])
-def nums(text, key):
-    return [float(v) for v in re.findall(rf"{key} (\S+)", text)]
-worst = 0.0
-for key in ("loss", "norm"):
-    a, b = nums(dev, key), nums(cpu, key)
-    if len(a) != len(b) or (key == "loss" and len(a) != 6):
-        sys.exit(f"{mode}: {len(a)} {key} values on the simulator, {len(b)} on the CPU")
-    for x, y in zip(a, b):
-        worst = max(worst, abs(x - y) / abs(y))
-print(f"{mode}: last loss {nums(dev, 'loss')[-1]:.7e} (cpu {nums(cpu, 'loss')[-1]:.7e}), "
-      f"largest relative difference {worst:.1e}")
-sys.exit(0 if worst <= 1e-4 else 1)
+dev, cpu = (open(p).read() for p in sys.argv[1:])
+ok = True
+for mode in ("bf16", "fp16"):
+    def nums(text, key):
+        return [float(v) for v in re.findall(rf"^{mode} step \d+: .*?{key} (\S+)", text, re.M)]
+    worst = 0.0
+    for key in ("loss", "norm"):
+        a, b = nums(dev, key), nums(cpu, key)
+        if len(a) != len(b) or (key == "loss" and len(a) != 6):
+            sys.exit(f"{mode}: {len(a)} {key} values on the simulator, {len(b)} on the CPU")
+        for x, y in zip(a, b):
+            worst = max(worst, abs(x - y) / abs(y))
+    print(f"{mode}: last loss {nums(dev, 'loss')[-1]:.7e} (cpu {nums(cpu, 'loss')[-1]:.7e}), "
+          f"largest relative difference {worst:.1e}")
+    ok = ok and worst <= 1e-4
+sys.exit(0 if ok else 1)
 PY
-  ag_expect "$d/$mode.json" "replayed > 0" "graph_launches > 0"
-  python3 - "$mode" "$d/$mode.json" <<'PY'
+ag_expect "$d/stats.json" "replayed > 0" "graph_launches > 0"
+python3 - "$d/stats.json" <<'PY'
 import json, sys
-st = json.load(open(sys.argv[2]))
-print(f"{sys.argv[1]}: {st['replayed']} of {st['launches']} launches replayed "
+st = json.load(open(sys.argv[1]))
+print(f"{st['replayed']} of {st['launches']} launches replayed "
       f"({st['replayed'] / st['launches']:.1%}), identical with and without the library")
 PY
-done
