@@ -124,7 +124,7 @@ static void reported_version(int v[3]) {
 size_t cudnnGetVersion(void) {
   int v[3];
   reported_version(v);
-  return (size_t)(v[0] * 10000 + v[1] * 100 + v[2]);
+  return (size_t)v[0] * 10000 + (size_t)v[1] * 100 + (size_t)v[2];
 }
 
 size_t cudnnGetMaxDeviceVersion(void) { return CUDNN_MAX_DEVICE_VERSION; }

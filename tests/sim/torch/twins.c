@@ -377,7 +377,7 @@ static char *half_as_float(const char *s, simtw_dt_t *half) {
   if (h == b || strstr(s, "complex")) return NULL;
   const char *from = h ? "c10::Half" : "c10::BFloat16";
   *half = h ? DT_F16 : DT_BF16;
-  char *out = malloc(strlen(s) + 1), *o = out;
+  char *out = calloc(strlen(s) + 1, 1), *o = out;
   if (!out) return NULL;
   for (const char *p = s; *p;) {
     if (strncmp(p, from, strlen(from)) == 0) {
