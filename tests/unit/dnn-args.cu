@@ -47,6 +47,17 @@ static int untouched(const float *d, size_t n, float v) {
 
 static void descriptors(void) {
   CHECK_INT(cudnnGetVersion(), ==, CUDNN_VERSION);
+  /* the version a wheel built against a newer minor version requires; another major is ignored */
+  setenv("SIM_CUDNN_VERSION", "9.26.0", 1);
+  CHECK_INT(cudnnGetVersion(), ==, 92600);
+  int minor = 0;
+  CHECK_INT(cudnnGetProperty(MINOR_VERSION, &minor), ==, CUDNN_STATUS_SUCCESS);
+  CHECK_INT(minor, ==, 26);
+  setenv("SIM_CUDNN_VERSION", "8.1.0", 1);
+  CHECK_INT(cudnnGetVersion(), ==, CUDNN_VERSION);
+  setenv("SIM_CUDNN_VERSION", "9.26", 1);
+  CHECK_INT(cudnnGetVersion(), ==, CUDNN_VERSION);
+  unsetenv("SIM_CUDNN_VERSION");
   CHECK_STR(cudnnGetErrorString(CUDNN_STATUS_SUCCESS), "CUDNN_STATUS_SUCCESS");
   CHECK_STR(cudnnGetErrorString(BAD), "CUDNN_STATUS_BAD_PARAM");
   CHECK_STR(cudnnGetErrorString(CUDNN_STATUS_EXECUTION_FAILED), "CUDNN_STATUS_EXECUTION_FAILED");

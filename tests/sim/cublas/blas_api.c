@@ -1,4 +1,5 @@
-/* blas_api.c — the simulated cuBLAS: handles and the float32 GEMMs PyTorch calls.
+/* blas_api.c — the simulated cuBLAS: handles and the GEMMs PyTorch calls (float32; float16 and
+ * bfloat16 through the typed-by-argument GEMMs, with float32 compute).
  *
  * A handle holds a stream, a workspace, a math mode and the pointer mode. The GEMMs check their
  * arguments as cuBLAS documents (CUBLAS_STATUS_INVALID_VALUE) and launch the GEMM kernel
@@ -114,6 +115,8 @@ cublasStatus_t CUBLASWINAPI cublasGetAtomicsMode(cublasHandle_t handle, cublasAt
 
 /* ---- GEMM ---- */
 
+static const int F32[3] = {GEMM_F32, GEMM_F32, GEMM_F32};
+
 static int trans(cublasOperation_t op, int *t) {
   if (op == CUBLAS_OP_N) *t = 0;
   else if (op == CUBLAS_OP_T || op == CUBLAS_OP_C) *t = 1;
@@ -121,12 +124,15 @@ static int trans(cublasOperation_t op, int *t) {
   return 0;
 }
 
+/* types: the GEMM_* element types of A, B and C. */
 static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
-                           int n, int k, const float *alpha, const float *A, long long lda,
-                           long long sa, const float *B, long long ldb, long long sb,
-                           const float *beta, float *C, long long ldc, long long sc, int batch) {
+                           int n, int k, const float *alpha, const void *A, long long lda,
+                           long long sa, const void *B, long long ldb, long long sb,
+                           const float *beta, void *C, long long ldc, long long sc, int batch,
+                           const int types[3]) {
   if (!ok(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
   gemm_t p = {0};
+  p.atype = types[0], p.btype = types[1], p.ctype = types[2];
   if (trans(ta, &p.transa) || trans(tb, &p.transb) || m < 0 || n < 0 || k < 0 || batch < 0 ||
       lda < (p.transa ? k : m) || lda < 1 || ldb < (p.transb ? n : k) || ldb < 1 ||
       ldc < m || ldc < 1 || !alpha || !beta)
@@ -145,7 +151,7 @@ cublasStatus_t CUBLASWINAPI cublasSgemm_v2(cublasHandle_t handle, cublasOperatio
                                            const float *alpha, const float *A, int lda,
                                            const float *B, int ldb, const float *beta, float *C,
                                            int ldc) {
-  return gemm(handle, transa, transb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
+  return gemm(handle, transa, transb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, F32);
 }
 
 cublasStatus_t CUBLASWINAPI cublasSgemmStridedBatched(
@@ -153,15 +159,22 @@ cublasStatus_t CUBLASWINAPI cublasSgemmStridedBatched(
     const float *alpha, const float *A, int lda, long long strideA, const float *B, int ldb,
     long long strideB, const float *beta, float *C, int ldc, long long strideC, int batchCount) {
   return gemm(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C,
-              ldc, strideC, batchCount);
+              ldc, strideC, batchCount, F32);
 }
 
-/* The typed-by-argument GEMMs, for float32 data with float32 compute (TF32 and the pedantic and
- * fast modes included: the simulated kernel computes in float32 whatever the mode). */
-static int f32(cudaDataType a, cudaDataType b, cudaDataType c, cublasComputeType_t ct) {
-  return a == CUDA_R_32F && b == CUDA_R_32F && c == CUDA_R_32F &&
-         (ct == CUBLAS_COMPUTE_32F || ct == CUBLAS_COMPUTE_32F_PEDANTIC ||
-          ct == CUBLAS_COMPUTE_32F_FAST_TF32);
+/* The typed-by-argument GEMMs, with float32 compute (TF32 and the pedantic and fast modes
+ * included: the simulated kernel computes in float32 whatever the mode) and float32 scalars: A,
+ * B and C all float32, all float16 or all bfloat16 (the combinations PyTorch uses; cuBLAS also
+ * allows half inputs with a float32 C, not simulated). Fills types; 0 when not simulated. */
+static int typed(cudaDataType a, cudaDataType b, cudaDataType c, cublasComputeType_t ct,
+                 int types[3]) {
+  if (ct != CUBLAS_COMPUTE_32F && ct != CUBLAS_COMPUTE_32F_PEDANTIC &&
+      ct != CUBLAS_COMPUTE_32F_FAST_TF32)
+    return 0;
+  if (a != b || a != c) return 0;
+  types[0] = types[1] = types[2] = a == CUDA_R_32F ? GEMM_F32 : a == CUDA_R_16F ? GEMM_F16
+                                 : a == CUDA_R_16BF ? GEMM_BF16 : -1;
+  return types[0] >= 0;
 }
 
 cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
@@ -171,8 +184,10 @@ cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t handle, cublasOperation_
                                          const void *beta, void *C, cudaDataType Ctype, int ldc,
                                          cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
   (void)algo;
-  if (!f32(Atype, Btype, Ctype, computeType)) return CUBLAS_STATUS_NOT_SUPPORTED;
-  return gemm(handle, transa, transb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
+  int types[3];
+  if (!typed(Atype, Btype, Ctype, computeType, types)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  return gemm(handle, transa, transb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1,
+              types);
 }
 
 cublasStatus_t CUBLASWINAPI cublasGemmStridedBatchedEx(
@@ -182,7 +197,8 @@ cublasStatus_t CUBLASWINAPI cublasGemmStridedBatchedEx(
     cudaDataType Ctype, int ldc, long long strideC, int batchCount,
     cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
   (void)algo;
-  if (!f32(Atype, Btype, Ctype, computeType)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  int types[3];
+  if (!typed(Atype, Btype, Ctype, computeType, types)) return CUBLAS_STATUS_NOT_SUPPORTED;
   return gemm(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C,
-              ldc, strideC, batchCount);
+              ldc, strideC, batchCount, types);
 }

@@ -16,7 +16,7 @@ int simblas_init(void);
 /* Launches kernel `kname` (GEMM_K_*) over batch GEMMs p on stream s through the driver's
  * cuLaunchKernel. Returns the driver's result. */
 CUresult simblas_gemm(const char *kname, cudaStream_t s, const gemm_t *p, int batch,
-                      const float *A, const float *B, float *C);
+                      const void *A, const void *B, void *C);
 /* Status names and strings, and the version properties, cuBLAS and cuBLASLt report alike. */
 const char *simblas_status_name(cublasStatus_t status);
 const char *simblas_status_string(cublasStatus_t status);

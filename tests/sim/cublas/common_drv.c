@@ -85,7 +85,7 @@ int simblas_init(void) {
 }
 
 CUresult simblas_gemm(const char *kname, cudaStream_t s, const gemm_t *p, int batch,
-                      const float *A, const float *B, float *C) {
+                      const void *A, const void *B, void *C) {
   if (simblas_init()) return CUDA_ERROR_NOT_INITIALIZED;
   long long count = (long long)p->m * p->n;
   if (count <= 0 || batch <= 0) return CUDA_SUCCESS;

@@ -6,8 +6,8 @@
 
 static void run(dim3 grid, void **args) {
   const gemm_t *p = args[0];
-  const float *A = *(const float **)args[1], *B = *(const float **)args[2];
-  float *C = *(float **)args[3];
+  const void *A = *(const void **)args[1], *B = *(const void **)args[2];
+  void *C = *(void **)args[3];
   long long count = (long long)p->m * p->n;
   for (unsigned b = 0; b < grid.y; b++)
     for (long long i = 0; i < count; i++) gemm_elem(p, A, B, C, i, b);

@@ -1,10 +1,13 @@
-/* gemm.h — the one kernel of the simulated cuBLAS and cuBLASLt: a float32 GEMM, one thread per
- * element of C, shared by the device code (kernels.cu) and its CPU twin (common_twin.c).
+/* gemm.h — the one kernel of the simulated cuBLAS and cuBLASLt: a GEMM with float32, float16 or
+ * bfloat16 matrices and float32 compute, one thread per element of C, shared by the device code
+ * (kernels.cu) and its CPU twin (common_twin.c).
  *
  * Column-major, as cuBLAS: C = alpha op(A) op(B) + beta C (C not read when beta is 0), then the
  * epilogue (cuBLASLt's bias, added per row, and ReLU). Batched GEMMs step A, B and C by their
- * strides per batch (blockIdx.y). The products are accumulated in index order with fused
- * multiply-adds, as a straightforward GPU kernel compiled by nvcc does.
+ * strides per batch (blockIdx.y). Elements are read as their type and widened to float (exact);
+ * the products are accumulated in float in index order with fused multiply-adds, as a
+ * straightforward GPU kernel compiled by nvcc does, and the result is rounded once to C's type
+ * (to nearest even, as cuBLAS's conversions and c10::Half/c10::BFloat16 do; NaN stays NaN).
  */
 #ifndef SIM_CUBLAS_GEMM_H
 #define SIM_CUBLAS_GEMM_H
@@ -13,6 +16,7 @@
 #define GEMM_FN __host__ __device__ static inline
 #else
 #include <math.h>
+#include <string.h>
 #define GEMM_FN static inline
 #endif
 
@@ -21,6 +25,8 @@
 #define GEMM_K_LT "cublasltsim_sgemm"
 
 enum { GEMM_EPI_NONE = 0, GEMM_EPI_BIAS = 1, GEMM_EPI_RELU = 2 };
+/* Element types of the matrices and the bias. */
+enum { GEMM_F32 = 0, GEMM_F16 = 1, GEMM_BF16 = 2 };
 
 typedef struct gemm {
   int transa, transb;          /* 0 N, 1 T (C is the same as T for real data) */
@@ -29,25 +35,79 @@ typedef struct gemm {
   long long stride_a, stride_b, stride_c;
   float alpha, beta;
   int epilogue;                /* GEMM_EPI_* bits */
-  const float *bias;           /* m values, with GEMM_EPI_BIAS */
+  const void *bias;            /* m values of bias_type, with GEMM_EPI_BIAS */
+  int atype, btype, ctype, bias_type; /* GEMM_F32, GEMM_F16, GEMM_BF16 */
 } gemm_t;
 
+GEMM_FN unsigned gemm_f2u(float f) {
+  unsigned u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+GEMM_FN float gemm_u2f(unsigned u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+GEMM_FN float gemm_half_to_float(unsigned short h) {
+  unsigned sign = (unsigned)(h >> 15) << 31, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  if (exp == 0x1f) return gemm_u2f(sign | 0x7f800000u | (man << 13));
+  if (exp) return gemm_u2f(sign | ((exp + 112) << 23) | (man << 13));
+  float v = ldexpf((float)man, -24); /* subnormal or zero: man * 2^-24 */
+  return sign ? -v : v;
+}
+
+/* Round to nearest even; overflow to infinity; NaN to the quiet NaN of its sign. */
+GEMM_FN unsigned short gemm_float_to_half(float f) {
+  unsigned x = gemm_f2u(f);
+  unsigned short sign = (unsigned short)((x >> 16) & 0x8000);
+  float a = fabsf(f);
+  if (a != a) return sign | 0x7e00;
+  if (a >= 65520.0f) return sign | 0x7c00;
+  if (a < 0x1p-14f) return sign | (unsigned short)rintf(a * 0x1p24f);
+  unsigned ax = gemm_f2u(a), exp = (ax >> 23) - 112, man = ax & 0x7fffff;
+  unsigned h = (exp << 10) | (man >> 13), rest = man & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
+  return sign | (unsigned short)h;
+}
+
+GEMM_FN unsigned short gemm_float_to_bf16(float f) {
+  if (f != f) return 0x7fc0;
+  unsigned x = gemm_f2u(f);
+  return (unsigned short)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+GEMM_FN float gemm_load(int type, const void *p, long long i) {
+  if (type == GEMM_F16) return gemm_half_to_float(((const unsigned short *)p)[i]);
+  if (type == GEMM_BF16) return gemm_u2f((unsigned)((const unsigned short *)p)[i] << 16);
+  return ((const float *)p)[i];
+}
+
+GEMM_FN void gemm_store(int type, void *p, long long i, float v) {
+  if (type == GEMM_F16) ((unsigned short *)p)[i] = gemm_float_to_half(v);
+  else if (type == GEMM_BF16) ((unsigned short *)p)[i] = gemm_float_to_bf16(v);
+  else ((float *)p)[i] = v;
+}
+
 /* Element i of batch b. */
-GEMM_FN void gemm_elem(const gemm_t *p, const float *A, const float *B, float *C, long long i,
+GEMM_FN void gemm_elem(const gemm_t *p, const void *A, const void *B, void *C, long long i,
                        long long b) {
   long long r = i % p->m, c = i / p->m;
-  const float *a = A + b * p->stride_a, *bb = B + b * p->stride_b;
+  long long a0 = b * p->stride_a, b0 = b * p->stride_b;
   float acc = 0.0f;
   for (int l = 0; l < p->k; l++) {
-    float x = p->transa ? a[l + r * p->lda] : a[r + l * p->lda];
-    float y = p->transb ? bb[c + l * p->ldb] : bb[l + c * p->ldb];
+    float x = gemm_load(p->atype, A, a0 + (p->transa ? l + r * p->lda : r + l * p->lda));
+    float y = gemm_load(p->btype, B, b0 + (p->transb ? c + l * p->ldb : l + c * p->ldb));
     acc = fmaf(x, y, acc);
   }
-  float *out = C + b * p->stride_c + r + c * p->ldc;
-  float v = p->beta != 0.0f ? fmaf(p->beta, *out, p->alpha * acc) : p->alpha * acc;
-  if (p->epilogue & GEMM_EPI_BIAS) v += p->bias[r];
+  long long o = b * p->stride_c + r + c * p->ldc;
+  float v = p->beta != 0.0f ? fmaf(p->beta, gemm_load(p->ctype, C, o), p->alpha * acc)
+                            : p->alpha * acc;
+  if (p->epilogue & GEMM_EPI_BIAS) v += gemm_load(p->bias_type, p->bias, r);
   if ((p->epilogue & GEMM_EPI_RELU) && !(v > 0.0f)) v = v != v ? v : 0.0f;
-  *out = v;
+  gemm_store(p->ctype, C, o, v);
 }
 
 #endif

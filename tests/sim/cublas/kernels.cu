@@ -3,15 +3,15 @@
  * the CPU twins in common_twin.c in their place. */
 #include "gemm.h"
 
-__device__ static void gemm_thread(const gemm_t &p, const float *A, const float *B, float *C) {
+__device__ static void gemm_thread(const gemm_t &p, const void *A, const void *B, void *C) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i < (long long)p.m * p.n) gemm_elem(&p, A, B, C, i, blockIdx.y);
 }
 
-extern "C" __global__ void cublassim_sgemm(gemm_t p, const float *A, const float *B, float *C) {
+extern "C" __global__ void cublassim_sgemm(gemm_t p, const void *A, const void *B, void *C) {
   gemm_thread(p, A, B, C);
 }
 
-extern "C" __global__ void cublasltsim_sgemm(gemm_t p, const float *A, const float *B, float *C) {
+extern "C" __global__ void cublasltsim_sgemm(gemm_t p, const void *A, const void *B, void *C) {
   gemm_thread(p, A, B, C);
 }

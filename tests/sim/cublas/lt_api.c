@@ -1,4 +1,6 @@
-/* lt_api.c — the simulated cuBLASLt: handles, descriptors and cublasLtMatmul for float32.
+/* lt_api.c — the simulated cuBLASLt: handles, descriptors and cublasLtMatmul for float32,
+ * float16 and bfloat16 matrices with float32 compute and scale (A, B, C and D of one type; a
+ * bias of D's type, or float32).
  *
  * Descriptors are allocated by the Create functions and hold what the matmul reads: the matmul
  * descriptor its compute and scale types, transposes, epilogue (DEFAULT, RELU, BIAS, RELU_BIAS)
@@ -213,6 +215,11 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceSetAttribute(
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/* The GEMM_* element type of a cudaDataType; -1 when the kernel has none. */
+static int gemm_type(int32_t t) {
+  return t == CUDA_R_32F ? GEMM_F32 : t == CUDA_R_16F ? GEMM_F16 : t == CUDA_R_16BF ? GEMM_BF16 : -1;
+}
+
 /* Checks that the operation is one the GEMM kernel computes, and fills p (batch count in *batch). */
 static cublasStatus_t plan(const lt_desc_t *d, const lt_layout_t *a, const lt_layout_t *b,
                            const lt_layout_t *c, const lt_layout_t *dd, gemm_t *p, int *batch) {
@@ -222,16 +229,22 @@ static cublasStatus_t plan(const lt_desc_t *d, const lt_layout_t *a, const lt_la
   if (d->scale != CUDA_R_32F || d->pmode != CUBLASLT_POINTER_MODE_HOST) return CUBLAS_STATUS_NOT_SUPPORTED;
   const lt_layout_t *all[] = {a, b, c, dd};
   for (int i = 0; i < 4; i++)
-    if (!all[i] || all[i]->type != CUDA_R_32F || all[i]->order != CUBLASLT_ORDER_COL ||
+    if (!all[i] || all[i]->type != a->type || all[i]->order != CUBLASLT_ORDER_COL ||
         all[i]->batch != a->batch)
       return CUBLAS_STATUS_NOT_SUPPORTED;
+  int type = gemm_type(a->type);
+  if (type < 0) return CUBLAS_STATUS_NOT_SUPPORTED;
   uint32_t epi = d->epilogue;
   memset(p, 0, sizeof *p);
   if (epi == CUBLASLT_EPILOGUE_RELU || epi == CUBLASLT_EPILOGUE_RELU_BIAS) p->epilogue |= GEMM_EPI_RELU;
   if (epi == CUBLASLT_EPILOGUE_BIAS || epi == CUBLASLT_EPILOGUE_RELU_BIAS) p->epilogue |= GEMM_EPI_BIAS;
   if (epi != CUBLASLT_EPILOGUE_DEFAULT && !p->epilogue) return CUBLAS_STATUS_NOT_SUPPORTED;
-  if ((p->epilogue & GEMM_EPI_BIAS) && (!d->bias || (d->bias_type != -1 && d->bias_type != CUDA_R_32F)))
+  /* The bias has D's type unless its type is set (float32 is also allowed with half D). */
+  p->bias_type = d->bias_type == -1 ? type : gemm_type(d->bias_type);
+  if ((p->epilogue & GEMM_EPI_BIAS) && (!d->bias || p->bias_type < 0 ||
+                                        (p->bias_type != type && p->bias_type != GEMM_F32)))
     return CUBLAS_STATUS_NOT_SUPPORTED;
+  p->atype = p->btype = p->ctype = type;
   p->transa = d->transa != CUBLAS_OP_N;
   p->transb = d->transb != CUBLAS_OP_N;
   uint64_t m = p->transa ? a->cols : a->rows, k = p->transa ? a->rows : a->cols;

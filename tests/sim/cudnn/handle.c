@@ -14,6 +14,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* The fatbin container of kernels.cu, embedded by fatbin.S. */
@@ -107,7 +108,24 @@ static void end_ctx(int pushed) {
 
 /* ---- Versions and status strings ---- */
 
-size_t cudnnGetVersion(void) { return CUDNN_VERSION; }
+/* The version the library reports: SIM_CUDNN_VERSION ("MAJOR.MINOR.PATCH", e.g. 9.26.0, as
+ * tools/torch-sim sets it from the cuDNN the installed torch wheel requires, whose check refuses
+ * an older minor version), else the headers' CUDNN_MAJOR.CUDNN_MINOR.CUDNN_PATCHLEVEL. A value of
+ * another form, or of another major version than the headers', is ignored. */
+static void reported_version(int v[3]) {
+  v[0] = CUDNN_MAJOR, v[1] = CUDNN_MINOR, v[2] = CUDNN_PATCHLEVEL;
+  const char *e = getenv("SIM_CUDNN_VERSION");
+  int a, b, c, n = 0;
+  if (e && sscanf(e, "%d.%d.%d%n", &a, &b, &c, &n) == 3 && !e[n] && a == CUDNN_MAJOR && b >= 0 &&
+      b < 100 && c >= 0 && c < 100)
+    v[0] = a, v[1] = b, v[2] = c;
+}
+
+size_t cudnnGetVersion(void) {
+  int v[3];
+  reported_version(v);
+  return (size_t)v[0] * 10000 + (size_t)v[1] * 100 + (size_t)v[2];
+}
 
 size_t cudnnGetMaxDeviceVersion(void) { return CUDNN_MAX_DEVICE_VERSION; }
 
@@ -116,10 +134,12 @@ size_t cudnnGetCudartVersion(void) { return CUDART_VERSION; }
 cudnnStatus_t cudnnGetProperty(libraryPropertyType type, int *value) {
   DNN_FAULT(CUDNN_STATUS_BAD_PARAM);
   if (!value) return CUDNN_STATUS_BAD_PARAM;
+  int v[3];
+  reported_version(v);
   switch (type) {
-  case MAJOR_VERSION: *value = CUDNN_MAJOR; break;
-  case MINOR_VERSION: *value = CUDNN_MINOR; break;
-  case PATCH_LEVEL: *value = CUDNN_PATCHLEVEL; break;
+  case MAJOR_VERSION: *value = v[0]; break;
+  case MINOR_VERSION: *value = v[1]; break;
+  case PATCH_LEVEL: *value = v[2]; break;
   default: return CUDNN_STATUS_BAD_PARAM;
   }
   return CUDNN_STATUS_SUCCESS;

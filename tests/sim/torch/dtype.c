@@ -10,7 +10,7 @@
 size_t simtw_dt_size(simtw_dt_t dt) {
   switch (dt) {
     case DT_U8: case DT_I8: case DT_BOOL: return 1;
-    case DT_I16: case DT_F16: case DT_BF16: return 2;
+    case DT_I16: case DT_F16: case DT_BF16: case DT_U16: return 2;
     case DT_I32: case DT_F32: case DT_U32: return 4;
     case DT_I64: case DT_F64: return 8;
     default: return 0;
@@ -28,7 +28,7 @@ simtw_dt_t simtw_dt_parse(const char *s, const char **end) {
   } names[] = {
       {"float", DT_F32}, {"double", DT_F64}, {"c10::Half", DT_F16}, {"c10::BFloat16", DT_BF16},
       {"long", DT_I64}, {"int", DT_I32}, {"short", DT_I16}, {"signed char", DT_I8},
-      {"unsigned char", DT_U8}, {"bool", DT_BOOL}, {"unsigned int", DT_U32},
+      {"unsigned char", DT_U8}, {"bool", DT_BOOL}, {"unsigned int", DT_U32}, {"unsigned short", DT_U16},
   };
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     size_t n = strlen(names[i].name);
@@ -100,6 +100,7 @@ simtw_val_t simtw_load(simtw_dt_t dt, const void *p) {
     case DT_I16: { int16_t v; memcpy(&v, p, 2); return simtw_ival(v); }
     case DT_I32: { int32_t v; memcpy(&v, p, 4); return simtw_ival(v); }
     case DT_U32: { uint32_t v; memcpy(&v, p, 4); return simtw_ival(v); }
+    case DT_U16: { uint16_t v; memcpy(&v, p, 2); return simtw_ival(v); }
     case DT_I64: { int64_t v; memcpy(&v, p, 8); return simtw_ival(v); }
     case DT_F16: { uint16_t v; memcpy(&v, p, 2); return simtw_fval(half_to_float(v)); }
     case DT_BF16: { uint16_t v; memcpy(&v, p, 2); return simtw_fval(bf16_to_float(v)); }
@@ -129,6 +130,7 @@ simtw_val_t simtw_cast(simtw_val_t v, simtw_dt_t dt) {
     case DT_I16: return simtw_ival((int16_t)n);
     case DT_I32: return simtw_ival((int32_t)n);
     case DT_U32: return simtw_ival((uint32_t)n);
+    case DT_U16: return simtw_ival((uint16_t)n);
     default: return simtw_ival(n);
   }
 }
@@ -137,7 +139,7 @@ void simtw_store(simtw_dt_t dt, void *p, simtw_val_t v) {
   v = simtw_cast(v, dt);
   switch (dt) {
     case DT_U8: case DT_I8: case DT_BOOL: *(uint8_t *)p = (uint8_t)v.i; break;
-    case DT_I16: { int16_t x = (int16_t)v.i; memcpy(p, &x, 2); break; }
+    case DT_I16: case DT_U16: { uint16_t x = (uint16_t)v.i; memcpy(p, &x, 2); break; }
     case DT_I32: case DT_U32: { uint32_t x = (uint32_t)v.i; memcpy(p, &x, 4); break; }
     case DT_I64: memcpy(p, &v.i, 8); break;
     case DT_F16: { uint16_t x = float_to_half((float)v.f); memcpy(p, &x, 2); break; }

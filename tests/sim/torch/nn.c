@@ -66,42 +66,63 @@ static uint64_t ti_numel(const ti_t *t) {
  * int head_chunk_size, bool is_transformer_mask) (PersistentSoftmax.cuh): batch_size rows of
  * element_count values, row r at r * stride. max, then sum of exp(x - max); softmax is
  * exp(x - max) / sum, log-softmax x - max - log(sum). */
-static void softmax_rows(float *dst, const float *src, long rows, long stride, long n, int is_log) {
+static float ld(simtw_dt_t dt, const void *base, long i) {
+  return (float)simtw_load(dt, (const char *)base + (size_t)i * simtw_dt_size(dt)).f;
+}
+
+static void st(simtw_dt_t dt, void *base, long i, float v) {
+  simtw_store(dt, (char *)base + (size_t)i * simtw_dt_size(dt), simtw_fval(v));
+}
+
+/* Rows of element type in (float, c10::Half or c10::BFloat16), computed in float (the kernels'
+ * accumulate type), stored as out. */
+static void softmax_rows(void *dst, const void *src, long rows, long stride, long n, int is_log,
+                         simtw_dt_t in, simtw_dt_t out) {
   for (long r = 0; r < rows; r++) {
-    const float *x = src + r * stride;
-    float *y = dst + r * stride;
+    long o = r * stride;
     float max = -INFINITY, sum = 0.0f;
-    for (long i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
-    for (long i = 0; i < n; i++) sum += expf(x[i] - max);
+    for (long i = 0; i < n; i++) {
+      float x = ld(in, src, o + i);
+      max = x > max ? x : max;
+    }
+    for (long i = 0; i < n; i++) sum += expf(ld(in, src, o + i) - max);
     /* sum >= 1 when n > 0 (the maximum's own term is 1); an empty row logs 0 into -inf, which
      * no value uses. */
     // cppcheck-suppress invalidFunctionArg
     float lse = logf(sum);
-    for (long i = 0; i < n; i++) y[i] = is_log ? x[i] - max - lse : expf(x[i] - max) / sum;
+    for (long i = 0; i < n; i++) {
+      float x = ld(in, src, o + i);
+      st(out, dst, o + i, is_log ? x - max - lse : expf(x - max) / sum);
+    }
   }
 }
 
 /* The backward: log-softmax g - exp(out) * sum(g); softmax g - out * sum(g), where PyTorch
- * passes g = grad * out (an elementwise product it launches before). */
-static void softmax_bw_rows(float *gin, const float *g, const float *out, long rows, long stride,
-                            long n, int is_log) {
+ * passes g = grad * out (an elementwise product it launches before). g and out of type in, the
+ * gradient stored as gt. */
+static void softmax_bw_rows(void *gin, const void *g, const void *out, long rows, long stride,
+                            long n, int is_log, simtw_dt_t in, simtw_dt_t gt) {
   for (long r = 0; r < rows; r++) {
-    const float *gr = g + r * stride, *o = out + r * stride;
-    float *gi = gin + r * stride, sum = 0.0f;
-    for (long i = 0; i < n; i++) sum += gr[i];
-    for (long i = 0; i < n; i++) gi[i] = is_log ? gr[i] - expf(o[i]) * sum : gr[i] - o[i] * sum;
+    long o = r * stride;
+    float sum = 0.0f;
+    for (long i = 0; i < n; i++) sum += ld(in, g, o + i);
+    for (long i = 0; i < n; i++) {
+      float gr = ld(in, g, o + i), y = ld(in, out, o + i);
+      st(gt, gin, o + i, is_log ? gr - expf(y) * sum : gr - y * sum);
+    }
   }
 }
 
 static void run_softmax_warp(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   (void)grid, (void)block;
-  softmax_rows(ARG(float *, 0), ARG(const float *, 1), ARG(int, 2), ARG(int, 3), ARG(int, 4), k->p[0]);
+  softmax_rows(ARG(void *, 0), ARG(const void *, 1), ARG(int, 2), ARG(int, 3), ARG(int, 4), k->p[0],
+               (simtw_dt_t)k->p[1], (simtw_dt_t)k->p[2]);
 }
 
 static void run_softmax_warp_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   (void)grid, (void)block;
-  softmax_bw_rows(ARG(float *, 0), ARG(const float *, 1), ARG(const float *, 2), ARG(int, 3),
-                  ARG(int, 4), ARG(int, 5), k->p[0]);
+  softmax_bw_rows(ARG(void *, 0), ARG(const void *, 1), ARG(const void *, 2), ARG(int, 3),
+                  ARG(int, 4), ARG(int, 5), k->p[0], (simtw_dt_t)k->p[1], (simtw_dt_t)k->p[2]);
 }
 
 /* cunn_SoftMaxForward<ILP, float, float, float, Epilogue>(out *output, const in *input,
@@ -110,7 +131,7 @@ static void run_softmax_warp_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void
 static void run_cunn_softmax(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   (void)block;
   int n = ARG(int, 2);
-  softmax_rows(ARG(float *, 0), ARG(const float *, 1), (long)grid.x, n, n, k->p[0]);
+  softmax_rows(ARG(void *, 0), ARG(const void *, 1), (long)grid.x, n, n, k->p[0], DT_F32, DT_F32);
 }
 
 /* cunn_SoftMaxBackward<ILP, float, float, float, Epilogue>(gradInput, output, gradOutput,
@@ -119,19 +140,21 @@ static void run_cunn_softmax(const simtw_nn_t *k, dim3 grid, dim3 block, void **
 static void run_cunn_softmax_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   (void)block;
   long n = ARG(long, 3);
-  softmax_bw_rows(ARG(float *, 0), ARG(const float *, 2), ARG(const float *, 1), (long)grid.x, n, n, k->p[0]);
+  softmax_bw_rows(ARG(void *, 0), ARG(const void *, 2), ARG(const void *, 1), (long)grid.x, n, n, k->p[0],
+                  DT_F32, DT_F32);
 }
 
 /* ---- the negative log-likelihood loss (Loss.cu) ---- */
 
-/* nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(output, total_weight, input, target,
+/* nll_loss_forward_reduce_cuda_kernel_2d<T, float, long>(output, total_weight, input, target,
  * weights, bool size_average, int64 nframe, ndim, n_classes, ignore_index): output =
  * -sum(w[t] x[i][t]) over the frames whose target is not ignore_index, divided by the sum of
  * those w[t] for the mean; total_weight that sum. */
 static void run_nll_fw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
-  (void)k, (void)grid, (void)block;
-  float *out = ARG(float *, 0), *tw = ARG(float *, 1);
-  const float *in = ARG(const float *, 2), *w = ARG(const float *, 4);
+  (void)grid, (void)block;
+  simtw_dt_t dt = (simtw_dt_t)k->p[1];
+  void *out = ARG(void *, 0), *tw = ARG(void *, 1);
+  const void *in = ARG(const void *, 2), *w = ARG(const void *, 4);
   const int64_t *target = ARG(const int64_t *, 3);
   int size_average = ARG(unsigned char, 5) != 0;
   int64_t nframe = ARG(int64_t, 6), ndim = ARG(int64_t, 7), ignore = ARG(int64_t, 9);
@@ -139,28 +162,32 @@ static void run_nll_fw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) 
   for (int64_t i = 0; i < nframe; i++) {
     int64_t t = target[i];
     if (t == ignore) continue;
-    float cw = w ? w[t] : 1.0f;
-    acc -= in[i * ndim + t] * cw;
+    float cw = w ? ld(dt, w, t) : 1.0f;
+    /* input * weight in the element type (c10's operator* rounds), accumulated in float */
+    acc -= (float)simtw_cast(simtw_fval(ld(dt, in, i * ndim + t) * cw), dt).f;
     wsum += cw;
   }
-  *tw = wsum;
-  *out = size_average ? acc / wsum : acc;
+  st(dt, tw, 0, wsum);
+  st(dt, out, 0, size_average ? acc / wsum : acc);
 }
 
-/* nll_loss_backward_reduce_cuda_kernel_2d<float, long>(grad_input, grad_output, target, weights,
+/* nll_loss_backward_reduce_cuda_kernel_2d<T, long>(grad_input, grad_output, target, weights,
  * total_weight, bool size_average, int nframe, int ndim, int64 n_classes, ignore_index):
- * grad_input[i][t] = w[t] * -(grad_output (/ total_weight for the mean)); the rest stays. */
+ * grad_input[i][t] = w[t] * -(grad_output (/ total_weight for the mean)); the rest stays. T is
+ * float, c10::Half or c10::BFloat16 (the arithmetic in T: each operation rounds to it). */
 static void run_nll_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
-  (void)k, (void)grid, (void)block;
-  float *gin = ARG(float *, 0);
-  const float *gout = ARG(const float *, 1), *w = ARG(const float *, 3), *tw = ARG(const float *, 4);
+  (void)grid, (void)block;
+  simtw_dt_t dt = (simtw_dt_t)k->p[1];
+  void *gin = ARG(void *, 0);
+  const void *gout = ARG(const void *, 1), *w = ARG(const void *, 3), *tw = ARG(const void *, 4);
   const int64_t *target = ARG(const int64_t *, 2);
   int size_average = ARG(unsigned char, 5) != 0, nframe = ARG(int, 6), ndim = ARG(int, 7);
   int64_t ignore = ARG(int64_t, 9);
-  float g = -(size_average ? *gout / *tw : *gout);
+  float g0 = ld(dt, gout, 0);
+  float g = -(size_average ? (float)simtw_cast(simtw_fval(g0 / ld(dt, tw, 0)), dt).f : g0);
   for (int i = 0; i < nframe; i++) {
     int64_t t = target[i];
-    if (t != ignore) gin[(int64_t)i * ndim + t] = w ? w[t] * g : g;
+    if (t != ignore) st(dt, gin, (int64_t)i * ndim + t, w ? ld(dt, w, t) * g : g);
   }
 }
 
@@ -664,15 +691,66 @@ static int targ(const char *open, int n, int *v) {
   "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4, at::native::templates::cuda::"
 #define DIST_TRIVIAL "{lambda(int, float)#1})"
 
+/* amp_update_scale_cuda_kernel(float *scale, int *growth_tracker, const float *found_inf,
+ * double growth_factor, double backoff_factor, int growth_interval), one thread (GradScaler's
+ * update): after an inf or NaN the scale is multiplied by backoff_factor (in double, stored as
+ * float) and the tracker reset; else the tracker counts successful steps, and at
+ * growth_interval the scale grows by growth_factor when the product stays finite. */
+static void run_amp_update_scale(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)k, (void)grid, (void)block;
+  float *scale = ARG(float *, 0);
+  int *tracker = ARG(int *, 1);
+  const float *found_inf = ARG(const float *, 2);
+  double growth = ARG(double, 3), backoff = ARG(double, 4);
+  int interval = ARG(int, 5);
+  if (*found_inf != 0.0f) {
+    *scale = (float)((double)*scale * backoff);
+    *tracker = 0;
+    return;
+  }
+  int successful = *tracker + 1;
+  if (successful == interval) {
+    float grown = (float)((double)*scale * growth);
+    if (isfinite(grown)) *scale = grown;
+    *tracker = 0;
+  } else {
+    *tracker = successful;
+  }
+}
+
+/* The warp softmax kernels' <input_t, output_t, float, …>: float, c10::Half or c10::BFloat16
+ * each (into p[1] and p[2]), accumulated in float. */
+static int softmax_types(const char *s, simtw_nn_t *k) {
+  const char *e;
+  simtw_dt_t in = simtw_dt_parse(s, &e), out;
+  if (!simtw_dt_is_float(in) || in == DT_F64 || strncmp(e, ", ", 2) != 0) return 0;
+  out = simtw_dt_parse(e + 2, &e);
+  if (!simtw_dt_is_float(out) || out == DT_F64 || strncmp(e, ", float, ", 9) != 0) return 0;
+  k->p[1] = in, k->p[2] = out;
+  return 1;
+}
+
+/* The element type of the 2-d nll_loss kernels (float, c10::Half, c10::BFloat16) into p[1],
+ * followed by the rest of their template arguments. */
+static int nll_type(const char *s, const char *rest, simtw_nn_t *k) {
+  const char *e;
+  simtw_dt_t dt = simtw_dt_parse(s, &e);
+  if (dt != DT_F32 && dt != DT_F16 && dt != DT_BF16) return 0;
+  k->p[1] = dt;
+  return strncmp(e, rest, strlen(rest)) == 0;
+}
+
 int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
   const char *p;
   int v;
   memset(k, 0, sizeof *k);
-  if ((p = strstr(dm, "softmax_warp_forward<float, float, float, ")) && targ(strchr(p, '<'), 4, &k->p[0]) &&
-      targ(strchr(p, '<'), 5, &v) && v == 0 && strncmp(dm, "void (anonymous namespace)::softmax_warp_forward<", 49) == 0) {
+  if ((p = strstr(dm, "softmax_warp_forward<")) && softmax_types(strchr(p, '<') + 1, k) &&
+      targ(strchr(p, '<'), 4, &k->p[0]) && targ(strchr(p, '<'), 5, &v) && v == 0 &&
+      strncmp(dm, "void (anonymous namespace)::softmax_warp_forward<", 49) == 0) {
     k->run = run_softmax_warp;
-  } else if ((p = strstr(dm, "softmax_warp_backward<float, float, float, ")) && targ(strchr(p, '<'), 4, &k->p[0]) &&
-             targ(strchr(p, '<'), 5, &v) && v == 0 && strncmp(dm, "void (anonymous namespace)::softmax_warp_backward<", 50) == 0) {
+  } else if ((p = strstr(dm, "softmax_warp_backward<")) && softmax_types(strchr(p, '<') + 1, k) &&
+             targ(strchr(p, '<'), 4, &k->p[0]) && targ(strchr(p, '<'), 5, &v) && v == 0 &&
+             strncmp(dm, "void (anonymous namespace)::softmax_warp_backward<", 50) == 0) {
     k->run = run_softmax_warp_bw;
   } else if (((p = strstr(dm, "::cunn_SoftMaxForward<")) || (p = strstr(dm, "::cunn_SoftMaxForwardSmem<"))) &&
              strstr(p, ", float, float, float, at::native::(anonymous namespace)::")) {
@@ -682,13 +760,15 @@ int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
              strstr(p, ", float, float, float, at::native::(anonymous namespace)::")) {
     k->p[0] = strstr(p, "LogSoftMaxBackwardEpilogue>") != NULL;
     if (k->p[0] || strstr(p, "::SoftMaxBackwardEpilogue>")) k->run = run_cunn_softmax_bw;
-  } else if (strstr(dm, "::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(")) {
+  } else if ((p = strstr(dm, "::nll_loss_forward_reduce_cuda_kernel_2d<")) &&
+             nll_type(p + 41, ", float, long>(", k)) {
     k->run = run_nll_fw;
   } else if (strstr(dm, "::nll_loss_forward_reduce_cuda_kernel_1d<float, long>(")) {
     k->run = run_nll_fw_1d;
   } else if (strstr(dm, "::nll_loss_backward_reduce_cuda_kernel_1d<float, long>(")) {
     k->run = run_nll_bw_1d;
-  } else if (strstr(dm, "::nll_loss_backward_reduce_cuda_kernel_2d<float, long>(")) {
+  } else if ((p = strstr(dm, "::nll_loss_backward_reduce_cuda_kernel_2d<")) &&
+             nll_type(p + 42, ", long>(", k)) {
     k->run = run_nll_bw;
   } else if ((p = strstr(dm, "::fused_dropout_kernel_vec<float, float, unsigned int, ")) && targ(strchr(p, '<'), 4, &k->p[0])) {
     k->p[1] = strstr(p, ", unsigned char>(") != NULL;
@@ -740,6 +820,8 @@ int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
     simtw_dt_t dt = simtw_dt_parse(o + 1, &e);
     k->p[2] = (int)simtw_dt_size(dt);
     if (dt != DT_NONE && targ(o, 2, &k->p[0]) && targ(o, 4, &k->p[1])) k->run = run_triu;
+  } else if (strcmp(dm, "at::native::amp_update_scale_cuda_kernel(float*, int*, float const*, double, double, int)") == 0) {
+    k->run = run_amp_update_scale;
   }
   return k->run != NULL;
 }

@@ -34,8 +34,10 @@
  * The twin runs the whole grid in one call, element by element in index order. Element values
  * use the documented arithmetic of each operation in float (fmaf where nvcc contracts a*b+c);
  * reductions add in index order, which differs from a GPU's tree order by float rounding only.
- * Arithmetic has twins for float32 only; copies, casts, fills, comparisons, where and
- * masked_fill for every element type of dtype.c. The kernels outside these frameworks are in
+ * Arithmetic has twins for float32, and for float16 and bfloat16 where PyTorch computes in its
+ * opmath type float (the same operations, with the captures decoded per element type: half_caps)
+ * or where an entry spells the element type's roundings out; copies, casts, fills, comparisons,
+ * where and masked_fill for every element type of dtype.c. The kernels outside these frameworks are in
  * nn.c, pool.c and scatter.c.
  */
 #include <cuda_runtime_api.h>
@@ -142,6 +144,47 @@ static float op_gelu_erf_bw(const char *f, const float *in) {
   float pdf = expf(-0.5f * x * x) * alpha;
   return dy * (cdf + x * pdf);
 }
+/* GeluBackwardCUDAKernelImpl's tanh lambda(dy, x), in opmath float where PyTorch writes float
+ * and in double where it writes double literals (0.5 * right, and the sum after it). */
+static float op_gelu_tanh_bw(const char *f, const float *in) {
+  (void)f;
+  const float beta = (float)(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = 0.044715f;
+  float dy = in[0], x = in[1];
+  float x_sq = x * x, x_cube = x_sq * x;
+  float inner = beta * fmaf(kappa, x_cube, x);
+  float t = tanhf(inner);
+  float left = 0.5f * x, right = 1.0f + t;
+  double left_derivative = 0.5 * right;
+  float tanh_derivative = fmaf(-t, t, 1.0f);
+  float inner_derivative = beta * fmaf(3.0f * kappa, x_sq, 1.0f);
+  float right_derivative = left * tanh_derivative * inner_derivative;
+  return (float)((double)dy * (left_derivative + right_derivative));
+}
+/* The activations' lambdas (opmath float; the constants they capture are 0, 1/6, 3, 6 and 0, 3,
+ * -3, 0.5 in hardswish's, used here as such), with nvcc's contractions. */
+static float op_silu(const char *f, const float *in) { (void)f; return in[0] / (1.0f + expf(-in[0])); }
+static float op_silu_bw(const char *f, const float *in) {
+  (void)f;
+  float dy = in[0], x = in[1], sg = 1.0f / (1.0f + expf(-x));
+  return dy * sg * fmaf(x, 1.0f - sg, 1.0f);
+}
+static float op_mish(const char *f, const float *in) { (void)f; return in[0] * tanhf(log1pf(expf(in[0]))); }
+static float op_mish_bw(const char *f, const float *in) {
+  (void)f;
+  float dy = in[0], x = in[1], sg = 1.0f / (1.0f + expf(-x)), t = tanhf(log1pf(expf(x)));
+  return dy * fmaf(x * sg, fmaf(-t, t, 1.0f), t);
+}
+static float op_hardswish(const char *f, const float *in) {
+  (void)f;
+  float x = in[0];
+  return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
+}
+static float op_hardswish_bw(const char *f, const float *in) {
+  (void)f;
+  float dy = in[0], x = in[1];
+  if (x < -3.0f) return 0.0f;
+  return x <= 3.0f ? dy * (x / 3.0f + 0.5f) : dy;
+}
 static float op_mse(const char *f, const float *in) {
   (void)f;
   float d = in[0] - in[1];
@@ -173,6 +216,29 @@ static float op_log(const char *f, const float *in) { (void)f; return logf(in[0]
 /* masked_scale_kernel's lambda {scale}(x, mask): mask * x * scale (dropout's backward). */
 static float op_masked_scale(const char *f, const float *in) { return in[1] * in[0] * rd(f, 0); }
 
+/* Lambdas whose arithmetic is in c10::Half or c10::BFloat16 (each operation rounds to the type,
+ * as c10's operators do), where the float32 twins compute in float: the result's last rounding
+ * is the store's. */
+static float rh(float x) { return (float)simtw_cast(simtw_fval(x), DT_F16).f; }
+static float rb(float x) { return (float)simtw_cast(simtw_fval(x), DT_BF16).f; }
+/* mse_kernel_cuda: diff = a - b; diff * diff */
+static float op_mse_h(const char *f, const float *in) { (void)f; float d = rh(in[0] - in[1]); return d * d; }
+static float op_mse_b(const char *f, const float *in) { (void)f; float d = rb(in[0] - in[1]); return d * d; }
+/* mse_backward_cuda_kernel {T alpha}: alpha * (a - b) * c */
+static float op_mse_bw_h(const char *f, const float *in) {
+  uint16_t a;
+  memcpy(&a, f, 2);
+  return rh((float)simtw_load(DT_F16, &a).f * rh(in[0] - in[1])) * in[2];
+}
+static float op_mse_bw_b(const char *f, const float *in) {
+  uint16_t a;
+  memcpy(&a, f, 2);
+  return rb((float)simtw_load(DT_BF16, &a).f * rb(in[0] - in[1])) * in[2];
+}
+/* pow_tensor_scalar_kernel_impl's lambda #2: base * base * base */
+static float op_pow3_h(const char *f, const float *in) { (void)f; return rh(in[0] * in[0]) * in[0]; }
+static float op_pow3_b(const char *f, const float *in) { (void)f; return rb(in[0] * in[0]) * in[0]; }
+
 /* Operations on values of any element type (kinds other than OK_FLOAT); the twin's ct is the
  * functor's own element type, parsed from its name. */
 enum {
@@ -189,6 +255,7 @@ enum {
   OK_IADD_SELF,   /* CUDAFunctorOnSelf_add<T> {T other; T alpha}: a + alpha * other */
   OK_IMUL,        /* BinaryFunctor<T, T, T, MulFunctor<T>>: a * b */
   OK_IMUL_SCALAR, /* A/BUnaryFunctor<T, T, T, MulFunctor<T>> {MulFunctor (empty); T s}: s * a */
+  OK_RECIP_F64,   /* reciprocal_kernel_cuda's lambda(double): 1.0 / x in double */
 };
 
 /* A functor is recognised by every one of its `all` strings occurring in the functor part of the
@@ -201,63 +268,91 @@ typedef struct op_desc {
   op_fn fn;
   int kind;
   const char *tprefix;
+  /* OK_FLOAT operations that also have float16/bfloat16 twins: the functor's captures, in order
+   * ('e' an empty functor, 1 byte; 'i' an int; 'f' a float, the opmath type; 't' a value of the
+   * element type: float for float32, 2 bytes for c10::Half and c10::BFloat16), "" for none.
+   * NULL: float32 only (a half instantiation rounds differently, or was not checked). */
+  const char *half_caps;
 } op_desc_t;
 
 static const op_desc_t OPS[] = {
-    {{"FillFunctor<float>"}, 0, 0, op_fill, OK_FLOAT, NULL},
-    {{"FillFunctor<"}, 0, 0, NULL, OK_FILL, "FillFunctor<"},
-    {{"CUDAFunctorOnSelf_add<float>"}, 1, 0, op_add_self, OK_FLOAT, NULL},
-    {{"CUDAFunctor_add<float>"}, 2, 0, op_add, OK_FLOAT, NULL},
-    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_a, OK_FLOAT, NULL},
-    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_b, OK_FLOAT, NULL},
-    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_a, OK_FLOAT, NULL},
-    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_b, OK_FLOAT, NULL},
-    {{"BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 2, 0, op_mul, OK_FLOAT, NULL},
-    {{"BinaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 2, 0, op_div, OK_FLOAT, NULL},
-    {{"BinaryFunctor<float, float, float, ", "threshold_kernel_impl<float>"}, 2, 0, op_threshold, OK_FLOAT, NULL},
-    {{"neg_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_neg, OK_FLOAT, NULL},
-    {{"exp_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_exp, OK_FLOAT, NULL},
-    {{"rsqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_rsqrt, OK_FLOAT, NULL},
-    {{"sqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sqrt, OK_FLOAT, NULL},
-    {{"reciprocal_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_reciprocal, OK_FLOAT, NULL},
-    {{"pow_tensor_tensor_kernel", "{lambda(float, float)#1}"}, 2, 0, op_pow_tt, OK_FLOAT, NULL},
-    {{"log_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_log, OK_FLOAT, NULL},
-    {{"sigmoid_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_sigmoid_bw, OK_FLOAT, NULL},
-    {{"tanh_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_tanh_bw, OK_FLOAT, NULL},
-    {{"sigmoid_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sigmoid, OK_FLOAT, NULL},
-    {{"tanh_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_tanh, OK_FLOAT, NULL},
+    {{"FillFunctor<float>"}, 0, 0, op_fill, OK_FLOAT, NULL, NULL},
+    {{"FillFunctor<"}, 0, 0, NULL, OK_FILL, "FillFunctor<", NULL},
+    {{"CUDAFunctorOnSelf_add<float>"}, 1, 0, op_add_self, OK_FLOAT, NULL, "ff"},
+    {{"CUDAFunctor_add<float>"}, 2, 0, op_add, OK_FLOAT, NULL, "f"},
+    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_a, OK_FLOAT, NULL, "ef"},
+    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_b, OK_FLOAT, NULL, "ef"},
+    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_a, OK_FLOAT, NULL, "et"},
+    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_b, OK_FLOAT, NULL, "et"},
+    {{"BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 2, 0, op_mul, OK_FLOAT, NULL, ""},
+    {{"BinaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 2, 0, op_div, OK_FLOAT, NULL, ""},
+    {{"BinaryFunctor<float, float, float, ", "threshold_kernel_impl<float>"}, 2, 0, op_threshold, OK_FLOAT, NULL, "tt"},
+    {{"neg_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_neg, OK_FLOAT, NULL, ""},
+    {{"exp_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_exp, OK_FLOAT, NULL, ""},
+    {{"rsqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_rsqrt, OK_FLOAT, NULL, ""},
+    {{"sqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sqrt, OK_FLOAT, NULL, ""},
+    {{"reciprocal_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_reciprocal, OK_FLOAT, NULL, ""},
+    {{"pow_tensor_tensor_kernel", "{lambda(float, float)#1}"}, 2, 0, op_pow_tt, OK_FLOAT, NULL, NULL},
+    {{"log_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_log, OK_FLOAT, NULL, ""},
+    {{"sigmoid_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_sigmoid_bw, OK_FLOAT, NULL, ""},
+    {{"tanh_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_tanh_bw, OK_FLOAT, NULL, ""},
+    {{"sigmoid_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sigmoid, OK_FLOAT, NULL, ""},
+    {{"tanh_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_tanh, OK_FLOAT, NULL, ""},
     /* GeluCUDAKernelImpl dispatches twice: first for GeluType::Tanh, then for None (erf). */
-    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL},
-    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL},
-    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL},
-    {{"launch_clamp_scalar", "{lambda(float)#1}"}, 1, 0, op_clamp, OK_FLOAT, NULL},
-    {{"compare_scalar_kernel<float>", "{lambda(float)#1}"}, 1, 1, op_cmp_scalar, OK_FLOAT, NULL},
-    {{"mse_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_mse, OK_FLOAT, NULL},
-    {{"mse_backward_cuda_kernel", "{lambda(float, float, float)#1}"}, 3, 0, op_mse_bw, OK_FLOAT, NULL},
-    {{"AbsFunctor<float>"}, 1, 0, op_abs, OK_FLOAT, NULL},
-    {{"sign_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sign, OK_FLOAT, NULL},
-    {{"BinaryFunctor<bool, bool, bool, ", "logical_and_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_and, OK_FLOAT, NULL},
-    {{"BinaryFunctor<bool, bool, bool, ", "logical_or_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_or, OK_FLOAT, NULL},
-    {{"BinaryFunctor<bool, bool, bool, ", "logical_xor_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_xor, OK_FLOAT, NULL},
-    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#1}"}, 1, 0, op_pow2, OK_FLOAT, NULL},
-    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#2}"}, 1, 0, op_pow3, OK_FLOAT, NULL},
-    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#3}"}, 1, 0, op_powm2, OK_FLOAT, NULL},
-    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#4}"}, 1, 0, op_pow, OK_FLOAT, NULL},
-    {{"masked_scale_kernel<bool, float, float>", "{lambda(float, bool)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL},
-    {{"masked_scale_kernel<unsigned char, float, float>", "{lambda(float, unsigned char)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL},
-    {{"direct_copy_kernel_cuda", "{lambda("}, 1, 0, NULL, OK_COPY, "{lambda("},
-    {{"converting_copy_kernel_cuda<"}, 1, 0, NULL, OK_CONVERT, "converting_copy_kernel_cuda<"},
-    {{"where_kernel_impl", "{lambda(bool, "}, 3, 0, NULL, OK_WHERE, "{lambda(bool, "},
-    {{"masked_fill_kernel", "{lambda("}, 2, 0, NULL, OK_MASKED_FILL, "{lambda("},
-    {{"^BinaryFunctor<", "CompareEqFunctor<"}, 2, 1, NULL, OK_CMP_EQ, "CompareEqFunctor<"},
-    {{"^AUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<"},
-    {{"^BUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<"},
-    {{"^CompareFunctor<"}, 2, 1, NULL, OK_CMP, "CompareFunctor<"},
-    {{"^CUDAFunctor_add<"}, 2, 0, NULL, OK_IADD, "CUDAFunctor_add<"},
-    {{"^CUDAFunctorOnSelf_add<"}, 1, 0, NULL, OK_IADD_SELF, "CUDAFunctorOnSelf_add<"},
-    {{"^BinaryFunctor<", "MulFunctor<"}, 2, 0, NULL, OK_IMUL, "MulFunctor<"},
-    {{"^AUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<"},
-    {{"^BUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<"},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL, NULL},
+    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL, NULL},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_tanh_bw, OK_FLOAT, NULL, NULL},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#3}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_tanh_bw, OK_FLOAT, NULL, ""},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_tanh_bw, OK_FLOAT, NULL, ""},
+    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, NULL},
+    /* the float16 (#3) and bfloat16 (#4) instantiations of the same dispatches (opmath float) */
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL, ""},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL, ""},
+    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL, ""},
+    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL, ""},
+    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#3}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, ""},
+    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, ""},
+    {{"silu_kernel(", "{lambda(float)#1}"}, 1, 0, op_silu, OK_FLOAT, NULL, ""},
+    {{"silu_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_silu_bw, OK_FLOAT, NULL, ""},
+    {{"mish_kernel(", "{lambda(float)#1}"}, 1, 0, op_mish, OK_FLOAT, NULL, ""},
+    {{"mish_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_mish_bw, OK_FLOAT, NULL, ""},
+    {{"hardswish_kernel(", "{lambda(float)#1}"}, 1, 0, op_hardswish, OK_FLOAT, NULL, ""},
+    {{"hardswish_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_hardswish_bw, OK_FLOAT, NULL, ""},
+    {{"launch_clamp_scalar", "{lambda(float)#1}"}, 1, 0, op_clamp, OK_FLOAT, NULL, "iff"},
+    {{"compare_scalar_kernel<float>", "{lambda(float)#1}"}, 1, 1, op_cmp_scalar, OK_FLOAT, NULL, "it"},
+    {{"mse_kernel_cuda", "{lambda(c10::Half, c10::Half)#1}"}, 2, 0, op_mse_h, OK_FLOAT, NULL, NULL},
+    {{"mse_kernel_cuda", "{lambda(c10::BFloat16, c10::BFloat16)#1}"}, 2, 0, op_mse_b, OK_FLOAT, NULL, NULL},
+    {{"mse_backward_cuda_kernel", "{lambda(c10::Half, c10::Half, c10::Half)#1}"}, 3, 0, op_mse_bw_h, OK_FLOAT, NULL, NULL},
+    {{"mse_backward_cuda_kernel", "{lambda(c10::BFloat16, c10::BFloat16, c10::BFloat16)#1}"}, 3, 0, op_mse_bw_b, OK_FLOAT, NULL, NULL},
+    {{"pow_tensor_scalar_kernel_impl<c10::Half, c10::Half>", "{lambda(c10::Half)#2}"}, 1, 0, op_pow3_h, OK_FLOAT, NULL, NULL},
+    {{"pow_tensor_scalar_kernel_impl<c10::BFloat16, c10::BFloat16>", "{lambda(c10::BFloat16)#2}"}, 1, 0, op_pow3_b, OK_FLOAT, NULL, NULL},
+    {{"mse_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_mse, OK_FLOAT, NULL, NULL},
+    {{"mse_backward_cuda_kernel", "{lambda(float, float, float)#1}"}, 3, 0, op_mse_bw, OK_FLOAT, NULL, NULL},
+    {{"AbsFunctor<float>"}, 1, 0, op_abs, OK_FLOAT, NULL, ""},
+    {{"sign_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sign, OK_FLOAT, NULL, ""},
+    {{"BinaryFunctor<bool, bool, bool, ", "logical_and_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_and, OK_FLOAT, NULL, NULL},
+    {{"BinaryFunctor<bool, bool, bool, ", "logical_or_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_or, OK_FLOAT, NULL, NULL},
+    {{"BinaryFunctor<bool, bool, bool, ", "logical_xor_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_xor, OK_FLOAT, NULL, NULL},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#1}"}, 1, 0, op_pow2, OK_FLOAT, NULL, ""},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#2}"}, 1, 0, op_pow3, OK_FLOAT, NULL, NULL},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#3}"}, 1, 0, op_powm2, OK_FLOAT, NULL, NULL},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#4}"}, 1, 0, op_pow, OK_FLOAT, NULL, "t"},
+    {{"masked_scale_kernel<bool, float, float>", "{lambda(float, bool)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL, "f"},
+    {{"masked_scale_kernel<unsigned char, float, float>", "{lambda(float, unsigned char)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL, "f"},
+    {{"reciprocal_kernel_cuda", "{lambda(double)#1}"}, 1, 0, NULL, OK_RECIP_F64, "{lambda(", NULL},
+    {{"direct_copy_kernel_cuda", "{lambda("}, 1, 0, NULL, OK_COPY, "{lambda(", NULL},
+    {{"converting_copy_kernel_cuda<"}, 1, 0, NULL, OK_CONVERT, "converting_copy_kernel_cuda<", NULL},
+    {{"where_kernel_impl", "{lambda(bool, "}, 3, 0, NULL, OK_WHERE, "{lambda(bool, ", NULL},
+    {{"masked_fill_kernel", "{lambda("}, 2, 0, NULL, OK_MASKED_FILL, "{lambda(", NULL},
+    {{"^BinaryFunctor<", "CompareEqFunctor<"}, 2, 1, NULL, OK_CMP_EQ, "CompareEqFunctor<", NULL},
+    {{"^AUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<", NULL},
+    {{"^BUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<", NULL},
+    {{"^CompareFunctor<"}, 2, 1, NULL, OK_CMP, "CompareFunctor<", NULL},
+    {{"^CUDAFunctor_add<"}, 2, 0, NULL, OK_IADD, "CUDAFunctor_add<", NULL},
+    {{"^CUDAFunctorOnSelf_add<"}, 1, 0, NULL, OK_IADD_SELF, "CUDAFunctorOnSelf_add<", NULL},
+    {{"^BinaryFunctor<", "MulFunctor<"}, 2, 0, NULL, OK_IMUL, "MulFunctor<", NULL},
+    {{"^AUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<", NULL},
+    {{"^BUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<", NULL},
 };
 
 static const char *skip_ns(const char *s) {
@@ -275,11 +370,48 @@ static int starts_with(const char *s, const char *prefix) {
   return 1;
 }
 
-static const op_desc_t *find_op(const char *functor, size_t len) {
+/* s with every "c10::Half" and "c10::BFloat16" replaced by "float" (a new string; NULL when s
+ * names neither, or names a complex type); *half the type replaced (one of the two only). */
+static char *half_as_float(const char *s, simtw_dt_t *half) {
+  int h = strstr(s, "c10::Half") != NULL, b = strstr(s, "c10::BFloat16") != NULL;
+  if (h == b || strstr(s, "complex")) return NULL;
+  const char *from = h ? "c10::Half" : "c10::BFloat16";
+  *half = h ? DT_F16 : DT_BF16;
+  char *out = calloc(strlen(s) + 1, 1), *o = out;
+  if (!out) return NULL;
+  for (const char *p = s; *p;) {
+    if (strncmp(p, from, strlen(from)) == 0) {
+      memcpy(o, "float", 5), o += 5, p += strlen(from);
+    } else {
+      *o++ = *p++;
+    }
+  }
+  *o = 0;
+  return out;
+}
+
+static const op_desc_t *match_op(const char *s, int half_only);
+
+/* The operation of a functor's text; *half is DT_NONE, or the element type of a float16 or
+ * bfloat16 instantiation of an operation whose twin computes in float (half_caps). */
+static const op_desc_t *find_op(const char *functor, size_t len, simtw_dt_t *half) {
   char *s = strndup(functor, len);
   if (!s) return NULL;
+  *half = DT_NONE;
+  simtw_dt_t ht = DT_NONE;
+  char *norm = half_as_float(s, &ht);
+  const op_desc_t *hit = norm ? match_op(norm, 1) : NULL;
+  free(norm);
+  if (hit) *half = ht;
+  else hit = match_op(s, 0);
+  free(s);
+  return hit;
+}
+
+static const op_desc_t *match_op(const char *s, int half_only) {
   const op_desc_t *hit = NULL;
   for (size_t i = 0; i < sizeof OPS / sizeof OPS[0] && !hit; i++) {
+    if (half_only && (OPS[i].kind != OK_FLOAT || !OPS[i].half_caps)) continue;
     int ok = 1;
     for (int j = 0; j < 3 && OPS[i].all[j]; j++) {
       const char *want = OPS[i].all[j];
@@ -292,7 +424,6 @@ static const op_desc_t *find_op(const char *functor, size_t len) {
     }
     if (ok) hit = &OPS[i];
   }
-  free(s);
   return hit;
 }
 
@@ -325,15 +456,17 @@ size_t simtw_oc_size(int n) { return oc_size(n); }
 
 /* ---- frameworks ---- */
 
-enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN };
-enum { RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN };
+enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN, FW_LPCLEAN };
+enum { RED_SUM, RED_MEAN, RED_NORM2, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN };
 
 typedef struct twin {
   char *name;
   int fw;
   const op_desc_t *op;
   simtw_dt_t in_dt[3], out_dt, ct; /* the functor's argument and result types */
+  simtw_dt_t half;                  /* DT_F16 or DT_BF16: a half instantiation of an OK_FLOAT op */
   int red, red_shift;               /* the reduction; ReduceOp's bytes beyond arg_t float */
+  int red_shift_ptr;                /* the same for the pointers after the calculators */
   simtw_dt_t red_dt, red_out_dt;
   int mta_depth, mta_scalar_list, mta_fn, mta_nargs, mta_op, mta_r, mta_res;
   simtw_nn_t nn;
@@ -356,6 +489,7 @@ static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) 
       return simtw_ival((int64_t)((uint64_t)in[0].i + (uint64_t)simtw_load(t->ct, f + n).i * (uint64_t)simtw_load(t->ct, f).i));
     }
     case OK_IMUL: return simtw_ival((int64_t)((uint64_t)in[0].i * (uint64_t)in[1].i));
+    case OK_RECIP_F64: return simtw_fval(1.0 / in[0].f);
     case OK_IMUL_SCALAR: /* the empty MulFunctor, then the scalar at its alignment */
       return simtw_ival((int64_t)((uint64_t)in[0].i * (uint64_t)simtw_load(t->ct, f + simtw_dt_size(t->ct)).i));
     case OK_CMP_EQ_SCALAR: { /* {int op; T scalar}: the scalar at the next multiple of its size */
@@ -387,12 +521,35 @@ static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) 
   }
 }
 
+/* The functor f of a half instantiation rewritten as the float32 instantiation lays it out (the
+ * operations read that layout), into buf; f itself when the layouts are the same. */
+#define CAPS_MAX 64
+static const char *caps_f32(const twin_t *t, const char *f, char *buf) {
+  const char *c = t->op->half_caps;
+  if (t->half == DT_NONE || !c || !strchr(c, 't')) return f;
+  size_t h = 0, o = 0;
+  memset(buf, 0, CAPS_MAX);
+  for (; *c && o + 4 <= CAPS_MAX; c++) {
+    size_t hs = *c == 'e' ? 1 : *c == 't' ? 2 : 4, fs = *c == 'e' ? 1 : 4;
+    h = (h + hs - 1) / hs * hs, o = (o + fs - 1) / fs * fs;
+    if (*c == 't') {
+      float v = (float)simtw_load(t->half, f + h).f;
+      memcpy(buf + o, &v, 4);
+    } else {
+      memcpy(buf + o, f + h, hs);
+    }
+    h += hs, o += fs;
+  }
+  return buf;
+}
+
 /* Contiguous frameworks. With casts (FW_CAST: LoadWithCast<n>, StoreWithCast<1> after the two
  * TrivialOffsetCalculators), element i of each tensor has the dtype those name, converted to and
  * from the functor's types as static_cast does. */
 static void run_contig(const twin_t *t, void **args) {
   int n = *(const int *)args[0];
-  const char *f = args[1];
+  char caps[CAPS_MAX];
+  const char *f = caps_f32(t, args[1], caps);
   char *const *data = args[2];
   int nin = t->op->ninputs < 3 ? t->op->ninputs : 3; /* functors take at most three inputs */
   simtw_dt_t mem_in[3] = {t->in_dt[0], t->in_dt[1], t->in_dt[2]}, mem_out = t->out_dt;
@@ -404,7 +561,7 @@ static void run_contig(const twin_t *t, void **args) {
      * refused before the launch, so the run stops here rather than compute something else. */
     for (int k = 0; k <= nin; k++) {
       simtw_dt_t dt = k < nin ? mem_in[k] : mem_out;
-      if (!simtw_dt_size(dt) || dt == DT_U32) {
+      if (!simtw_dt_size(dt) || dt == DT_U32 || dt == DT_U16) {
         fprintf(stderr, "sim: %s: a cast from or to ScalarType %d, which has no twin; not run\n", t->name, (int)dt);
         abort();
       }
@@ -427,7 +584,8 @@ static void run_legacy(const twin_t *t, void **args) {
   size_t data_off = (oc_size(nt) + 7) & ~(size_t)7;
   char *data[4];
   memcpy(data, lam + data_off, 8 * (size_t)nt); /* device pointers: 8 bytes */
-  const char *f = lam + data_off + 8 * (size_t)nt;
+  char caps[CAPS_MAX];
+  const char *f = caps_f32(t, lam + data_off + 8 * (size_t)nt, caps);
   simtw_val_t in[3] = {0};
   for (int i = 0; i < n; i++) {
     for (int k = 0; k < t->op->ninputs; k++)
@@ -460,37 +618,44 @@ static int pair_wins(int max, double a, int64_t ia, double b, int64_t ib) {
 
 static void run_reduce(const twin_t *t, void **args) {
   const char *r0 = args[0];
-  const char *r = r0 + t->red_shift; /* r + RO_* for everything after ident */
+  const char *r = r0 + t->red_shift; /* r + RO_* for the config and the calculators */
+  const char *rp = r0 + t->red_shift_ptr; /* rp + RO_* for the pointers and flags after them */
   int num_inputs = rdi(r, RO_CONFIG + 4), num_outputs = rdi(r, RO_CONFIG + 8);
   const char *src, *dst, *dst1, *accb; /* device pointers the kernel writes through */
-  memcpy(&src, r + RO_SRC, 8);
-  memcpy(&dst, r + RO_DST, 8);
-  memcpy(&dst1, r + RO_DST + 8, 8);
-  memcpy(&accb, r + RO_ACC, 8);
-  int accumulate = (unsigned char)r[RO_FLAGS] != 0, final_output = (unsigned char)r[RO_FLAGS + 1] != 0;
+  memcpy(&src, rp + RO_SRC, 8);
+  memcpy(&dst, rp + RO_DST, 8);
+  memcpy(&dst1, rp + RO_DST + 8, 8);
+  memcpy(&accb, rp + RO_ACC, 8);
+  int accumulate = (unsigned char)rp[RO_FLAGS] != 0, final_output = (unsigned char)rp[RO_FLAGS + 1] != 0;
   size_t in_size = simtw_dt_size(t->red_dt);
   for (int o = 0; o < num_outputs; o++) {
     uint64_t out_off = oc_get(r + RO_OUT_CALC, 2, 0, (uint32_t)o);
     const char *in = src + oc_get(r + RO_OUT_CALC, 2, 1, (uint32_t)o);
     (void)in_size;
-    if (t->red == RED_SUM || t->red == RED_MEAN) {
-      simtw_val_t id = simtw_load(t->red_dt, r0 + (t->red_shift ? 8 : RO_IDENT));
-      if (t->red_dt == DT_F32) {
-        float v = (float)id.f;
+    if (t->red == RED_SUM || t->red == RED_MEAN || t->red == RED_NORM2) {
+      if (simtw_dt_is_float(t->red_dt)) {
+        /* the accumulator (and ident, acc_buf) is float; inputs of half types widen exactly,
+         * the output is rounded once to its type */
+        float v = rd(r0, RO_IDENT);
         for (int i = 0; i < num_inputs; i++) {
-          float x;
-          memcpy(&x, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i), 4);
-          v += x;
+          float x = (float)simtw_load(t->red_dt, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i)).f;
+          v = t->red == RED_NORM2 ? fmaf(x, x, v) : v + x;
         }
         char *out = (char *)dst + out_off;
-        char *keep = accb ? (char *)accb + out_off : out;
-        float prev;
-        memcpy(&prev, keep, 4);
-        if (accumulate) v = prev + v;
-        if (final_output && t->red == RED_MEAN) v *= rd(r0, 0);
-        memcpy(final_output ? out : keep, &v, 4);
+        if (accumulate) {
+          float prev = accb ? rd(accb, out_off / simtw_dt_size(t->red_out_dt) * 4)
+                            : (float)simtw_load(t->red_out_dt, out).f;
+          v = prev + v;
+        }
+        if (!final_output && accb) {
+          memcpy((char *)accb + out_off / simtw_dt_size(t->red_out_dt) * 4, &v, 4);
+          continue;
+        }
+        if (t->red == RED_MEAN) v *= rd(r0, 0);
+        if (t->red == RED_NORM2) v = sqrtf(v);
+        simtw_store(t->red_out_dt, out, simtw_fval(v));
       } else { /* integer sums (int64 accumulators), one pass */
-        int64_t v = id.i;
+        int64_t v = simtw_load(t->red_dt, r0 + 8).i;
         for (int i = 0; i < num_inputs; i++)
           v += simtw_load(t->red_dt, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i)).i;
         simtw_store(t->red_out_dt, (char *)dst + out_off, simtw_ival(v));
@@ -498,13 +663,12 @@ static void run_reduce(const twin_t *t, void **args) {
       continue;
     }
     if (t->red == RED_MAX || t->red == RED_MIN) { /* MaxNanFunctor / MinNanFunctor */
-      float v = 0.0f;
+      double v = 0.0;
       for (int i = 0; i < num_inputs; i++) {
-        float x;
-        memcpy(&x, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i), 4);
+        double x = simtw_load(t->red_dt, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i)).f;
         if (i == 0 || isnan(x) || (!isnan(v) && (t->red == RED_MAX ? x > v : x < v))) v = x;
       }
-      memcpy((char *)dst + out_off, &v, 4);
+      simtw_store(t->red_out_dt, (char *)dst + out_off, simtw_fval(v));
       continue;
     }
     /* pairs: MaxOps/MinOps write (value, index) to dst[0] and dst[1] (its offset scaled from
@@ -521,7 +685,7 @@ static void run_reduce(const twin_t *t, void **args) {
       memcpy((char *)dst + out_off, &bi, 8);
     } else {
       simtw_store(t->red_dt, (char *)dst + out_off, simtw_fval(best));
-      int noutputs = rdi(r, RO_FLAGS + 4);
+      int noutputs = rdi(rp, RO_FLAGS + 4);
       if (noutputs >= 2) memcpy((char *)dst1 + out_off / simtw_dt_size(t->red_dt) * 8, &bi, 8);
     }
   }
@@ -542,8 +706,8 @@ static void run_reduce(const twin_t *t, void **args) {
 
 enum { MF_UNARY, MF_LIST_ALPHA, MF_SCALAR, MF_SCALAR_LIST, MF_LIST, MF_SCALAR_TENSOR,
        MF_POINTWISE_SCALAR, MF_POINTWISE_SCALAR_LIST, MF_LERP_SCALAR, MF_LERP_LIST,
-       MF_LERP_SCALAR_LIST };
-enum { MO_PLUS, MO_MINUS, MO_MUL, MO_DIV, MO_NEG, MO_SQRT, MO_EXP, MO_COPY, MO_LERP };
+       MF_LERP_SCALAR_LIST, MF_LPNORM };
+enum { MO_PLUS, MO_MINUS, MO_MUL, MO_DIV, MO_NEG, MO_SQRT, MO_EXP, MO_COPY, MO_LERP, MO_UNSCALE, MO_MAXIMUM, MO_MINIMUM };
 
 static float mta_op(int op, float a, float b) {
   switch (op) {
@@ -554,6 +718,9 @@ static float mta_op(int op, float a, float b) {
     case MO_NEG: return -a;
     case MO_SQRT: return sqrtf(a);
     case MO_EXP: return expf(a);
+    /* at::native::maximum / minimum (the foreach clamps): a NaN a propagates */
+    case MO_MAXIMUM: return isnan(a) || a > b ? a : b;
+    case MO_MINIMUM: return isnan(a) || a < b ? a : b;
     default: return a;
   }
 }
@@ -564,6 +731,63 @@ static float lerpf(float self, float end, float w) {
 }
 
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+/* _foreach_norm's two kernels. NormType: 0 L0, 1 L1, 2 L2, 3 LInf (the twins: 1 to 3).
+ * multi_tensor_apply_kernel<TensorListMetadata<1>, LpNormFunctor<float, NormType, float, 1, 1,
+ * 0>, float *partial, const int64_t *offsets>: each block reduces its chunk (sum of squares, sum
+ * of absolute values, or the largest absolute value with NaN winning) into
+ * partial[offsets[start_tensor_this_launch + tensor] + chunk] (offsets: the first slot of each
+ * tensor, as this wheel's launches show). */
+static float lp_step(int nt, float acc, float x) {
+  if (nt == 3) return isnan(acc) || isnan(x) ? NAN : fmaxf(acc, fabsf(x));
+  return nt == 1 ? acc + fabsf(x) : fmaf(x, x, acc);
+}
+
+static void run_lpnorm(const twin_t *t, dim3 grid, void **args, size_t T, const char *numel,
+                       const char *b2t, const char *b2c) {
+  const char *m = args[0];
+  int start;
+  memcpy(&start, b2c + 4 * MTA_BLOCKS, 4);
+  float *partial;
+  const int64_t *offsets;
+  memcpy(&partial, args[2], 8);
+  memcpy(&offsets, args[3], 8);
+  (void)T;
+  for (unsigned b = 0; b < grid.x; b++) {
+    uint16_t ti;
+    int chunk;
+    int64_t n;
+    const float *x;
+    memcpy(&ti, b2t + 2 * b, 2);
+    memcpy(&chunk, b2c + 4 * b, 4);
+    memcpy(&n, numel + 8 * ti, 8);
+    memcpy(&x, m + 8 * ti, 8);
+    int64_t end = (int64_t)(chunk + 1) * MTA_CHUNK < n ? (int64_t)(chunk + 1) * MTA_CHUNK : n;
+    float acc = 0.0f;
+    for (int64_t i = (int64_t)chunk * MTA_CHUNK; i < end; i++) acc = lp_step(t->mta_op, acc, x[i]);
+    partial[offsets[start + ti] + chunk] = acc;
+  }
+}
+
+/* lpnorm_cleanup<float, NormType, float, apply_root, float>(const float *partial,
+ * TensorListAddresses out (400 pointers), const int64_t *offsets, int first): block b combines
+ * the partials of tensor first + b (sum, or the largest with NaN winning), takes the square root
+ * for L2 when apply_root, and stores the float at out[b]. */
+static void run_lpnorm_cleanup(const twin_t *t, dim3 grid, void **args) {
+  const float *partial;
+  const int64_t *offsets;
+  memcpy(&partial, args[0], 8);
+  memcpy(&offsets, args[2], 8);
+  int first = *(const int *)args[3], nt = t->mta_op;
+  for (unsigned b = 0; b < grid.x && b < 400; b++) {
+    float *out;
+    memcpy(&out, (const char *)args[1] + 8 * b, 8);
+    float acc = 0.0f;
+    for (int64_t i = offsets[first + (int)b]; i < offsets[first + (int)b + 1]; i++)
+      acc = nt == 3 ? lp_step(3, acc, partial[i]) : acc + partial[i];
+    *out = nt == 2 && t->mta_r ? sqrtf(acc) : acc;
+  }
+}
 
 static void run_mta(const twin_t *t, dim3 grid, void **args) {
   const char *m = args[0];
@@ -589,6 +813,10 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
     fprintf(stderr, "sim: %s: multi-tensor metadata of an unknown layout; not run\n", t->name);
     abort();
   }
+  if (t->mta_fn == MF_LPNORM) {
+    run_lpnorm(t, grid, args, T, numel, b2t, b2c);
+    return;
+  }
   float s0 = 0.0f;
   const float *stensor = NULL;
   int na = t->mta_nargs;
@@ -597,6 +825,15 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
     memcpy(&s0, args[4], 4);
   } else if (na >= 1) {
     memcpy(&s0, args[3], 4);
+  }
+  /* _amp_foreach_non_finite_check_and_unscale_'s lambda {float *found_inf; const float
+   * *inv_scale} (then nvcc's pointer): x * inv_scale (x when inv_scale is 1), and found_inf set
+   * to 1 by a value that is not finite. */
+  float *found_inf = NULL;
+  const float *inv_scale = NULL;
+  if (t->mta_op == MO_UNSCALE) {
+    memcpy(&found_inf, args[2], sizeof found_inf);
+    memcpy(&inv_scale, (const char *)args[2] + 8, sizeof inv_scale);
   }
   for (unsigned b = 0; b < grid.x; b++) {
     uint16_t ti;
@@ -621,7 +858,14 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
       float x0 = lists[0][i], x1 = t->mta_r > 1 ? lists[1][i] : 0.0f, x2 = t->mta_r > 2 ? lists[2][i] : 0.0f;
       float v;
       switch (t->mta_fn) {
-        case MF_UNARY: v = mta_op(t->mta_op, x0, 0.0f); break;
+        case MF_UNARY:
+          if (t->mta_op == MO_UNSCALE) {
+            if (!isfinite(x0)) *found_inf = 1.0f;
+            v = *inv_scale == 1.0f ? x0 : x0 * *inv_scale;
+          } else {
+            v = mta_op(t->mta_op, x0, 0.0f);
+          }
+          break;
         case MF_LIST_ALPHA: v = mta_op(t->mta_op, x0, s0 * x1); break;
         case MF_SCALAR: v = mta_op(t->mta_op, x0, s0); break;
         case MF_SCALAR_LIST: v = mta_op(t->mta_op, x0, sv); break;
@@ -663,6 +907,7 @@ static const struct {
     {"std::negate<float>", MO_NEG}, {"at::native::Sqrt<float>", MO_SQRT},
     {"at::native::Exp<float>", MO_EXP}, {"at::native::Copy<float, float>", MO_COPY},
     {"at::native::LerpFunctor<float>", MO_LERP},
+    {"at::native::maximum<float>", MO_MAXIMUM}, {"at::native::minimum<float>", MO_MINIMUM},
 };
 
 /* Fills t from a demangled multi_tensor_apply_kernel name; 0 when it has no twin. */
@@ -681,6 +926,16 @@ static int resolve_mta(const char *dm, twin_t *t) {
   } else {
     return 0;
   }
+  int lpn;
+  if (t->mta_depth == 1 && !t->mta_scalar_list &&
+      sscanf(p, "TensorListMetadata<1>, at::native::LpNormFunctor<float, (at::native::NormType)%d, ", &lpn) == 1 &&
+      lpn >= 1 && lpn <= 3 && strstr(p, ", float, 1, 1, 0>, float*, long const*>(")) {
+    t->fw = FW_MTA;
+    t->mta_fn = MF_LPNORM;
+    t->mta_op = lpn;
+    t->op = &OPS[0];
+    return 1;
+  }
   if (!(p = strstr(p, ">, ")) || strncmp(p + 3, ns, strlen(ns)) != 0) return 0;
   p += 3 + strlen(ns);
   int fi = -1;
@@ -696,6 +951,17 @@ static int resolve_mta(const char *dm, twin_t *t) {
   p += 3;
   int op = -1;
   size_t oplen = 0;
+  const char *unscale = "at::native::_amp_foreach_non_finite_check_and_unscale_cuda_(";
+  if (MTA_FUNCTORS[fi].fn == MF_UNARY && strncmp(p, unscale, strlen(unscale)) == 0 &&
+      strstr(p, "::{lambda()#2}::operator()() const::{lambda(float)#1}>(")) {
+    t->fw = FW_MTA; /* the float instantiation (#2 of the dispatch), the lambda its third argument */
+    t->mta_fn = MF_UNARY;
+    t->mta_op = MO_UNSCALE;
+    t->mta_r = r;
+    t->mta_res = res;
+    t->op = &OPS[0];
+    return 1;
+  }
   for (size_t i = 0; i < sizeof MTA_OPS / sizeof MTA_OPS[0] && op < 0; i++)
     if (strncmp(p, MTA_OPS[i].name, (oplen = strlen(MTA_OPS[i].name))) == 0) op = MTA_OPS[i].op;
   if (op < 0) return 0;
@@ -797,17 +1063,27 @@ static int set_types(twin_t *t, const char *f, size_t len) {
     }
   }
   switch (op->kind) {
-    case OK_FLOAT: t->out_dt = op->out_bool ? DT_BOOL : DT_F32; break;
+    case OK_FLOAT: /* a lambda returns its argument type (float, or the half type of the entries
+                    * written for it) */
+      t->out_dt = op->out_bool ? DT_BOOL : t->in_dt[0] == DT_F16 || t->in_dt[0] == DT_BF16 ? t->in_dt[0] : DT_F32;
+      break;
     case OK_FILL: case OK_COPY: t->out_dt = t->in_dt[0] = t->ct; break;
+    case OK_RECIP_F64: ok = ok && t->ct == DT_F64; t->out_dt = t->in_dt[0] = t->ct; break;
     case OK_CONVERT: break;
     case OK_WHERE: t->out_dt = t->ct = t->in_dt[1]; break;
     case OK_MASKED_FILL: t->out_dt = t->ct; ok = ok && t->in_dt[0] == t->ct && t->in_dt[1] == DT_BOOL; break;
     case OK_IADD: case OK_IADD_SELF: case OK_IMUL: case OK_IMUL_SCALAR:
       /* integer arithmetic only: the floating instantiations compute in their opmath type */
-      ok = ok && !simtw_dt_is_float(t->ct) && t->ct != DT_BOOL && t->ct != DT_U32;
+      ok = ok && !simtw_dt_is_float(t->ct) && t->ct != DT_BOOL && t->ct != DT_U32 &&
+           t->ct != DT_U16;
       t->out_dt = t->in_dt[0] = t->in_dt[1] = t->ct;
       break;
     default: t->out_dt = DT_BOOL; t->in_dt[0] = t->in_dt[1] = t->ct; break; /* comparisons */
+  }
+  if (t->half != DT_NONE) { /* the float arguments and result are of the half type */
+    for (int k = 0; k < 3; k++)
+      if (t->in_dt[k] == DT_F32) t->in_dt[k] = t->half;
+    if (!op->out_bool) t->out_dt = t->half;
   }
   free(s);
   return ok;
@@ -820,6 +1096,17 @@ static const struct {
 } REDUCTIONS[] = {
     {"func_wrapper_t<float, at::native::sum_functor<float, float, float>", RED_SUM, DT_F32, DT_F32},
     {"func_wrapper_t<long, at::native::sum_functor<long, long, long>", RED_SUM, DT_I64, DT_I64},
+    {"func_wrapper_t<c10::Half, at::native::sum_functor<c10::Half, float, c10::Half>", RED_SUM, DT_F16, DT_F16},
+    {"func_wrapper_t<c10::BFloat16, at::native::sum_functor<c10::BFloat16, float, c10::BFloat16>", RED_SUM, DT_BF16, DT_BF16},
+    {"MeanOps<c10::Half, float, float, c10::Half>", RED_MEAN, DT_F16, DT_F16},
+    {"MeanOps<c10::BFloat16, float, float, c10::BFloat16>", RED_MEAN, DT_BF16, DT_BF16},
+    /* NormTwoOps<scalar, acc, out, complex?>: sqrt of the sum of squares (fused multiply-adds) */
+    {"NormTwoOps<float, float, float, false>", RED_NORM2, DT_F32, DT_F32},
+    {"NormTwoOps<float, float, float, true>", RED_NORM2, DT_F32, DT_F32},
+    {"NormTwoOps<c10::Half, float, c10::Half, false>", RED_NORM2, DT_F16, DT_F16},
+    {"NormTwoOps<c10::BFloat16, float, c10::BFloat16, false>", RED_NORM2, DT_BF16, DT_BF16},
+    {"NormTwoOps<c10::Half, float, c10::Half, true>", RED_NORM2, DT_F16, DT_F16},
+    {"NormTwoOps<c10::BFloat16, float, c10::BFloat16, true>", RED_NORM2, DT_BF16, DT_BF16},
     {"MeanOps<float, float, float, float>", RED_MEAN, DT_F32, DT_F32},
     {"func_wrapper_t<float, at::native::MaxNanFunctor<float>", RED_MAX, DT_F32, DT_F32},
     {"func_wrapper_t<float, at::native::MinNanFunctor<float>", RED_MIN, DT_F32, DT_F32},
@@ -827,6 +1114,20 @@ static const struct {
     {"MinOps<float>", RED_MINOPS, DT_F32, DT_F32},
     {"ArgMaxOps<float>", RED_ARGMAX, DT_F32, DT_I64},
     {"ArgMinOps<float>", RED_ARGMIN, DT_F32, DT_I64},
+    /* float16 and bfloat16: the pair reductions keep their float (ArgMax) or element-type (Max)
+     * values in a 16-byte arg_t as for float; MaxNanFunctor<T> reduces in T (2 bytes) */
+    {"ArgMaxOps<float>", RED_ARGMAX, DT_F16, DT_I64},
+    {"ArgMaxOps<float>", RED_ARGMAX, DT_BF16, DT_I64},
+    {"ArgMinOps<float>", RED_ARGMIN, DT_F16, DT_I64},
+    {"ArgMinOps<float>", RED_ARGMIN, DT_BF16, DT_I64},
+    {"MaxOps<c10::Half>", RED_MAXOPS, DT_F16, DT_F16},
+    {"MaxOps<c10::BFloat16>", RED_MAXOPS, DT_BF16, DT_BF16},
+    {"MinOps<c10::Half>", RED_MINOPS, DT_F16, DT_F16},
+    {"MinOps<c10::BFloat16>", RED_MINOPS, DT_BF16, DT_BF16},
+    {"func_wrapper_t<c10::Half, at::native::MaxNanFunctor<c10::Half>", RED_MAX, DT_F16, DT_F16},
+    {"func_wrapper_t<c10::BFloat16, at::native::MaxNanFunctor<c10::BFloat16>", RED_MAX, DT_BF16, DT_BF16},
+    {"func_wrapper_t<c10::Half, at::native::MinNanFunctor<c10::Half>", RED_MIN, DT_F16, DT_F16},
+    {"func_wrapper_t<c10::BFloat16, at::native::MinNanFunctor<c10::BFloat16>", RED_MIN, DT_BF16, DT_BF16},
 };
 
 /* reduce_kernel<…, ReduceOp<scalar, ops, unsigned int, out, …>>: the twins of float sums, means,
@@ -836,7 +1137,7 @@ static int resolve_reduce(const char *dm, twin_t *t) {
   if (!p) return 0;
   p += strlen("at::native::ReduceOp<");
   t->red_dt = simtw_dt_parse(p, &e);
-  if ((t->red_dt != DT_F32 && t->red_dt != DT_I64) || strncmp(e, ", at::native::", 14) != 0) return 0;
+  if (t->red_dt == DT_NONE || strncmp(e, ", at::native::", 14) != 0) return 0;
   e += 14;
   int hit = -1;
   for (size_t i = 0; i < sizeof REDUCTIONS / sizeof REDUCTIONS[0] && hit < 0; i++)
@@ -847,6 +1148,10 @@ static int resolve_reduce(const char *dm, twin_t *t) {
   if (t->red_out_dt != REDUCTIONS[hit].out || strncmp(e, ", 4", 3) != 0) return 0;
   t->red = REDUCTIONS[hit].red;
   t->red_shift = t->red >= RED_MAXOPS ? 16 : t->red_dt == DT_I64 ? 8 : 0;
+  if ((t->red == RED_MAX || t->red == RED_MIN) && simtw_dt_size(t->red_dt) == 2)
+    t->red_shift = -4; /* a 2-byte arg_t: ident at 2, the config at 4 */
+  /* the pointers after the calculators are 8-aligned: with the config at 4 they move by 8 */
+  t->red_shift_ptr = t->red_shift < 0 ? -8 : t->red_shift;
   t->fw = FW_REDUCE;
   t->op = &OPS[0]; /* marks "known"; the reduction is t->red */
   return 1;
@@ -860,29 +1165,30 @@ static twin_t *resolve(const char *name) {
     return NULL;
   }
   twin_t t = {0};
+  t.half = DT_NONE;
   const char *f = NULL;
   size_t len = 0;
   const char *p;
   if (strncmp(dm, "void at::native::vectorized_elementwise_kernel<", 47) == 0 &&
       (p = strchr(dm + 47, ',')) && functor_span(p, ", ", &f, &len)) {
     t.fw = FW_CONTIG;
-    t.op = find_op(f, len);
+    t.op = find_op(f, len, &t.half);
   } else if (strncmp(dm, "void at::native::unrolled_elementwise_kernel<", 45) == 0 &&
              strstr(dm, "TrivialOffsetCalculator") && strstr(dm, "LoadWithoutCast") &&
              strstr(dm, "StoreWithoutCast") && functor_span(dm, "unrolled_elementwise_kernel<", &f, &len)) {
     t.fw = FW_CONTIG;
-    t.op = find_op(f, len);
+    t.op = find_op(f, len, &t.half);
   } else if (strncmp(dm, "void at::native::unrolled_elementwise_kernel<", 45) == 0 &&
              strstr(dm, "TrivialOffsetCalculator") && strstr(dm, "LoadWithCast<") &&
              strstr(dm, "StoreWithCast<1>") && functor_span(dm, "unrolled_elementwise_kernel<", &f, &len)) {
     t.fw = FW_CAST;
-    t.op = find_op(f, len);
+    t.op = find_op(f, len, &t.half);
   } else if (strncmp(dm, "void at::native::elementwise_kernel<", 36) == 0 &&
              (p = strstr(dm, "gpu_kernel_impl_nocast<"))) {
     const char *e = strstr(p, ">(at::TensorIteratorBase&");
     t.fw = FW_LEGACY;
     p += strlen("gpu_kernel_impl_nocast<");
-    if (e) t.op = find_op(f = p, len = (size_t)(e - p));
+    if (e) t.op = find_op(f = p, len = (size_t)(e - p), &t.half);
   } else if (strncmp(dm, "void at::native::reduce_kernel<", 31) == 0) {
     resolve_reduce(dm, &t);
   } else if (strncmp(dm, "void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(", 91) == 0 &&
@@ -898,6 +1204,15 @@ static twin_t *resolve(const char *name) {
   } else if (simtw_nn_resolve(dm, &t.nn) || simtw_pool_resolve(dm, &t.nn) || simtw_scatter_resolve(dm, &t.nn)) {
     t.fw = FW_NN;
     t.op = &OPS[0];
+  } else if (strncmp(dm, "void at::native::lpnorm_cleanup<float, (at::native::NormType)", 61) == 0) {
+    char root[8] = "";
+    if (sscanf(dm + 61, "%d, float, %5[a-z], float>(", &t.mta_op, root) == 2 && t.mta_op >= 1 &&
+        t.mta_op <= 3 && (!strcmp(root, "true") || !strcmp(root, "false")) &&
+        strstr(dm, ">(float const*, at::native::TensorListAddresses, long const*, int)")) {
+      t.fw = FW_LPCLEAN;
+      t.mta_r = strcmp(root, "true") == 0; /* apply_root */
+      t.op = &OPS[0];
+    }
   } else {
     resolve_mta(dm, &t);
   }
@@ -941,6 +1256,7 @@ int simtw_twin(const char *name, dim3 grid, dim3 block, void **args) {
     case FW_MTA: run_mta(t, grid, args); break;
     case FW_ARANGE: run_arange(t, args); break;
     case FW_NN: t->nn.run(&t->nn, grid, block, args); break;
+    case FW_LPCLEAN: run_lpnorm_cleanup(t, grid, args); break;
   }
   return 1;
 }

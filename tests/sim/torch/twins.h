@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 /* Element types, numbered as c10::ScalarType (the dtype codes of LoadWithCast/StoreWithCast);
- * DT_U32 is the opaque 4-byte type of where's lambda, not a ScalarType. */
+ * DT_U32 and DT_U16 are the opaque 4- and 2-byte types of where's lambda, not ScalarTypes. */
 typedef enum {
   DT_NONE = -1,
   DT_U8 = 0,
@@ -28,6 +28,7 @@ typedef enum {
   DT_BOOL = 11,
   DT_BF16 = 15,
   DT_U32 = 100,
+  DT_U16 = 101,
 } simtw_dt_t;
 
 /* One element's value: floating types in f (exactly: every float, half and bfloat16 value is a
