@@ -1293,6 +1293,18 @@ static void chunk_done(strm_t *S, int e) {
   send_now(S, s, e);
 }
 
+/* A launch while the program is capturing somewhere: nothing is held meanwhile (what is held
+ * is cut; `holding` says whether that ends a hold the launch's stream had), and a launch on a
+ * capturing stream (or one joined to a capture by an event wait) is its own business. */
+static void capture_pass(void *stream, int holding) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult r = ag__real.cuStreamIsCapturing ? ag__real.cuStreamIsCapturing((CUstream)stream, &st)
+                                            : CUDA_ERROR_NOT_FOUND;
+  if (holding) ag__obs_cause("capture in progress");
+  cut_all();
+  ag__obs_capture_pass(r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
 /* The unusual cases of step(), out of the launch path's way: a launch that cannot be held (its
  * kernel, attributes, argument array), a capture in progress anywhere, a call changing what a
  * launch's submission depends on. Returns 1 when the launch must be submitted as it is (what
@@ -1303,15 +1315,7 @@ static int __attribute__((noinline)) step_unusual(const ag_launch_t *l, void *st
   if (!reason) {
     int u = __atomic_load_n(&unusual, __ATOMIC_ACQUIRE);
     if (u >= CAPTURE_ONE) {
-      /* The program is capturing somewhere: nothing is held meanwhile, and a launch on a
-       * capturing stream (or one joined to a capture by an event wait) is its own business. */
-      CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-      CUresult r = ag__real.cuStreamIsCapturing
-                       ? ag__real.cuStreamIsCapturing((CUstream)stream, &st)
-                       : CUDA_ERROR_NOT_FOUND;
-      if (S->holding) ag__obs_cause("capture in progress");
-      cut_all();
-      ag__obs_capture_pass(r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE);
+      capture_pass(stream, S->holding);
       return 1;
     }
     if (u) {
@@ -1575,11 +1579,24 @@ int ag__launch(const ag_launch_t *l) {
   }
   k = ag__kinfo_find(l->func, ctx);
   if (AG_UNLIKELY(!k)) {
-    /* First sight: learning calls the driver and the runtime, which take locks of their own
-     * and call back into the wrappers, so it runs outside the engine lock, quietly. */
+    /* First sight, while the program captures somewhere: learning queries the driver and the
+     * runtime about the kernel, and on a GPU (H200, CUDA 13.0) the first launch of a kernel
+     * inside a global-mode capture then failed with cudaErrorStreamCaptureInvalidated: the
+     * launch goes as it is, and the kernel is learned at a launch outside any capture. */
+    if (__atomic_load_n(&unusual, __ATOMIC_ACQUIRE) >= CAPTURE_ONE) {
+      capture_pass(stream, E.nhold != 0);
+      goto pass;
+    }
+    /* Learning calls the driver and the runtime, which take locks of their own and call back
+     * into the wrappers, so it runs outside the engine lock, quietly, and in relaxed capture
+     * mode: a capture another thread begins meanwhile is not invalidated by the queries. */
     engine_unlock();
     ag__tls.quiet++;
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    int relaxed = ag__real.cuThreadExchangeStreamCaptureMode &&
+                  ag__real.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
     k = ag__kinfo_learn(l->func, l->fkind, ctx);
+    if (relaxed) (void)ag__real.cuThreadExchangeStreamCaptureMode(&mode);
     ag__tls.quiet--;
     engine_lock();
     if (k) k = ag__kinfo_add(k);

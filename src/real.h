@@ -30,6 +30,7 @@
   XX(cuFuncGetName, 12030)                                                \
   XX(cuFuncGetModule, 11000)                                              \
   XX(cuStreamIsCapturing, 10000)                                          \
+  XX(cuThreadExchangeStreamCaptureMode, 10010)                            \
   XX(cuStreamGetFlags, 5050)                                              \
   XX(cuStreamQuery, 2000)                                                 \
   XX(cuMemsetD8Async, 3020)                                               \
