@@ -97,7 +97,7 @@ int main(void) {
   size_t n = ag__dump_render(t, 100.0, AG_DUMP_SIGNAL, &doc);
   CHECK(n > 0 && doc != NULL);
   CHECK_INT(strlen(doc), ==, n);
-  CHECK(has(doc, "\"schema\":\"autograph-dump\",\"version\":2,\"written_at\":\"signal\""));
+  CHECK(has(doc, "\"schema\":\"autograph-dump\",\"version\":3,\"written_at\":\"signal\""));
   CHECK(has(doc, "\"cuts\":[{\"sequence\":2,\"length\":4,\"after\":3,\"calls\":[\"cudaMemcpyAsync\","
                  "\"cudaStreamSynchronize\"],\"count\":1,\"launches\":3}],\"cuts_omitted\":0"));
   CHECK(has(doc, "\"runs_total\":2,\"runs\":[{\"sequence\":1,\"length\":2,\"launches\":2,"
