@@ -1719,8 +1719,8 @@ static size_t render_json(char *buf, size_t size, const char *path, int gz, cons
   j_u64(&j, "launches_runtime", F.runtime);
   j_u64(&j, "launches_driver", F.driver);
   j_u64(&j, "unmatched_launches", F.unmatched);
-  j_u64(&j, "graph_launches", F.graph_launches);
-  j_u64(&j, "graph_kernels", F.graph_kernels);
+  j_u64(&j, "trace_graph_launches", F.graph_launches);
+  j_u64(&j, "trace_graph_kernels", F.graph_kernels);
   j_u64(&j, "ordering_calls", F.ordering);
   j_u64(&j, "replayed", st->replayed);
   j_num(&j, "replayed_share", st->launches ? (double)st->replayed / (double)st->launches : 0.0);

@@ -84,14 +84,16 @@ def main(dump_path, out, expected_path, foreign=0):
         json.dump(expected, f)
 
 
-def graph(tr, kernels, stream=7, device=0):
-    """One graph launch (a driver row, as the library makes it) and its kernels, in order."""
+def graph(tr, kernels, stream=7, device=0, api="cuGraphLaunch"):
+    """One graph launch (a driver row, as the library makes it; a runtime row with api
+    "cudaGraphLaunch", as a program's own graph) and its kernels, in order."""
     c = tr.corr
     tr.corr += 1
     ts = tr.t - 1000  # inside the op just made
-    tr._add({"ph": "X", "cat": "cuda_driver", "name": "cuGraphLaunch", "pid": tr.pid,
-             "tid": tr.tid, "ts": ts, "dur": 800,
-             "args": {"External id": c, "cbid": 514, "correlation": c}})
+    tr._add({"ph": "X", "cat": "cuda_driver" if api.startswith("cu") else "cuda_runtime",
+             "name": api, "pid": tr.pid, "tid": tr.tid, "ts": ts, "dur": 800,
+             "args": {"External id": c, "cbid": 514 if api.startswith("cu") else 311,
+                      "correlation": c}})
     tr._add({"ph": "s", "id": c, "pid": tr.pid, "tid": tr.tid, "ts": ts, "cat": "ac2g",
              "name": "ac2g"})
     t = max(tr.gpu_free.get(stream, 0), ts + 4000)
