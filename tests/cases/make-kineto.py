@@ -18,7 +18,8 @@ through whose sequence the dump does not name is the first occurrence of the nex
 rest of a sequence cut just before when it fits, else kernels named "unknown".
 --foreign N adds N graph launches of kernels no sequence has (a program's own graph).
 
-EXPECTED gets, for each replayed kernel in trace order, [sequence, node, op of its launch].
+EXPECTED gets, for each replayed kernel in trace order, [sequence, node, name and External id of
+the op of the replayed step that made its launch].
 """
 import importlib.util
 import json
@@ -67,14 +68,16 @@ def main(dump_path, out, expected_path, foreign=0):
             if "chunk complete" in r["calls"] and first + n < len(s["kernels"]):
                 chunk[s["id"]] = first + n
             # The held launches' ops: the program made them, the library held the launches.
+            ext = {}
             for q in nodes:
+                ext[q] = tr.corr
                 tr._add({"ph": "X", "cat": "cpu_op", "name": "op:%d.%d" % (s["id"], q),
                          "pid": tr.pid, "tid": tr.tid, "ts": tr.t, "dur": 1500,
                          "args": {"External id": tr.corr}})
                 tr.corr += 1
                 tr.t += 2000
             graph(tr, [(s["kernels"][q]["name"], s["kernels"][q]) for q in nodes])
-            expected += [[s["id"], q, "op:%d.%d" % (s["id"], q)] for q in nodes]
+            expected += [[s["id"], q, "op:%d.%d" % (s["id"], q), ext[q]] for q in nodes]
             cut = None
         tr.call("cudaStreamSynchronize")
     for i in range(foreign):

@@ -33,12 +33,15 @@ for e in ev:
 linked = [e for e in ev if e.get("cat") == "kernel" and "autograph" in e["args"]]
 errors = []
 got = [[e["args"]["autograph"]["sequence"], e["args"]["autograph"]["node"],
-        e["args"]["autograph"]["op"]] for e in linked]
+        e["args"]["autograph"]["op"], e["args"]["External id"]] for e in linked]
 if got != exp:
     bad = [(i, g, x) for i, (g, x) in enumerate(zip(got, exp)) if g != x][:3]
-    errors.append("links (sequence, node, op): %d linked, %d expected; first differences %s"
+    errors.append("links (sequence, node, op, External id): %d linked, %d expected; first differences %s"
                   % (len(got), len(exp), bad))
 flows = {}
+ext_at = {(e["pid"], e["tid"], e["ts"]): e["args"].get("External id")
+          for e in ev if e.get("cat") == "cpu_op"}
+starts = {f["id"]: ext_at.get((f["pid"], f["tid"], f["ts"])) for f in ev if f.get("ph") == "s"}
 for f in ev:
     if f.get("ph") == "f":
         flows.setdefault((f["pid"], f["tid"], f["ts"]), set()).add(f["id"])
@@ -48,14 +51,16 @@ for e in linked:
     if not r or r["name"] != "cudaLaunchKernel" or not k or k["name"] != e["name"]:
         errors.append("kernel %s at %s: correlation %s is not a launch of it" % (e["name"], e["ts"], c))
         break
-    if c not in flows.get((e["pid"], e["tid"], e["ts"]), ()):
-        errors.append("kernel %s at %s: its flow does not come from launch %s" % (e["name"], e["ts"], c))
+    ids = flows.get((e["pid"], e["tid"], e["ts"]), set())
+    if not any(starts.get(i) == e["args"]["External id"] for i in ids):
+        errors.append("kernel %s at %s: no flow comes from its op" % (e["name"], e["ts"]))
         break
 st = t["autograph"]
 ranges = [e for e in ev if e.get("name", "").startswith("autograph replay: ")]
 graphs = [e for e in ev if e.get("name") == "cuGraphLaunch"]
 if st["unmatched"] != foreign or st["ambiguous"] or len(ranges) != st["matched"] or \
-        st["matched"] + foreign != len(graphs) or st["linked_trace"] != len(exp):
+        st["matched"] + foreign != len(graphs) or st["linked_trace"] != len(exp) or \
+        st["ops_this_step"] != st["matched"]:
     errors.append("counts %s: %d ranges, %d graph launches, %d foreign" % (st, len(ranges), len(graphs), foreign))
 for e in ev:
     if e.get("cat") == "kernel" and e["name"].startswith("foreign_") and \
@@ -97,10 +102,12 @@ run chunks SIM_LAUNCH_NS=20000
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert any(len(s["chunks"] or []) > 1 for s in d["sequences"])' \
   "$AG_TMP/chunks/dump.json" || ag_fail "the second run has no sequence in several chunks"
 
-# Broken matching must fail the checks: node order off by one, kernel names not compared.
+# Broken matching must fail the checks: node order off by one, kernel names not compared, the
+# ops of the replayed step taken one too early.
 d=$AG_TMP/chunks
 for broken in 'out.append(q)/out.append(q + 1 if q + 1 < end else q)' \
-              'return name == node\["name"\] or/return True or'; do
+              'return name == node\["name"\] or/return True or' \
+              'out\[q\] = cands\[j\]\[2\]/out[q] = cands[max(j - 1, 0)][2]'; do
   sed "s/$broken/" "$rep" >"$AG_TMP/broken"
   cmp -s "$rep" "$AG_TMP/broken" && ag_fail "the break '$broken' changed nothing"
   python3 "$AG_TMP/broken" --kineto "$d/trace.json" --out "$d/broken.json" "$d/dump.json" >/dev/null
