@@ -3,7 +3,7 @@
 would give, built from the library's dump of that run, for the `autograph-report --kineto`
 tests (the simulator has no CUPTI).
 
-  make-kineto.py DUMP OUT EXPECTED [--foreign N]
+  make-kineto.py DUMP OUT EXPECTED [--foreign N] [--replays-only]
 
 The runs of the dump (oldest first; the run must fit in the dump's last 1024) are replayed in
 order on one stream, with the event shapes of make-trace.py (which the tests check against
@@ -16,7 +16,9 @@ named "op:S.q" and the kernel keeps its name, so that a link can be checked. A r
 through whose sequence the dump does not name is the first occurrence of the next sequence
 (ids are given in the order sequences are first seen) when its length is that sequence's, the
 rest of a sequence cut just before when it fits, else kernels named "unknown".
---foreign N adds N graph launches of kernels no sequence has (a program's own graph).
+--foreign N adds N graph launches of kernels no sequence has (a program's own graph);
+--replays-only leaves out the runs passed through (a trace that began after the sequences
+were learned: no launch of theirs to link to).
 
 EXPECTED gets, for each replayed kernel in trace order, [sequence, node, name and External id of
 the op of the replayed step that made its launch].
@@ -32,7 +34,7 @@ mt = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mt)
 
 
-def main(dump_path, out, expected_path, foreign=0):
+def main(dump_path, out, expected_path, foreign=0, replays_only=False):
     d = json.load(open(dump_path))
     seqs = {s["id"]: s for s in d["sequences"] if s["id"] > 0}
     tr = mt.Trace()
@@ -60,7 +62,8 @@ def main(dump_path, out, expected_path, foreign=0):
                 first = 0
             if s and s["id"] == next_id:
                 next_id += 1
-            ordinary(s, range(first, first + n) if s else range(n))
+            if not replays_only:
+                ordinary(s, range(first, first + n) if s else range(n))
             cut = (s["id"], first + n) if r["outcome"] == "cut" and s else None
         else:
             first = chunk.pop(s["id"], 0)
@@ -123,4 +126,7 @@ if __name__ == "__main__":
         i = a.index("--foreign")
         foreign = int(a[i + 1])
         del a[i:i + 2]
-    main(*a, foreign=foreign)
+    replays_only = "--replays-only" in a
+    if replays_only:
+        a.remove("--replays-only")
+    main(*a, foreign=foreign, replays_only=replays_only)

@@ -4,12 +4,14 @@
 # came from. The simulator has no CUPTI, so the trace is built from the run's own dump by
 # make-kineto.py (tests/progs/e-cut.cu: two phases of 40 launches, the second cut by a copy
 # after K launches in the later steps), in the event shapes of make-trace.py, which this case
-# checks against the real traces in tests/fixtures/traces first. Two runs: one graph launch per
+# checks against real traces at the end. Two runs: one graph launch per
 # replay (AUTOGRAPH_CHUNK_US=0), and graphs in chunks (the default). Each replayed kernel must
-# name the sequence, node and op make-kineto.py expects; its correlation id and flow must lead
-# to a cudaLaunchKernel row of the same kernel; graph launches of kernels no sequence has are
-# left as they are and counted. Two broken copies of the tool (node order off by one, kernel
-# names not checked) must fail the same checks. Errors: exit 2 and one line.
+# name the sequence, node and op make-kineto.py expects and carry the External id of that op in
+# its own step, with a flow from it; its correlation id must be a cudaLaunchKernel row of the
+# same kernel; graph launches of kernels no sequence has are left as they are and counted. A
+# trace without the learned launches links to the dump's nodes only. Three broken copies of the
+# tool (node order off by one, kernel names not checked, the step's ops one too early) must
+# fail the same checks. Errors: exit 2 and one line.
 . "$(dirname "$0")/lib.sh"
 ag_need e-cut
 command -v python3 >/dev/null || ag_skip "skipped: python3 is not installed"
@@ -101,6 +103,27 @@ run whole AUTOGRAPH_CHUNK_US=0
 run chunks SIM_LAUNCH_NS=20000
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert any(len(s["chunks"] or []) > 1 for s in d["sequences"])' \
   "$AG_TMP/chunks/dump.json" || ag_fail "the second run has no sequence in several chunks"
+
+# A trace without the launches the sequences were learned from: each replayed kernel linked to
+# the dump's node only (no launch, no op), its correlation id still the graph launch's.
+d=$AG_TMP/whole
+python3 "$gen" "$d/dump.json" "$d/late.json" "$d/late-expected.json" --replays-only ||
+  ag_fail "make-kineto.py failed"
+"$rep" --kineto "$d/late.json" --out "$d/late-out.json" "$d/dump.json" >"$d/text" ||
+  { cat "$d/text"; ag_fail "--kineto failed"; }
+python3 - "$d/late-out.json" "$d/late-expected.json" <<'PY' || ag_fail "links to the dump's nodes are wrong"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+exp = json.load(open(sys.argv[2]))
+graph = {e["args"]["correlation"] for e in ev if e.get("name") == "cuGraphLaunch"}
+ks = [e for e in ev if e.get("cat") == "kernel"]
+got = [(e["args"]["autograph"]["sequence"], e["args"]["autograph"]["node"],
+        e["args"]["autograph"]["from"], e["args"]["autograph"]["op"],
+        e["args"]["correlation"] in graph) for e in ks]
+want = [(x[0], x[1], "dump", None, True) for x in exp]
+assert got == want, [(g, w) for g, w in zip(got, want) if g != w][:3]
+print("ok: %d replayed kernels of a trace without learned launches linked to the dump's nodes" % len(got))
+PY
 
 # Broken matching must fail the checks: node order off by one, kernel names not compared, the
 # ops of the replayed step taken one too early.
