@@ -58,7 +58,8 @@ typedef struct rec {
   const ag_seq_t *s; /* key */
   char reason[96];
   int evicted;
-  void *stream; /* the stream its latest replay ran on (NULL: none yet) */
+  void *stream; /* the stream its latest replay ran on, when replayed */
+  int replayed;
   int n;
   uint64_t *varied; /* 2 * n, as ag__graph_varied */
   UT_hash_handle hh;
@@ -132,7 +133,7 @@ void ag__dump_demoted(const ag_seq_t *s, const char *why) {
 
 void ag__dump_replayed(const ag_seq_t *s, void *stream) {
   rec_t *r = rec_of(s);
-  if (r) r->stream = stream;
+  if (r) r->stream = stream, r->replayed = 1;
 }
 
 void ag__dump_graph_gone(const ag_seq_t *s, int evicted) {
@@ -245,7 +246,7 @@ static void fill_seq(snap_seq_t *o, const ag_seq_t *s, double launch_ns) {
   o->seen = s->count, o->replays = s->replays, o->replayed = s->replayed;
   o->cycle = s->unit, o->pieces = s->npieces;
   o->state = state_of(s, r);
-  if (r && r->stream) o->stream = r->stream, o->has_stream = 1;
+  if (r && r->replayed) o->stream = r->stream, o->has_stream = 1;
   if (s->graph) {
     const int *st;
     int nc = ag__graph_chunks(s->graph, &st);
@@ -542,7 +543,7 @@ static size_t format(const snap_t *sn, char *buf, size_t size) {
     }
     ag__json_key(&j, "stream");
     if (q->has_stream)
-      snprintf(tmp, sizeof tmp, "%#llx", (unsigned long long)(uintptr_t)q->stream),
+      snprintf(tmp, sizeof tmp, "0x%llx", (unsigned long long)(uintptr_t)q->stream),
           ag__json_str(&j, tmp);
     else
       ag__json_raw(&j, "null");
