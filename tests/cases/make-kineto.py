@@ -9,14 +9,16 @@ The runs of the dump (oldest first; the run must fit in the dump's last 1024) ar
 order on one stream, with the event shapes of make-trace.py (which the tests check against
 real traces): a run passed through or cut becomes ordinary launches, each a cpu_op, a
 cudaLaunchKernel row inside it, its kernel and the ac2g flow between them; a replayed run
-becomes the cpu_ops of the held launches (without a launch row: the library held them), then a
-cuGraphLaunch driver row inside the last of them and one kernel per node with the graph
-launch's correlation id, as CUPTI records a graph's kernels. The op of node q of sequence S is
+becomes the cpu_ops of the held launches (without a launch row: the library held them), then
+one kernel per node with the correlation id of the graph launch, which has no API row: the
+library launches its graphs with the driver's cuGraphLaunch, which Kineto does not record (a
+trace of torch 2.11 on an H200 shows it: tests/fixtures/kineto). The op of node q of sequence S is
 named "op:S.q" and the kernel keeps its name, so that a link can be checked. A run passed
 through whose sequence the dump does not name is the first occurrence of the next sequence
 (ids are given in the order sequences are first seen) when its length is that sequence's, the
 rest of a sequence cut just before when it fits, else kernels named "unknown".
---foreign N adds N graph launches of kernels no sequence has (a program's own graph);
+--foreign N adds N graph launches (cudaGraphLaunch rows: a program's own graphs) of kernels no
+sequence has but the first (sequence 1's first);
 --replays-only leaves out the runs passed through (a trace that began after the sequences
 were learned: no launch of theirs to link to).
 
@@ -84,29 +86,33 @@ def main(dump_path, out, expected_path, foreign=0, replays_only=False):
             cut = None
         tr.call("cudaStreamSynchronize")
     for i in range(foreign):
-        graph(tr, [("foreign_kernel_%d" % j, {}) for j in range(3)])
+        # Its first kernel is the first of sequence 1: only the others tell it apart.
+        first = seqs[1]["kernels"][0]["name"] if 1 in seqs else "foreign_kernel_0"
+        graph(tr, [(first, {})] + [("foreign_kernel_%d" % j, {}) for j in (1, 2)],
+              api="cudaGraphLaunch")
     tr.write(out)
     with open(expected_path, "w") as f:
         json.dump(expected, f)
 
 
-def graph(tr, kernels, stream=7, device=0, api="cuGraphLaunch"):
-    """One graph launch (a driver row, as the library makes it; a runtime row with api
-    "cudaGraphLaunch", as a program's own graph) and its kernels, in order."""
+def graph(tr, kernels, stream=7, device=0, api=None):
+    """One graph launch and its kernels, in order: with api None, as the library's
+    cuGraphLaunch shows (no API row, no flow start); else a row of that name (cudaGraphLaunch, a
+    runtime row, as a program's own graph; cuGraphLaunch, a driver row)."""
     c = tr.corr
     tr.corr += 1
     ts = tr.t - 1000  # inside the op just made
-    tr._add({"ph": "X", "cat": "cuda_driver" if api.startswith("cu") else "cuda_runtime",
-             "name": api, "pid": tr.pid, "tid": tr.tid, "ts": ts, "dur": 800,
-             "args": {"External id": c, "cbid": 514 if api.startswith("cu") else 311,
-                      "correlation": c}})
-    tr._add({"ph": "s", "id": c, "pid": tr.pid, "tid": tr.tid, "ts": ts, "cat": "ac2g",
-             "name": "ac2g"})
+    if api:
+        tr._add({"ph": "X", "cat": "cuda_driver" if api.startswith("cu") else "cuda_runtime",
+                 "name": api, "pid": tr.pid, "tid": tr.tid, "ts": ts, "dur": 800,
+                 "args": {"cbid": 514 if api.startswith("cu") else 311, "correlation": c}})
+        tr._add({"ph": "s", "id": c, "pid": tr.pid, "tid": tr.tid, "ts": ts, "cat": "ac2g",
+                 "name": "ac2g"})
     t = max(tr.gpu_free.get(stream, 0), ts + 4000)
     for name, k in kernels:
         tr._add({"ph": "X", "cat": "kernel", "name": name, "pid": device, "tid": stream,
                  "ts": t, "dur": 3000,
-                 "args": {"External id": c, "queued": 0, "device": device, "context": 1,
+                 "args": {"queued": 0, "device": device, "context": 1,
                           "stream": stream, "correlation": c, "registers per thread": 32,
                           "shared memory": k.get("shmem", 0), "blocks per SM": 0.5,
                           "warps per SM": 2.0, "grid": list(k.get("grid", (1, 1, 1))),
