@@ -871,6 +871,7 @@ static int32_t step_of(int64_t ts) {
 static struct {
   uint64_t launches, runtime, driver, coop, unmatched, ordering;
   uint64_t graph_launches, graph_kernels; /* graph launches in the trace, the kernels they ran */
+  uint64_t callless_kernels; /* kernels whose correlation id no runtime or driver event has */
   uint64_t order_gpu, order_thread, order_unknown; /* how stream calls' streams were found */
 } F;
 
@@ -1047,6 +1048,17 @@ static int feed(void) {
   if (T.gops.n) qsort(T.gops.v, T.gops.n, sizeof *T.gops.v, cmp_corr);
   if (T.steps.n) qsort(T.steps.v, T.steps.n, sizeof *T.steps.v, cmp_step);
   if (tl_build()) return -AG_ENOMEM;
+  /* Kernels no call launched: Kineto does not record the driver's cuGraphLaunch (the
+   * library's replays), and a profiler may drop calls. */
+  if (T.kernels.n) {
+    int64_t *corrs = malloc((T.calls.n + 1) * sizeof *corrs);
+    if (!corrs) return -AG_ENOMEM;
+    for (size_t i = 0; i < T.calls.n; i++) corrs[i] = T.calls.v[i].corr;
+    qsort(corrs, T.calls.n, sizeof *corrs, cmp_corr);
+    for (size_t i = 0; i < T.kernels.n; i++)
+      if (!find_corr(corrs, T.calls.n, sizeof *corrs, T.kernels.v[i].corr)) F.callless_kernels++;
+    free(corrs);
+  }
   for (size_t i = 0; i < T.calls.n; i++) {
     const call_t *c = &T.calls.v[i];
     if (c->graph) {
@@ -1567,6 +1579,10 @@ static void print_text(const char *path, int gz, const seqcount_t *sc) {
     printf("  graph launches        %" PRIu64 " running %" PRIu64 " kernels already replayed from graphs "
            "(no launch overhead to remove: not in the launches above, ordering calls on their "
            "stream)\n", F.graph_launches, F.graph_kernels);
+  if (F.callless_kernels)
+    printf("  kernels without call  %" PRIu64 " (no runtime or driver event with their correlation id:"
+           " graph launches the profiler does not record, such as the driver's cuGraphLaunch, or "
+           "dropped events; neither launches nor on the step-time timeline)\n", F.callless_kernels);
   printf("  ordering calls        %" PRIu64 "\n", F.ordering);
   printf("  steps                 %zu", T.steps.n);
   if (T.steps.n)
@@ -1721,6 +1737,7 @@ static size_t render_json(char *buf, size_t size, const char *path, int gz, cons
   j_u64(&j, "unmatched_launches", F.unmatched);
   j_u64(&j, "trace_graph_launches", F.graph_launches);
   j_u64(&j, "trace_graph_kernels", F.graph_kernels);
+  j_u64(&j, "trace_kernels_without_call", F.callless_kernels);
   j_u64(&j, "ordering_calls", F.ordering);
   j_u64(&j, "replayed", st->replayed);
   j_num(&j, "replayed_share", st->launches ? (double)st->replayed / (double)st->launches : 0.0);
