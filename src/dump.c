@@ -60,6 +60,8 @@ typedef struct rec {
   int evicted;
   void *stream; /* the stream its latest replay ran on, when replayed */
   int replayed;
+  int nchunks;  /* the chunks of its latest graph, kept for when the graph is gone */
+  int *chunks;
   int n;
   uint64_t *varied; /* 2 * n, as ag__graph_varied */
   UT_hash_handle hh;
@@ -131,9 +133,22 @@ void ag__dump_demoted(const ag_seq_t *s, const char *why) {
   if (r) snprintf(r->reason, sizeof r->reason, "%s", why ? why : "");
 }
 
+/* Keeps the chunk starts of s's graph in r (unchanged ones are not copied again). */
+static void keep_chunks(rec_t *r, const ag_seq_t *s) {
+  const int *st;
+  int nc = s->graph ? ag__graph_chunks(s->graph, &st) : 0;
+  if (nc <= 0 || (nc == r->nchunks && !memcmp(r->chunks, st, (size_t)nc * sizeof *st))) return;
+  int *c = realloc(r->chunks, (size_t)nc * sizeof *c);
+  if (!c) return; /* out of memory: the dump keeps the chunks it had */
+  memcpy(c, st, (size_t)nc * sizeof *c);
+  r->chunks = c, r->nchunks = nc;
+}
+
 void ag__dump_replayed(const ag_seq_t *s, void *stream) {
   rec_t *r = rec_of(s);
-  if (r) r->stream = stream, r->replayed = 1;
+  if (!r) return;
+  r->stream = stream, r->replayed = 1;
+  keep_chunks(r, s);
 }
 
 void ag__dump_graph_gone(const ag_seq_t *s, int evicted) {
@@ -141,6 +156,7 @@ void ag__dump_graph_gone(const ag_seq_t *s, int evicted) {
   if (!r) return;
   if (evicted) r->evicted = 1;
   if (!s->graph) return;
+  keep_chunks(r, s);
   if (!r->varied) {
     /* Out of memory: the dump does without this sequence's varied arguments. */
     if (!(r->varied = calloc(2 * (size_t)s->n, sizeof *r->varied))) return;
@@ -158,7 +174,7 @@ void ag__dump_seq_freed(const ag_seq_t *s) {
   HASH_FIND(hh, recs, &s, sizeof s, r);
   if (!r) return;
   HASH_DEL(recs, r);
-  free(r->varied), free(r);
+  free(r->varied), free(r->chunks), free(r);
 }
 
 /* ---- the snapshot (engine lock) --------------------------------------------------------- */
@@ -247,13 +263,13 @@ static void fill_seq(snap_seq_t *o, const ag_seq_t *s, double launch_ns) {
   o->cycle = s->unit, o->pieces = s->npieces;
   o->state = state_of(s, r);
   if (r && r->replayed) o->stream = r->stream, o->has_stream = 1;
-  if (s->graph) {
-    const int *st;
-    int nc = ag__graph_chunks(s->graph, &st);
-    if (nc > 0 && (o->chunks = malloc((size_t)nc * sizeof *o->chunks)) != NULL) {
-      memcpy(o->chunks, st, (size_t)nc * sizeof *o->chunks);
-      o->nchunks = nc;
-    }
+  /* The graph's chunks; those of its latest graph when it is gone (released at exit, say). */
+  const int *st = NULL;
+  int nc = s->graph ? ag__graph_chunks(s->graph, &st) : 0;
+  if (nc <= 0 && r) st = r->chunks, nc = r->nchunks;
+  if (nc > 0 && (o->chunks = malloc((size_t)nc * sizeof *o->chunks)) != NULL) {
+    memcpy(o->chunks, st, (size_t)nc * sizeof *o->chunks);
+    o->nchunks = nc;
   }
   if (s->state == AG_SEQ_DEMOTED && r && r->reason[0])
     snprintf(o->reason, sizeof o->reason, "%s", r->reason);

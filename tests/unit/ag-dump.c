@@ -120,7 +120,8 @@ int main(void) {
   CHECK(has(doc, "\"state\":\"evicted\",\"reason\":\"graph cache full"));
   CHECK(has(doc, "\"state\":\"learning\",\"reason\":null"));
   CHECK(has(pd, "\"length\":1,\"seen\":2,\"replays\":0,\"launches_replayed\":0,\"state\":\"denied\""));
-  CHECK(has(doc, "{\"name\":\"_Z4stepPfi\",\"demangled\":\"_Z4stepPfi\",\"path\":\"runtime\","
+  CHECK(has(doc, "{\"position\":0,\"node\":\"kernel\","
+                 "\"name\":\"_Z4stepPfi\",\"demangled\":\"_Z4stepPfi\",\"path\":\"runtime\","
                  "\"cudnn_call\":null,\"grid\":[4,1,1],\"block\":[128,1,1],\"shmem\":16,"
                  "\"param_sizes\":[8,4],\"varied\":[]}"));
   CHECK(has(doc, "\"path\":\"cudnn\",\"cudnn_call\":\"cudnnConvolutionForward\""));
