@@ -3,8 +3,8 @@
 #
 # dump_check FILE [EXPR…]: FILE is valid JSON of schema "autograph-dump" version 3 with every
 # field of docs/dump-and-report.md present and of its type (totals.cuts, runs_total and runs
-# included; each sequence's stream and chunks, each kernel's position and node); sequences are sorted by saved_ns_est
-# (descending); unless truncated, the sum of launches_replayed equals totals.replayed and the
+# included; each sequence's stream and chunks, each kernel's position and node); sequences are
+# sorted by saved_ns_est (descending), and a graphed one lists its chunks; unless truncated, the sum of launches_replayed equals totals.replayed and the
 # number of non-denied sequences equals totals.sequences. Then each Python expression must
 # hold, over: d (the document), seqs (its sequences), totals, states (a Counter of the states),
 # kernels (every kernel of every sequence), varied (every (kernel name, index, kind) seen), cuts
