@@ -38,6 +38,7 @@ typedef struct shape {
   uint64_t h; /* key: structural hash (denied: kernel id and shape) */
   char *name;
   int path;
+  int kind; /* ag_kinfo_t.fkind: a kernel, or a held stream operation (AG_OP_…) */
   const char *lib_call;
   unsigned grid[3], block[3], shmem;
   uint32_t nparams;
@@ -57,6 +58,10 @@ typedef struct rec {
   const ag_seq_t *s; /* key */
   char reason[96];
   int evicted;
+  void *stream; /* the stream its latest replay ran on, when replayed */
+  int replayed;
+  int nchunks;  /* the chunks of its latest graph, kept for when the graph is gone */
+  int *chunks;
   int n;
   uint64_t *varied; /* 2 * n, as ag__graph_varied */
   UT_hash_handle hh;
@@ -71,6 +76,7 @@ static void fill_shape(shape_t *sh, const ag_kinfo_t *k, const ag_launch_t *l, i
                        const char *lib_call) {
   sh->name = strdup(k->name ? k->name : "");
   sh->path = path;
+  sh->kind = k->fkind;
   sh->lib_call = lib_call;
   memcpy(sh->grid, l->grid, sizeof sh->grid);
   memcpy(sh->block, l->block, sizeof sh->block);
@@ -127,11 +133,30 @@ void ag__dump_demoted(const ag_seq_t *s, const char *why) {
   if (r) snprintf(r->reason, sizeof r->reason, "%s", why ? why : "");
 }
 
+/* Keeps the chunk starts of s's graph in r (unchanged ones are not copied again). */
+static void keep_chunks(rec_t *r, const ag_seq_t *s) {
+  const int *st;
+  int nc = s->graph ? ag__graph_chunks(s->graph, &st) : 0;
+  if (nc <= 0 || (nc == r->nchunks && !memcmp(r->chunks, st, (size_t)nc * sizeof *st))) return;
+  int *c = realloc(r->chunks, (size_t)nc * sizeof *c);
+  if (!c) return; /* out of memory: the dump keeps the chunks it had */
+  memcpy(c, st, (size_t)nc * sizeof *c);
+  r->chunks = c, r->nchunks = nc;
+}
+
+void ag__dump_replayed(const ag_seq_t *s, void *stream) {
+  rec_t *r = rec_of(s);
+  if (!r) return;
+  r->stream = stream, r->replayed = 1;
+  keep_chunks(r, s);
+}
+
 void ag__dump_graph_gone(const ag_seq_t *s, int evicted) {
   rec_t *r = rec_of(s);
   if (!r) return;
   if (evicted) r->evicted = 1;
   if (!s->graph) return;
+  keep_chunks(r, s);
   if (!r->varied) {
     /* Out of memory: the dump does without this sequence's varied arguments. */
     if (!(r->varied = calloc(2 * (size_t)s->n, sizeof *r->varied))) return;
@@ -149,7 +174,7 @@ void ag__dump_seq_freed(const ag_seq_t *s) {
   HASH_FIND(hh, recs, &s, sizeof s, r);
   if (!r) return;
   HASH_DEL(recs, r);
-  free(r->varied), free(r);
+  free(r->varied), free(r->chunks), free(r);
 }
 
 /* ---- the snapshot (engine lock) --------------------------------------------------------- */
@@ -163,6 +188,10 @@ typedef struct snap_seq {
   double launch_mean, replay_mean, saved; /* NAN: null */
   int nk, omitted;
   int cycle, pieces; /* a run of repetitions of a cycle (ag_seq_t.unit): its length, pieces */
+  void *stream;      /* of its latest replay */
+  int has_stream;
+  int nchunks;       /* the first node of each chunk of its graph; 0: no graph */
+  int *chunks;
   const shape_t **k;
   const shape_t *one; /* the kernel of a denied pseudo-sequence */
   uint64_t *varied;   /* 2 * nk */
@@ -233,6 +262,15 @@ static void fill_seq(snap_seq_t *o, const ag_seq_t *s, double launch_ns) {
   o->seen = s->count, o->replays = s->replays, o->replayed = s->replayed;
   o->cycle = s->unit, o->pieces = s->npieces;
   o->state = state_of(s, r);
+  if (r && r->replayed) o->stream = r->stream, o->has_stream = 1;
+  /* The graph's chunks; those of its latest graph when it is gone (released at exit, say). */
+  const int *st = NULL;
+  int nc = s->graph ? ag__graph_chunks(s->graph, &st) : 0;
+  if (nc <= 0 && r) st = r->chunks, nc = r->nchunks;
+  if (nc > 0 && (o->chunks = malloc((size_t)nc * sizeof *o->chunks)) != NULL) {
+    memcpy(o->chunks, st, (size_t)nc * sizeof *o->chunks);
+    o->nchunks = nc;
+  }
   if (s->state == AG_SEQ_DEMOTED && r && r->reason[0])
     snprintf(o->reason, sizeof o->reason, "%s", r->reason);
   else if (!strcmp(o->state, "evicted"))
@@ -324,7 +362,8 @@ static void take(ag_seqtab_t *t, double launch_ns, void *arg) {
 }
 
 static void snap_free(snap_t *sn) {
-  for (size_t i = 0; i < sn->nseqs; i++) free(sn->seqs[i].k), free(sn->seqs[i].varied);
+  for (size_t i = 0; i < sn->nseqs; i++)
+    free(sn->seqs[i].k), free(sn->seqs[i].varied), free(sn->seqs[i].chunks);
   free(sn->seqs);
   free(sn->totals);
   free(sn->runs);
@@ -354,9 +393,23 @@ static void triple(ag_json_t *j, const unsigned *v) {
 
 static const char *const path_names[AG_PATH_COUNT_] = {"runtime", "driver", "cudnn"};
 
-static void kernel(ag_json_t *j, const shape_t *sh, uint64_t changed, uint64_t value) {
+/* What a node of the graph is: a kernel, or the stream operation it holds. */
+static const char *node_kind(const shape_t *sh) {
+  switch (sh ? sh->kind : 0) {
+  case AG_OP_MEMSET: return "memset";
+  case AG_OP_MEMCPY: return "memcpy";
+  case AG_OP_EVENT_RECORD: return "event_record";
+  case AG_OP_EVENT_WAIT: return "event_wait";
+  default: return "kernel";
+  }
+}
+
+static void kernel(ag_json_t *j, int position, const shape_t *sh, uint64_t changed,
+                   uint64_t value) {
   static const unsigned zero[3];
   ag__json_begin(j, '{');
+  ag__json_key(j, "position"), ag__json_u64(j, (uint64_t)position);
+  ag__json_key(j, "node"), ag__json_str(j, node_kind(sh));
   ag__json_key(j, "name"), ag__json_str(j, sh ? sh->name : "");
   /* Demangling needs the C++ runtime, which the preload library does not link: the report
    * tool demangles. */
@@ -442,7 +495,7 @@ static size_t format(const snap_t *sn, char *buf, size_t size) {
   ag__json_init(&j, buf, size);
   ag__json_begin(&j, '{');
   ag__json_key(&j, "schema"), ag__json_str(&j, "autograph-dump");
-  ag__json_key(&j, "version"), ag__json_u64(&j, 2);
+  ag__json_key(&j, "version"), ag__json_u64(&j, 3);
   ag__json_key(&j, "written_at"), ag__json_str(&j, whys[sn->why]);
   ag__json_key(&j, "process");
   ag__json_begin(&j, '{');
@@ -504,13 +557,28 @@ static size_t format(const snap_t *sn, char *buf, size_t size) {
     } else {
       ag__json_raw(&j, "null");
     }
+    ag__json_key(&j, "stream");
+    if (q->has_stream)
+      snprintf(tmp, sizeof tmp, "0x%llx", (unsigned long long)(uintptr_t)q->stream),
+          ag__json_str(&j, tmp);
+    else
+      ag__json_raw(&j, "null");
+    ag__json_key(&j, "chunks");
+    if (q->nchunks) {
+      ag__json_begin(&j, '[');
+      for (int c = 0; c < q->nchunks; c++) ag__json_u64(&j, (uint64_t)q->chunks[c]);
+      ag__json_end(&j, ']');
+    } else {
+      ag__json_raw(&j, "null");
+    }
     ag__json_key(&j, "kernels_omitted"), ag__json_u64(&j, (uint64_t)q->omitted);
     ag__json_key(&j, "kernels");
     ag__json_begin(&j, '[');
     if (q->one)
-      kernel(&j, q->one, 0, 0);
+      kernel(&j, 0, q->one, 0, 0);
     else
-      for (int k = 0; k < q->nk; k++) kernel(&j, q->k[k], q->varied[2 * k], q->varied[2 * k + 1]);
+      for (int k = 0; k < q->nk; k++)
+        kernel(&j, k, q->k[k], q->varied[2 * k], q->varied[2 * k + 1]);
     ag__json_end(&j, ']');
     ag__json_end(&j, '}');
   }

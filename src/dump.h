@@ -1,7 +1,7 @@
 /* dump.h — AUTOGRAPH_DUMP: a JSON document describing every sequence the engine detected.
  *
  * When AUTOGRAPH_DUMP=<path> is set the library writes, to path.tmp and then renamed to path,
- * a document of schema "autograph-dump" version 2 (docs/dump-and-report.md describes every field): at exit,
+ * a document of schema "autograph-dump" version 3 (docs/dump-and-report.md describes every field): at exit,
  * after a SIGUSR1 (a handler that only sets a flag is installed when the program has none; the
  * document is written by the next intercepted call, never inside the handler), and every
  * AUTOGRAPH_DUMP_INTERVAL seconds (checked on intercepted calls; no thread of its own).
@@ -60,6 +60,8 @@ void ag__dump_shape(uint64_t h, const ag_kinfo_t *k, const ag_launch_t *l, int p
                     const char *lib_call);
 /* A launch of kernel k was passed through because it is denied (AUTOGRAPH_DENY or NCCL). */
 void ag__dump_denied(const ag_kinfo_t *k, const ag_launch_t *l, int path, const char *lib_call);
+/* A graph of s was launched on `stream`: the stream the dump names for its nodes. */
+void ag__dump_replayed(const ag_seq_t *s, void *stream);
 /* Sequence s was demoted for `why`. */
 void ag__dump_demoted(const ag_seq_t *s, const char *why);
 /* The graph of s is about to be released (`evicted`: pushed out of the graph cache): keeps

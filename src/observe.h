@@ -181,6 +181,7 @@ static inline void ag__obs_replayed(void *stream, const ag_seq_t *s, int launche
   OBS_INC(ag__stats.replayed, (uint64_t)launches);
   OBS_INC(ag__stats.graph_launches, 1);
   if (!whole) OBS_INC(ag__stats.prefix_replays, 1);
+  if (AG_UNLIKELY(ag__dump_armed)) ag__dump_replayed(s, stream);
   if (AG_UNLIKELY(ag__trace_armed)) ag__trace_replay(stream, s, launches, t0, t1, updates, more);
 }
 

@@ -109,6 +109,7 @@ typedef struct call { /* a runtime or driver event the engine must see */
   int32_t nm;        /* its API name (base name), an index in T.cnames */
   uint8_t kind;      /* CALL_* */
   uint8_t driver;    /* a driver API event (cuLaunchKernel…) */
+  uint8_t graph;     /* a graph launch (cudaGraphLaunch, cuGraphLaunch) */
   int32_t order;     /* index of the ordering call in `ordcalls`, or -1 */
 } call_t;
 
@@ -257,6 +258,13 @@ static int on_event(const ag_trace_event_t *e, void *arg) {
                !strcmp(base, "__cudaLaunchKernel") || !strcmp(base, "cuLaunchKernel") ||
                !strcmp(base, "cuLaunchKernelEx")) {
       c.kind = CALL_LAUNCH;
+    } else if (!strcmp(base, "cudaGraphLaunch") || !strcmp(base, "cuGraphLaunch")) {
+      /* The program's own graph, or one the library launched: an ordering call on its stream,
+       * as the library treats cudaGraphLaunch, whose kernels run as they did (already replayed:
+       * no launch of theirs to hold). */
+      c.graph = 1, c.kind = CALL_ORDER, c.order = -2;
+      for (size_t i = 0; i < AG_ARRAY_SIZE(ordcalls); i++)
+        if (!strcmp(ordcalls[i].name, "cudaGraphLaunch")) c.order = (int32_t)i;
     } else if (rt) {
       int found = -1;
       for (size_t i = 0; i < AG_ARRAY_SIZE(ordcalls); i++)
@@ -861,7 +869,9 @@ static int32_t step_of(int64_t ts) {
 }
 
 static struct {
-  uint64_t launches, runtime, driver, coop, unmatched, ordering, graph_kernels;
+  uint64_t launches, runtime, driver, coop, unmatched, ordering;
+  uint64_t graph_launches, graph_kernels; /* graph launches in the trace, the kernels they ran */
+  uint64_t callless_kernels; /* kernels whose correlation id no runtime or driver event has */
   uint64_t order_gpu, order_thread, order_unknown; /* how stream calls' streams were found */
 } F;
 
@@ -1038,8 +1048,25 @@ static int feed(void) {
   if (T.gops.n) qsort(T.gops.v, T.gops.n, sizeof *T.gops.v, cmp_corr);
   if (T.steps.n) qsort(T.steps.v, T.steps.n, sizeof *T.steps.v, cmp_step);
   if (tl_build()) return -AG_ENOMEM;
+  /* Kernels no call launched: Kineto does not record the driver's cuGraphLaunch (the
+   * library's replays), and a profiler may drop calls. */
+  if (T.kernels.n) {
+    int64_t *corrs = malloc((T.calls.n + 1) * sizeof *corrs);
+    if (!corrs) return -AG_ENOMEM;
+    for (size_t i = 0; i < T.calls.n; i++) corrs[i] = T.calls.v[i].corr;
+    qsort(corrs, T.calls.n, sizeof *corrs, cmp_corr);
+    for (size_t i = 0; i < T.kernels.n; i++)
+      if (!find_corr(corrs, T.calls.n, sizeof *corrs, T.kernels.v[i].corr)) F.callless_kernels++;
+    free(corrs);
+  }
   for (size_t i = 0; i < T.calls.n; i++) {
     const call_t *c = &T.calls.v[i];
+    if (c->graph) {
+      F.graph_launches++;
+      for (const kev_t *k = c->corr >= 0 ? kernel_of(c->corr) : NULL;
+           k && k < T.kernels.v + T.kernels.n && k->corr == c->corr; k++)
+        F.graph_kernels++;
+    }
     if (c->kind == CALL_ORDER) continue;
     const kev_t *k = c->corr >= 0 ? kernel_of(c->corr) : NULL;
     if (!k) {
@@ -1488,6 +1515,11 @@ static const char *const assumptions[] = {
     "(it records CUDA runtime and launch driver calls) are unseen.",
     "Launches are fed to the library's engine in timestamp order across threads; a launch "
     "event without a kernel event (same correlation id) is left out and counted as unmatched.",
+    "Graph launches in the trace (cudaGraphLaunch, cuGraphLaunch: a program's own graphs, or "
+    "those of a run under the library) are counted with the kernels they ran (their correlation "
+    "id), which are already replayed: they have no launch overhead to remove, are not counted "
+    "as launches, and run on the timeline as recorded. The launch itself is an ordering call on "
+    "its stream, as the library treats it.",
     "Host time saved = the replayed launches' own durations in the trace minus a modelled "
     "graph launch per replay (fixed cost plus a cost per node); profiler overhead inflates "
     "launch durations, so the saving is an upper estimate. Graph instantiation (once per "
@@ -1543,6 +1575,14 @@ static void print_text(const char *path, int gz, const seqcount_t *sc) {
   printf("  events                %" PRIu64 "\n", T.events);
   printf("  kernel launches       %" PRIu64 " (runtime %" PRIu64 ", driver %" PRIu64 ")\n", F.launches, F.runtime, F.driver);
   if (F.unmatched) printf("  unmatched launches    %" PRIu64 " (no kernel event with the same correlation id; left out)\n", F.unmatched);
+  if (F.graph_launches)
+    printf("  graph launches        %" PRIu64 " running %" PRIu64 " kernels already replayed from graphs "
+           "(no launch overhead to remove: not in the launches above, ordering calls on their "
+           "stream)\n", F.graph_launches, F.graph_kernels);
+  if (F.callless_kernels)
+    printf("  kernels without call  %" PRIu64 " (no runtime or driver event with their correlation id:"
+           " graph launches the profiler does not record, such as the driver's cuGraphLaunch, or "
+           "dropped events; neither launches nor on the step-time timeline)\n", F.callless_kernels);
   printf("  ordering calls        %" PRIu64 "\n", F.ordering);
   printf("  steps                 %zu", T.steps.n);
   if (T.steps.n)
@@ -1695,6 +1735,9 @@ static size_t render_json(char *buf, size_t size, const char *path, int gz, cons
   j_u64(&j, "launches_runtime", F.runtime);
   j_u64(&j, "launches_driver", F.driver);
   j_u64(&j, "unmatched_launches", F.unmatched);
+  j_u64(&j, "trace_graph_launches", F.graph_launches);
+  j_u64(&j, "trace_graph_kernels", F.graph_kernels);
+  j_u64(&j, "trace_kernels_without_call", F.callless_kernels);
   j_u64(&j, "ordering_calls", F.ordering);
   j_u64(&j, "replayed", st->replayed);
   j_num(&j, "replayed_share", st->launches ? (double)st->replayed / (double)st->launches : 0.0);

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # dump-schema.sh — the checker of AUTOGRAPH_DUMP documents, sourced by the other dump-*.sh cases.
 #
-# dump_check FILE [EXPR…]: FILE is valid JSON of schema "autograph-dump" version 2 with every
+# dump_check FILE [EXPR…]: FILE is valid JSON of schema "autograph-dump" version 3 with every
 # field of docs/dump-and-report.md present and of its type (totals.cuts, runs_total and runs
-# included); sequences are sorted by saved_ns_est
-# (descending); unless truncated, the sum of launches_replayed equals totals.replayed and the
+# included; each sequence's stream and chunks, each kernel's position and node); sequences are
+# sorted by saved_ns_est (descending), and a graphed one lists its chunks; unless truncated, the sum of launches_replayed equals totals.replayed and the
 # number of non-denied sequences equals totals.sequences. Then each Python expression must
 # hold, over: d (the document), seqs (its sequences), totals, states (a Counter of the states),
 # kernels (every kernel of every sequence), varied (every (kernel name, index, kind) seen), cuts
@@ -44,7 +44,7 @@ def need(obj, key, pred, what, where):
 
 isstr = lambda v: isinstance(v, str)
 need(d, "schema", lambda v: v == "autograph-dump", '"autograph-dump"', "")
-need(d, "version", lambda v: v == 2, "2", "")
+need(d, "version", lambda v: v == 3, "3", "")
 need(d, "written_at", lambda v: v in ("exit", "signal", "interval"), "exit|signal|interval", "")
 p = need(d, "process", lambda v: isinstance(v, dict), "an object", "")
 if isinstance(p, dict):
@@ -88,9 +88,19 @@ for i, s in enumerate(seqs):
     need(s, "saved_ns_est", isnum, "a number", w)
     if s.get("state") == "demoted" and not s.get("reason"):
         errors.append(f"{w}reason: a demoted sequence must say why")
+    need(s, "stream", lambda v: v is None or (isstr(v) and v.startswith("0x")),
+         "a hex string or null", w)
+    need(s, "chunks", lambda v: v is None or (isinstance(v, list) and v and v[0] == 0 and
+                                              all(map(isint, v)) and v == sorted(set(v))),
+         "ascending node indices from 0, or null", w)
+    if s.get("state") == "graphed" and s.get("chunks") is None:
+        errors.append(f"{w}chunks: a graphed sequence must list its graph's chunks")
     ks = need(s, "kernels", lambda v: isinstance(v, list), "a list", w)
     for j, k in enumerate(ks if isinstance(ks, list) else []):
         kw = f"{w}kernels[{j}]."
+        need(k, "position", lambda v: v == j, f"{j} (its index)", kw)
+        need(k, "node", lambda v: v in ("kernel", "memset", "memcpy", "event_record", "event_wait"),
+             "a node kind", kw)
         need(k, "name", isstr, "a string", kw)
         need(k, "demangled", isstr, "a string", kw)
         need(k, "path", lambda v: v in ("runtime", "driver", "cudnn"), "a path", kw)
@@ -180,7 +190,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   t=${AG_TMP:-$(mktemp -d)}
   doc() { # state replays launches_replayed totals.replayed [cut]
     cat >"$t/d.json" <<JSON
-{"schema":"autograph-dump","version":2,"written_at":"exit",
+{"schema":"autograph-dump","version":3,"written_at":"exit",
  "process":{"pid":1,"argv":["x"],"runtime_version":null,"driver_version":13000,
   "options":{"AUTOGRAPH_DUMP":"d","AUTOGRAPH_DUMP_INTERVAL":"0","AUTOGRAPH_DUMP_MAX_SEQ":"1000",
    "AUTOGRAPH_STATS":"","AUTOGRAPH_REPEATS":"2","AUTOGRAPH_DENY":""}},
@@ -192,7 +202,8 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
  "sequences":[{"id":1,"hash":"0123456789abcdef","length":4,"seen":3,"replays":$2,
   "launches_replayed":$3,"state":"$1","reason":null,
   "host_ns":{"launch_mean":100.0,"replay_mean":null},"saved_ns_est":0.0,
-  "kernels":[{"name":"k","demangled":"k","path":"runtime","cudnn_call":null,"grid":[1,1,1],
+  "stream":"0x5a0","chunks":[0],
+  "kernels":[{"position":0,"node":"kernel","name":"k","demangled":"k","path":"runtime","cudnn_call":null,"grid":[1,1,1],
    "block":[1,1,1],"shmem":0,"param_sizes":[8,4],"varied":[{"index":1,"kind":"value"}]}]}]}
 JSON
   }
@@ -215,6 +226,12 @@ JSON
   (dump_check "$t/d.json") >/dev/null 2>&1 && ag_fail "an unknown state accepted"
   doc demoted 2 8 8
   (dump_check "$t/d.json") >/dev/null 2>&1 && ag_fail "a demoted sequence without a reason accepted"
+  doc graphed 2 8 8
+  sed -i 's/"position":0/"position":1/' "$t/d.json"
+  (dump_check "$t/d.json") >/dev/null 2>&1 && ag_fail "a kernel whose position is not its index accepted"
+  doc graphed 2 8 8
+  sed -i 's/"chunks":\[0\]/"chunks":[1]/' "$t/d.json"
+  (dump_check "$t/d.json") >/dev/null 2>&1 && ag_fail "chunks not beginning at node 0 accepted"
   echo '{"schema":"autograph-dump","version":2' >"$t/d.json"
   (dump_check "$t/d.json") >/dev/null 2>&1 && ag_fail "invalid JSON accepted"
   echo "dump-schema.sh: the dump checker accepts and rejects as intended"

@@ -59,13 +59,13 @@ class Trace:
 
     def launch(self, name, grid=(1, 1, 1), block=(128, 1, 1), shmem=0, stream=7, device=0,
                launch_ns=5000, kernel_ns=3000, host_gap_ns=2000, latency_ns=4000, tid=None,
-               api="cudaLaunchKernel", cat="cuda_runtime", kernel_ts=None):
+               api="cudaLaunchKernel", cat="cuda_runtime", kernel_ts=None, op="aten::op"):
         c = self.corr
         self.corr += 1
         tid = self.tid if tid is None else tid
         ts = self.t
         # The cpu_op that launched it (aten::...), then the runtime call inside it.
-        self._add({"ph": "X", "cat": "cpu_op", "name": "aten::op", "pid": self.pid, "tid": tid,
+        self._add({"ph": "X", "cat": "cpu_op", "name": op, "pid": self.pid, "tid": tid,
                    "ts": ts, "dur": launch_ns + 500, "args": {"External id": c}})
         self._add({"ph": "X", "cat": cat, "name": api, "pid": self.pid, "tid": tid, "ts": ts,
                    "dur": launch_ns,

@@ -41,7 +41,7 @@ printf '\xff\xfe{}' >"$d/binary.json"
 echo '[1, 2]' >"$d/list.json"
 echo '{"version": 1, "launches": 3, "replayed": 0, "fallbacks": {}}' >"$d/stats.json"
 mutate schema 'd["schema"] = "something-else"'
-mutate v3 'd["version"] = 3'
+mutate v4 'd["version"] = 4'
 mutate vstr 'd["version"] = "1"'
 mutate nototals 'del d["totals"]'
 mutate seqobj 'd["sequences"] = {}'
@@ -62,7 +62,7 @@ expect_error "$d/binary.json" 'not a dump: not UTF-8 text'
 expect_error "$d/list.json" 'not a dump: the top level is a list, expected an object$'
 expect_error "$d/stats.json" 'this is a statistics report \(AUTOGRAPH_STATS\), not a dump'
 expect_error "$d/schema.json" 'not a dump: schema is "something-else", expected "autograph-dump"$'
-expect_error "$d/v3.json" 'dump version 3 is not supported \(this tool reads versions 1 and 2\)$'
+expect_error "$d/v4.json" 'dump version 4 is not supported \(this tool reads versions 1 to 3\)$'
 expect_error "$d/vstr.json" 'dump version "1" is not supported'
 expect_error "$d/nototals.json" 'totals is missing$'
 expect_error "$d/seqobj.json" 'sequences is an object, expected a list$'

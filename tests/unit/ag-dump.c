@@ -97,7 +97,7 @@ int main(void) {
   size_t n = ag__dump_render(t, 100.0, AG_DUMP_SIGNAL, &doc);
   CHECK(n > 0 && doc != NULL);
   CHECK_INT(strlen(doc), ==, n);
-  CHECK(has(doc, "\"schema\":\"autograph-dump\",\"version\":2,\"written_at\":\"signal\""));
+  CHECK(has(doc, "\"schema\":\"autograph-dump\",\"version\":3,\"written_at\":\"signal\""));
   CHECK(has(doc, "\"cuts\":[{\"sequence\":2,\"length\":4,\"after\":3,\"calls\":[\"cudaMemcpyAsync\","
                  "\"cudaStreamSynchronize\"],\"count\":1,\"launches\":3}],\"cuts_omitted\":0"));
   CHECK(has(doc, "\"runs_total\":2,\"runs\":[{\"sequence\":1,\"length\":2,\"launches\":2,"
@@ -120,7 +120,8 @@ int main(void) {
   CHECK(has(doc, "\"state\":\"evicted\",\"reason\":\"graph cache full"));
   CHECK(has(doc, "\"state\":\"learning\",\"reason\":null"));
   CHECK(has(pd, "\"length\":1,\"seen\":2,\"replays\":0,\"launches_replayed\":0,\"state\":\"denied\""));
-  CHECK(has(doc, "{\"name\":\"_Z4stepPfi\",\"demangled\":\"_Z4stepPfi\",\"path\":\"runtime\","
+  CHECK(has(doc, "{\"position\":0,\"node\":\"kernel\","
+                 "\"name\":\"_Z4stepPfi\",\"demangled\":\"_Z4stepPfi\",\"path\":\"runtime\","
                  "\"cudnn_call\":null,\"grid\":[4,1,1],\"block\":[128,1,1],\"shmem\":16,"
                  "\"param_sizes\":[8,4],\"varied\":[]}"));
   CHECK(has(doc, "\"path\":\"cudnn\",\"cudnn_call\":\"cudnnConvolutionForward\""));
