@@ -687,8 +687,11 @@ static void count_fused(const chunk_t *g, int from, int upto) {
 }
 
 /* The nodes [*nfrom, *nto) of chunk c that stand for its entries [from, to), which must begin
- * and end at nodes (not inside a fused node); every other node must be one CUDA can disable
- * (kernel, memset or memcpy nodes). Returns 1 when so. */
+ * and end at nodes (not inside a fused node); every other node must be a kernel node. CUDA
+ * documents kernel, memset and memcpy nodes as ones it can disable, but on an H200 (driver
+ * 580.159.04, CUDA 13.0) a step replayed with its memset node disabled showed the memset's
+ * effect (tests/progs/e-steps partial in tools/gpu-check): a prefix that would disable a stream
+ * operation's node is not served this way. Returns 1 when so. */
 static int window(const chunk_t *c, int from, int to, int *nfrom, int *nto) {
   int a = 0, b;
   if (from < 0 || to > c->n || from >= to) return 0;
@@ -700,8 +703,7 @@ static int window(const chunk_t *c, int from, int to, int *nfrom, int *nto) {
   }
   if (c->map[b - 1].first + c->map[b - 1].count != to) return 0;
   for (int j = 0; j < c->nn; j++)
-    if ((j < a || j >= b) && (c->map[j].op == AG_OP_EVENT_RECORD || c->map[j].op == AG_OP_EVENT_WAIT))
-      return 0;
+    if ((j < a || j >= b) && c->map[j].op) return 0;
   *nfrom = a, *nto = b;
   return 1;
 }

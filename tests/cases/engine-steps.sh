@@ -14,15 +14,16 @@
 #           not structure, so the step is replayed, its nodes' grids updated (a
 #           replay with stale grids changes the output);
 #   partial 12 launches and a memset a step, every third step from the sixth cut short after
-#           10 launches by a synchronisation: each cut-short step is replayed from the step's
-#           graph with its last nodes disabled (prefix_replays), and the output stays identical
-#           (a graph that ran its disabled nodes, or a whole step after it that did not run
-#           them again, changes the checksums);
-#   partial-event  the same ending in an event record, which CUDA cannot disable: no prefix
-#           replay, nothing demoted (the simulator refuses to disable an event node, which
-#           would fail the graph path), the cut-short steps learned as a sequence of their
-#           own. AUTOGRAPH_MIN_SEQ=10 in both: a cut-short step is long enough to be learned,
-#           and no cut point falls inside a step;
+#           10 launches by a synchronisation: the memset node cannot be disabled (on a GPU a
+#           disabled memset node still ran, and the simulator models that), so the cut-short
+#           steps are not replayed from the step's graph with its last nodes disabled: no prefix
+#           replay, nothing demoted, the cut-short steps learned as a sequence of their own, and
+#           the output stays identical (a library that disables the memset node changes the
+#           checksums of the cut-short steps);
+#   partial-event  the same ending in an event record, which CUDA cannot disable at all (the
+#           simulator refuses, which would fail the graph path), likewise. AUTOGRAPH_MIN_SEQ=10
+#           in both: a cut-short step is long enough to be learned, and no cut point falls
+#           inside a step;
 #   period  1000 steps of the same 9 launches with no call between them: the engine must cut
 #           where the body's period closes; without that rule 74% was replayed, 2,344 launches
 #           passed through and 9 graphs were built (sequences of 256 at nine phases of the
@@ -47,8 +48,8 @@ ag_expect "$AG_STATS" "replayed >= 0.95 * launches" "passthrough <= 3 * 256" "gr
 AG_EXPECT_REPLAY=1 ag_compare_prog e-steps grids 40 -- launch sync copy
 ag_expect "$AG_STATS" "replayed >= 0.95 * launches" "updates >= (40 - 2) * 20"
 AUTOGRAPH_MIN_SEQ=10 AG_EXPECT_REPLAY=1 ag_compare_prog e-steps partial 40 -- launch sync copy
-ag_expect "$AG_STATS" "prefix_replays == 12" "graphs == 1" "demotions == 0" \
-  "replayed >= 0.95 * launches"
+ag_expect "$AG_STATS" "prefix_replays == 0" "graphs == 2" "demotions == 0" "sequences == 2" \
+  "replayed >= 0.9 * launches"
 AUTOGRAPH_MIN_SEQ=10 AG_EXPECT_REPLAY=1 ag_compare_prog e-steps partial-event 40 -- launch sync copy
 ag_expect "$AG_STATS" "prefix_replays == 0" "graphs == 2" "demotions == 0" "sequences == 2" \
   "replayed >= 0.9 * launches"
