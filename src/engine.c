@@ -82,7 +82,9 @@ unsigned ag__hooks;
 static pthread_mutex_t lock_mu = PTHREAD_MUTEX_INITIALIZER;
 static inline void engine_lock(void) { pthread_mutex_lock(&lock_mu); }
 static inline void engine_unlock(void) { pthread_mutex_unlock(&lock_mu); }
-static void engine_lock_reinit(void) { pthread_mutex_init(&lock_mu, NULL); }
+/* In a forked child: atfork_prepare took the lock on the thread that forked, the child's only
+ * thread, which releases it (ThreadSanitizer keeps a mutex initialised again as still held). */
+static void engine_lock_reinit(void) { pthread_mutex_unlock(&lock_mu); }
 #else
 static int lock_word;
 
@@ -2162,17 +2164,25 @@ static void atfork_parent(void) { engine_unlock(); }
 
 static void atfork_child(void) {
   /* The child starts with one thread: per-thread nesting of other threads is gone, and the
-   * counters describe the parent's work. CUDA is unusable in a forked child, so the engine
-   * passes everything through there. */
+   * counters describe the parent's work. CUDA is unusable in a child of a process that used
+   * it, so the engine passes everything through there. A parent that never reached the GPU (no
+   * launch, no call but the registrations its libraries make as they load: a launcher, a pool
+   * of workers forked before any CUDA use) leaves a child that may use CUDA itself, as CUDA
+   * allows, and the engine stays on there; it holds nothing of the parent's (no launch, so no
+   * record, sequence or graph). */
+  int parent_used = __atomic_load_n(&ag__stats.launches, __ATOMIC_RELAXED) != 0;
+  for (int f = 0; f < AG_FAM_COUNT_; f++)
+    if (f != AG_FAM_REGISTER && __atomic_load_n(&ag__stats.families[f], __ATOMIC_RELAXED))
+      parent_used = 1;
   engine_lock_reinit();
   ag__tls = (ag_tls_t){0};
-  E.off = 1;
+  E.off = E.off || parent_used;
   __atomic_store_n(&E.live, 0, __ATOMIC_RELEASE);
   E.nhold = 0;
   E.cur = &none;
   memset(E.nblk, 0, sizeof E.nblk);
   E.mixed = 0;
-  /* The helper thread is not copied; the child never holds (E.off), so it is not restarted. */
+  /* The helper thread is not copied: a child that holds starts its own at its first hold. */
   __atomic_store_n(&helper_state, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&helper_idle, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&holding_pub, 0, __ATOMIC_RELAXED);

@@ -21,10 +21,12 @@ ag_expect "$AG_STATS" "fb['attributes'] == 0" "fb['cooperative'] == 0" "graphs >
 # 40 iterations; each of the two sequences passes through once while it is learned
 # (AUTOGRAPH_REPEATS=1), the diverging iteration passes through: 37 graph launches of 6. Each
 # sequence is one graph launched at its end (AUTOGRAPH_CHUNK_US=0): chunks end where the host's
-# real pace says, which varies from run to run.
+# real pace says, which varies from run to run. A loaded machine may stall the program inside
+# an iteration past the bound of its hold (hold_timeouts): the held part then goes as a graph
+# launch of its own, and the rest as another, all still replayed.
 export AUTOGRAPH_MIN_SEQ=6 AUTOGRAPH_CHUNK_US=0
 for seed in 1 2 3; do
   SIM_SEED=$seed AG_EXPECT_REPLAY=1 ag_rerun attrs "seed$seed" -- launch copy
   ag_expect "$AG_STATS" "fb['attributes'] == 0" "fb['cooperative'] == 0" "fb['mismatch'] == 5" \
-    "graphs == 2" "replayed == 222" "graph_launches == 37" "updates > 0"
+    "graphs == 2" "replayed == 222" "37 <= graph_launches <= 37 + st['hold_timeouts']" "updates > 0"
 done

@@ -105,9 +105,15 @@ run() {
   echo "ok: $name"
 }
 run whole AUTOGRAPH_CHUNK_US=0
+# Chunks follow the host's real pace: on a loaded machine a run may end with every sequence's
+# latest replay in one chunk. Then once more, and only then is it a failure.
+several() {
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if any(len(s["chunks"] or []) > 1 for s in d["sequences"]) else 1)' \
+    "$AG_TMP/chunks/dump.json"
+}
 run chunks SIM_LAUNCH_NS=20000
-python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert any(len(s["chunks"] or []) > 1 for s in d["sequences"])' \
-  "$AG_TMP/chunks/dump.json" || ag_fail "the second run has no sequence in several chunks"
+several || { echo "no sequence in several chunks: once more"; rm -rf "$AG_TMP/chunks"; run chunks SIM_LAUNCH_NS=20000; }
+several || ag_fail "the second run has no sequence in several chunks"
 
 # A trace without the launches the sequences were learned from: each replayed kernel linked to
 # the dump's node only (no launch, no op), its correlation id still the graph launch's.
