@@ -68,7 +68,7 @@ SIM_LIBS += $(BUILD)/sim/libcublas.so.13 $(BUILD)/sim/libcublasLt.so.13
 AG_ALL   += $(BUILD)/sim/libcublas.so.13 $(BUILD)/sim/libcublasLt.so.13
 SIM_BLAS_FATBIN := $(BUILD)/sim/cublas/cublassim_kernels.fatbin
 
-$(SIM_BLAS_FATBIN): tests/sim/cublas/kernels.cu tests/sim/cublas/gemm.h
+$(SIM_BLAS_FATBIN): tests/sim/cublas/kernels.cu tests/sim/cublas/gemm.h tests/sim/common/halfconv.h
 	@mkdir -p $(dir $@)
 	$(NVCC) -fatbin -Xfatbin -compress-all -fmad=false -Itests/sim \
 	    -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ $<

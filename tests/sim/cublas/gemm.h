@@ -20,6 +20,8 @@
 #define GEMM_FN static inline
 #endif
 
+#include "common/halfconv.h"
+
 #define GEMM_BLOCK 128
 #define GEMM_K_BLAS "cublassim_sgemm"
 #define GEMM_K_LT "cublasltsim_sgemm"
@@ -39,55 +41,15 @@ typedef struct gemm {
   int atype, btype, ctype, bias_type; /* GEMM_F32, GEMM_F16, GEMM_BF16 */
 } gemm_t;
 
-GEMM_FN unsigned gemm_f2u(float f) {
-  unsigned u;
-  memcpy(&u, &f, 4);
-  return u;
-}
-
-GEMM_FN float gemm_u2f(unsigned u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-GEMM_FN float gemm_half_to_float(unsigned short h) {
-  unsigned sign = (unsigned)(h >> 15) << 31, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-  if (exp == 0x1f) return gemm_u2f(sign | 0x7f800000u | (man << 13));
-  if (exp) return gemm_u2f(sign | ((exp + 112) << 23) | (man << 13));
-  float v = ldexpf((float)man, -24); /* subnormal or zero: man * 2^-24 */
-  return sign ? -v : v;
-}
-
-/* Round to nearest even; overflow to infinity; NaN to the quiet NaN of its sign. */
-GEMM_FN unsigned short gemm_float_to_half(float f) {
-  unsigned x = gemm_f2u(f);
-  unsigned short sign = (unsigned short)((x >> 16) & 0x8000);
-  float a = fabsf(f);
-  if (a != a) return sign | 0x7e00;
-  if (a >= 65520.0f) return sign | 0x7c00;
-  if (a < 0x1p-14f) return sign | (unsigned short)rintf(a * 0x1p24f);
-  unsigned ax = gemm_f2u(a), exp = (ax >> 23) - 112, man = ax & 0x7fffff;
-  unsigned h = (exp << 10) | (man >> 13), rest = man & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
-  return sign | (unsigned short)h;
-}
-
-GEMM_FN unsigned short gemm_float_to_bf16(float f) {
-  if (f != f) return 0x7fc0;
-  unsigned x = gemm_f2u(f);
-  return (unsigned short)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
-
 GEMM_FN float gemm_load(int type, const void *p, long long i) {
-  if (type == GEMM_F16) return gemm_half_to_float(((const unsigned short *)p)[i]);
-  if (type == GEMM_BF16) return gemm_u2f((unsigned)((const unsigned short *)p)[i] << 16);
+  if (type == GEMM_F16) return simh_half_to_float(((const unsigned short *)p)[i]);
+  if (type == GEMM_BF16) return simh_bf16_to_float(((const unsigned short *)p)[i]);
   return ((const float *)p)[i];
 }
 
 GEMM_FN void gemm_store(int type, void *p, long long i, float v) {
-  if (type == GEMM_F16) ((unsigned short *)p)[i] = gemm_float_to_half(v);
-  else if (type == GEMM_BF16) ((unsigned short *)p)[i] = gemm_float_to_bf16(v);
+  if (type == GEMM_F16) ((unsigned short *)p)[i] = simh_float_to_half(v);
+  else if (type == GEMM_BF16) ((unsigned short *)p)[i] = simh_float_to_bf16(v);
   else ((float *)p)[i] = v;
 }
 

@@ -34,6 +34,7 @@
  * unsupported.list) and answers ncclInvalidUsage.
  */
 #define _GNU_SOURCE
+#include "common/halfconv.h"
 #include "nccl/ncclsim.h"
 
 #include <cuda.h>
@@ -259,49 +260,9 @@ static size_t type_size(uint32_t t) {
   }
 }
 
-static float half_to_float(uint16_t h) {
-  uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, u;
-  if (e == 31) u = s | 0x7f800000u | (m << 13);
-  else if (e) u = s | ((e + 112) << 23) | (m << 13);
-  else if (!m) u = s;
-  else {
-    float f = ldexpf((float)m, -24);
-    return s ? -f : f;
-  }
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-static uint16_t float_to_half(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  uint16_t s = (uint16_t)((u >> 16) & 0x8000);
-  if (isnan(f)) return s | 0x7e00;
-  float a = fabsf(f);
-  if (a >= 65520.0f) return s | 0x7c00;
-  if (a < 6.103515625e-05f) /* subnormal: multiples of 2^-24, rounded to nearest even */
-    return s | (uint16_t)nearbyintf(a * 16777216.0f);
-  int e;
-  float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
-  uint32_t q = (uint32_t)nearbyintf(ldexpf(m, 11)); /* 11 significant bits */
-  if (q == 2048) { q = 1024; e++; }
-  return s | (uint16_t)(((uint32_t)(e + 14) << 10) | (q & 1023));
-}
-
-static float bf16_to_float(uint16_t b) {
-  uint32_t u = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
+/* A NaN keeps its sign and payload, made quiet (the shared conversion makes every NaN 0x7fc0). */
 static uint16_t float_to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if (isnan(f)) return (uint16_t)((u >> 16) | 0x40);
-  u += 0x7fff + ((u >> 16) & 1);
-  return (uint16_t)(u >> 16);
+  return isnan(f) ? (uint16_t)((simh_f2u(f) >> 16) | 0x40) : simh_float_to_bf16(f);
 }
 
 /* out[i] = the reduction of in[0][i], in[1][i], … in rank order, for n elements of type t.
@@ -345,8 +306,8 @@ static void reduce(void *out, const char *const *in, int nin, size_t n, uint32_t
   case ncclUint64: RED_LOOP(u64, ID, ID, 0) break;
   case ncclFloat32: RED_LOOP(f32, ID, ID, 1) break;
   case ncclFloat64: RED_LOOP(f64, ID, ID, 1) break;
-  case ncclFloat16: RED_LOOP(f16, half_to_float, float_to_half, 1) break;
-  case ncclBfloat16: RED_LOOP(bf16, bf16_to_float, float_to_bf16, 1) break;
+  case ncclFloat16: RED_LOOP(f16, simh_half_to_float, simh_float_to_half, 1) break;
+  case ncclBfloat16: RED_LOOP(bf16, simh_bf16_to_float, float_to_bf16, 1) break;
   default: break;
   }
 #undef RED_LOOP

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/halfconv.h"
 #include "twins.h"
 
 size_t simtw_dt_size(simtw_dt_t dt) {
@@ -40,55 +41,6 @@ simtw_dt_t simtw_dt_parse(const char *s, const char **end) {
   return DT_NONE;
 }
 
-static float half_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else if (exp) {
-    bits = sign | ((exp + 112) << 23) | (man << 13);
-  } else if (man) { /* subnormal: man * 2^-24 */
-    float v = ldexpf((float)man, -24);
-    return sign ? -v : v;
-  } else {
-    bits = sign;
-  }
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
-static uint16_t float_to_half(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-  float a = fabsf(f);
-  if (isnan(f)) return sign | 0x7e00;
-  if (a >= 65520.0f) return sign | 0x7c00; /* rounds to infinity */
-  if (a < 0x1p-14f) { /* subnormal or zero: multiples of 2^-24, rounded to nearest even */
-    return sign | (uint16_t)lrintf(a * 0x1p24f);
-  }
-  uint32_t ax;
-  memcpy(&ax, &a, 4);
-  uint32_t exp = (ax >> 23) - 112, man = ax & 0x7fffff;
-  uint32_t h = (exp << 10) | (man >> 13), rest = man & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
-  return sign | (uint16_t)h;
-}
-
-static float bf16_to_float(uint16_t b) {
-  uint32_t bits = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
-static uint16_t float_to_bf16(float f) {
-  if (isnan(f)) return 0x7fc0;
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
-
 simtw_val_t simtw_fval(double f) { return (simtw_val_t){.f = f, .is_f = 1}; }
 simtw_val_t simtw_ival(int64_t i) { return (simtw_val_t){.i = i, .is_f = 0}; }
 
@@ -102,8 +54,8 @@ simtw_val_t simtw_load(simtw_dt_t dt, const void *p) {
     case DT_U32: { uint32_t v; memcpy(&v, p, 4); return simtw_ival(v); }
     case DT_U16: { uint16_t v; memcpy(&v, p, 2); return simtw_ival(v); }
     case DT_I64: { int64_t v; memcpy(&v, p, 8); return simtw_ival(v); }
-    case DT_F16: { uint16_t v; memcpy(&v, p, 2); return simtw_fval(half_to_float(v)); }
-    case DT_BF16: { uint16_t v; memcpy(&v, p, 2); return simtw_fval(bf16_to_float(v)); }
+    case DT_F16: { uint16_t v; memcpy(&v, p, 2); return simtw_fval(simh_half_to_float(v)); }
+    case DT_BF16: { uint16_t v; memcpy(&v, p, 2); return simtw_fval(simh_bf16_to_float(v)); }
     case DT_F32: { float v; memcpy(&v, p, 4); return simtw_fval(v); }
     case DT_F64: { double v; memcpy(&v, p, 8); return simtw_fval(v); }
     default: return simtw_ival(0);
@@ -118,8 +70,8 @@ simtw_val_t simtw_cast(simtw_val_t v, simtw_dt_t dt) {
     switch (dt) {
       case DT_F64: return simtw_fval(v.is_f ? v.f : (double)v.i);
       case DT_F32: return simtw_fval(f32);
-      case DT_F16: return simtw_fval(half_to_float(float_to_half(f32)));
-      default: return simtw_fval(bf16_to_float(float_to_bf16(f32)));
+      case DT_F16: return simtw_fval(simh_half_to_float(simh_float_to_half(f32)));
+      default: return simtw_fval(simh_bf16_to_float(simh_float_to_bf16(f32)));
     }
   }
   if (dt == DT_BOOL) return simtw_ival(v.is_f ? v.f != 0.0 : v.i != 0);
@@ -142,8 +94,8 @@ void simtw_store(simtw_dt_t dt, void *p, simtw_val_t v) {
     case DT_I16: case DT_U16: { uint16_t x = (uint16_t)v.i; memcpy(p, &x, 2); break; }
     case DT_I32: case DT_U32: { uint32_t x = (uint32_t)v.i; memcpy(p, &x, 4); break; }
     case DT_I64: memcpy(p, &v.i, 8); break;
-    case DT_F16: { uint16_t x = float_to_half((float)v.f); memcpy(p, &x, 2); break; }
-    case DT_BF16: { uint16_t x = float_to_bf16((float)v.f); memcpy(p, &x, 2); break; }
+    case DT_F16: { uint16_t x = simh_float_to_half((float)v.f); memcpy(p, &x, 2); break; }
+    case DT_BF16: { uint16_t x = simh_float_to_bf16((float)v.f); memcpy(p, &x, 2); break; }
     case DT_F32: { float x = (float)v.f; memcpy(p, &x, 4); break; }
     case DT_F64: memcpy(p, &v.f, 8); break;
     default: break;
