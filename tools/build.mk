@@ -27,12 +27,13 @@ AG_ALL += $(AG_INSPECT)
 AG_INSTALL_SCRIPTS += tools/autograph
 AG_INSTALL_SCRIPTS += tools/autograph-report
 
-# The profiler-trace predictor: tools/predict.c, the trace reader tools/trace-parse.c and the
-# timeline model tools/timeline.c, linked
+# The profiler-trace predictor: tools/predict.c, the trace reader tools/trace-parse.c, the
+# timeline model tools/timeline.c and the fusion estimate tools/fusion.c, linked
 # with the library's own engine objects (src/), not with the shims; zlib reads .json.gz.
 AG_PREDICT := $(BUILD)/autograph-predict
 AG_ALL += $(AG_PREDICT)
 AG_PREDICT_OBJS := $(BUILD)/obj/tools/predict.o $(BUILD)/obj/tools/trace-parse.o $(BUILD)/obj/tools/timeline.o \
+                   $(BUILD)/obj/tools/fusion.o \
                    $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/*.c))
 $(BUILD)/obj/tools/predict.o: shims/cudart.def
 

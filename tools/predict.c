@@ -60,6 +60,7 @@
 #include "config.h"
 #include "dump.h"
 #include "engine.h"
+#include "fusion.h"
 #include "graph.h"
 #include "json.h"
 #include "real.h"
@@ -1567,6 +1568,51 @@ static void print_wrapped(const char *text) {
 
 static void fmt_us(char *buf, size_t size, int64_t ns) { snprintf(buf, size, "%.1f", (double)ns / 1000.0); }
 
+/* ---- fusion estimate ------------------------------------------------------------------------ */
+
+static ag_fuse_estimate_t FE;
+
+static int cmp_fk(const void *a, const void *b) {
+  const ag_fuse_kernel_t *x = a, *y = b;
+  if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
+  return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* The fusion estimate over every kernel of the trace (tools/fusion.h). Returns 0 or -1 when out
+ * of memory. */
+static int fusion(void) {
+  ag_fuse_kernel_t *k = malloc((T.kernels.n ? T.kernels.n : 1) * sizeof *k);
+  if (!k) return -1;
+  for (size_t i = 0; i < T.kernels.n; i++) {
+    const kev_t *e = &T.kernels.v[i];
+    k[i] = (ag_fuse_kernel_t){T.names.v[e->name], e->stream, e->ts, e->dur, {0}, {0}};
+    memcpy(k[i].grid, e->grid, sizeof e->grid);
+    memcpy(k[i].block, e->block, sizeof e->block);
+  }
+  qsort(k, T.kernels.n, sizeof *k, cmp_fk);
+  ag__fuse_estimate(k, T.kernels.n, &FE);
+  free(k);
+  return 0;
+}
+
+static double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
+
+static void print_fusion(void) {
+  printf("\nFusion of elementwise chains (an upper bound from kernel names and shapes: a trace has\n"
+         "no pointers, so consecutive same-shape elementwise kernels on a stream are taken to\n"
+         "feed each other)\n");
+  printf("  elementwise kernels   %" PRIu64 " of %" PRIu64 " (%.1f%%), %.1f%% of kernel time\n", FE.elementwise,
+         FE.kernels, pct((double)FE.elementwise, (double)FE.kernels), pct((double)FE.elementwise_ns, (double)FE.kernel_ns));
+  printf("  chains                %" PRIu64 " holding %" PRIu64 " kernels (longest %" PRIu64 ")\n", FE.chains,
+         FE.chained, FE.longest);
+  printf("  launches removed      %" PRIu64 " (%.1f%% of kernels)\n", FE.removed,
+         pct((double)FE.removed, (double)FE.kernels));
+  printf("  GPU time saved        at most %.1f us (%.1f%% of kernel time: the removed kernels' own)\n",
+         (double)FE.removed_ns / 1000.0, pct((double)FE.removed_ns, (double)FE.kernel_ns));
+  printf("  bytes not read again  at least %.0f (one element per thread of each removed kernel)\n",
+         FE.bytes_not_read);
+}
+
 static void print_text(const char *path, int gz, const seqcount_t *sc) {
   char a[32], b[32], c[32], d[32], e[32];
   const ag_stats_t *st = &ag__stats;
@@ -1664,6 +1710,7 @@ static void print_text(const char *path, int gz, const seqcount_t *sc) {
     }
   }
   print_timeline();
+  print_fusion();
   printf("\nAssumptions\n");
   for (size_t i = 0; i < AG_ARRAY_SIZE(assumptions); i++) print_wrapped(assumptions[i]);
 }
@@ -1857,6 +1904,19 @@ static size_t render_json(char *buf, size_t size, const char *path, int gz, cons
     free(sorted);
   }
   ag__json_end(&j, ']');
+  ag__json_key(&j, "fusion");
+  ag__json_begin(&j, '{');
+  j_u64(&j, "kernels", FE.kernels);
+  j_u64(&j, "elementwise", FE.elementwise);
+  j_u64(&j, "chains", FE.chains);
+  j_u64(&j, "chained", FE.chained);
+  j_u64(&j, "longest", FE.longest);
+  j_u64(&j, "launches_removed", FE.removed);
+  j_i64(&j, "kernel_ns", FE.kernel_ns);
+  j_i64(&j, "elementwise_ns", FE.elementwise_ns);
+  j_i64(&j, "removed_ns", FE.removed_ns);
+  j_num(&j, "bytes_not_read", FE.bytes_not_read);
+  ag__json_end(&j, '}');
   ag__json_key(&j, "assumptions");
   ag__json_begin(&j, '[');
   for (size_t i = 0; i < AG_ARRAY_SIZE(assumptions); i++) ag__json_str(&j, assumptions[i]);
@@ -2002,7 +2062,7 @@ int main(int argc, char **argv) {
   }
   seqcount_t sc = {0};
   ag__engine_snapshot(take_snapshot, &sc);
-  if (compute()) {
+  if (compute() || fusion()) {
     fprintf(stderr, "autograph-predict: %s: out of memory\n", opt.path);
     return 2;
   }

@@ -1,0 +1,52 @@
+/* fusion.h — what fusing chains of PyTorch elementwise kernels could remove, estimated from a
+ * profiler trace's kernels (autograph-predict's fusion estimate).
+ *
+ * A trace carries each kernel's name, stream, times, grid and block, but not its pointers: which
+ * kernel reads which one's output is unknown. So the estimate is an upper bound, by this rule: a
+ * chain is a run of two or more kernels that follow each other on one stream (nothing else
+ * between them there), each a PyTorch elementwise kernel (the frameworks
+ * vectorized_elementwise_kernel, unrolled_elementwise_kernel and elementwise_kernel, by name),
+ * all with the same grid and block (the same element count, as one framework sizes them), and
+ * taken to feed each other in turn. Fusing a chain of n kernels into one removes n − 1 launches
+ * and n − 1 reads of an intermediate (intermediates stay written: a later reader may need them),
+ * at least one element per thread each. What it saves on the GPU is at most the removed
+ * kernels' own time (each also did arithmetic the fused kernel still does): that time is given as
+ * the bound. Pure computation over arrays; no I/O.
+ */
+#ifndef AG_FUSION_H
+#define AG_FUSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ag_fuse_kernel {
+  const char *name;          /* demangled, as Kineto records it */
+  int64_t stream, ts, dur;   /* dur in nanoseconds */
+  uint32_t grid[3], block[3];
+} ag_fuse_kernel_t;
+
+typedef struct ag_fuse_estimate {
+  uint64_t kernels;          /* all kernels seen */
+  uint64_t elementwise;      /* of them, PyTorch elementwise kernels */
+  uint64_t chains;           /* chains of two or more */
+  uint64_t chained;          /* elementwise kernels in chains */
+  uint64_t removed;          /* launches a fusion of every chain removes (chained - chains) */
+  uint64_t longest;          /* kernels in the longest chain */
+  int64_t kernel_ns;         /* GPU time of all kernels */
+  int64_t elementwise_ns;    /* of the elementwise ones */
+  int64_t removed_ns;        /* of the kernels fusion removes: the bound on its saving */
+  double bytes_not_read;     /* at least: one element per thread of each removed read, sized
+                                by the element type the name shows (2, 4 or 8 bytes) */
+} ag_fuse_estimate_t;
+
+/* The elementwise framework a kernel name belongs to ("vectorized", "unrolled", "elementwise"),
+ * or NULL. */
+const char *ag__fuse_family(const char *name);
+
+/* Bytes of the element type a kernel name shows (c10::Half/c10::BFloat16: 2, double: 8, else 4). */
+int ag__fuse_elem_bytes(const char *name);
+
+/* Estimates over n kernels sorted by (stream, ts). */
+void ag__fuse_estimate(const ag_fuse_kernel_t *k, size_t n, ag_fuse_estimate_t *out);
+
+#endif
