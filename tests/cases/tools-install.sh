@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools-install.sh — `make install` and `make uninstall` (tools/build.mk) into scratch prefixes.
 #
-# Installs the already built library and inspector (make -o: nothing is rebuilt here) with
+# Installs the already built library, inspector and predictor (make -o: nothing is rebuilt here) with
 # PREFIX=$AG_TMP/prefix, then checks that the installed launcher finds the installed library
 # with no configuration, from any working directory and through a link, that the installed
 # inspector runs, and that a real CUDA program runs under the installed launcher. Then a staged
@@ -10,11 +10,12 @@
 . "$(dirname "$0")/lib.sh"
 [ -f "$AG_LIB" ] || ag_skip "skipped: $AG_LIB is not built"
 [ -x "$BUILD/autograph-inspect" ] || ag_skip "skipped: $BUILD/autograph-inspect is not built"
+[ -x "$BUILD/autograph-predict" ] || ag_skip "skipped: $BUILD/autograph-predict is not built"
 unset AUTOGRAPH_LIB AUTOGRAPH_STATS
 d=$AG_TMP
 inst() { # MAKE-ARGS… — make install/uninstall with the build outputs taken as they are (and
   # without the flags of a make that may be running the test suite)
-  env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$AG_ROOT" BUILD="$BUILD" -o "$BUILD/libautograph.so" -o "$BUILD/autograph-inspect" \
+  env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$AG_ROOT" BUILD="$BUILD" -o "$BUILD/libautograph.so" -o "$BUILD/autograph-inspect" -o "$BUILD/autograph-predict" \
     "$@" >"$d/make.log" 2>&1 || { cat "$d/make.log" >&2; ag_fail "make $* failed"; }
 }
 files() { (cd "$1" && find . -type f -o -type l | sort); }
