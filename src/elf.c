@@ -64,7 +64,9 @@ static uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v;
 /* ---- walk state ---------------------------------------------------------------------------- */
 
 typedef struct walk {
-  ag_kernel_cb cb;
+  ag_kernel_cb cb;       /* per kernel of each cubin (ag__image_kernels), or NULL */
+  ag_entry_cb ecb;       /* per entry instead (ag__image_entries), or NULL */
+  int entry_data;        /* ecb: with each entry's bytes (decompressed), not only its header */
   void *ctx;
   ag_image_err_t *err;
   const uint8_t *base;   /* start of the caller's buffer: error offsets are relative to it */
@@ -513,11 +515,22 @@ static int walk_entries(walk_t *w, const uint8_t *p, size_t n) {
       return fail(w, off_of(w, e), -AG_ETRUNC, "entry of %llu bytes overruns its container",
                   (unsigned long long)size);
     o += hs + size;
-    if (kind != ENTRY_CUBIN) continue; /* PTX and anything newer carry no layouts we use */
+    /* PTX and anything newer carry no layouts we use; an entry walk reports PTX too. */
+    if (kind != ENTRY_CUBIN && !(w->ecb && kind == ENTRY_PTX)) continue;
     uint64_t flags = rd64(e + 40);
     const uint8_t *img = e + hs;
     size_t len = size;
     w->at = off_of(w, e);
+    /* The header's version: a PTX entry's ISA version (major at +26, minor at +24); a cubin's
+     * ELF ABI version (at +24, with 1 at +26). */
+    ag_image_entry_t ent = {.kind = kind == ENTRY_PTX ? AG_ENTRY_PTX : AG_ENTRY_CUBIN,
+                            .arch = (int)rd32(e + 28),
+                            .version = kind == ENTRY_PTX ? 10 * rd16(e + 26) + rd16(e + 24) : rd16(e + 24)};
+    if (w->ecb && !w->entry_data) {
+      int rc = w->ecb(&ent, w->ctx);
+      if (rc) return rc;
+      continue;
+    }
     if (flags & FLAG_ZSTD) {
       int rc = inflate_entry(w, img, len, rd64(e + 56), &len);
       if (rc) return rc;
@@ -527,7 +540,13 @@ static int walk_entries(walk_t *w, const uint8_t *p, size_t n) {
       if (rc) return rc;
       img = w->zbuf;
     }
-    int rc = walk_cubin(w, img, len, (int)rd32(e + 28));
+    int rc;
+    if (w->ecb) {
+      ent.data = img, ent.size = len;
+      rc = w->ecb(&ent, w->ctx);
+    } else {
+      rc = walk_cubin(w, img, len, (int)rd32(e + 28));
+    }
     if (rc) return rc;
   }
   return 0;
@@ -581,41 +600,59 @@ size_t ag__image_size(const void *data, size_t limit) {
   return cubin_extent(p, limit, AG_IMAGE_CAP, &ext, &why) ? 0 : ext;
 }
 
-int ag__image_kernels(const void *data, size_t size, ag_kernel_cb cb, void *ctx,
-                      ag_image_err_t *err) {
-  walk_t w = {.cb = cb, .ctx = ctx, .err = err, .base = data};
+/* The walk of an image for ag__image_kernels and ag__image_entries (w->cb or w->ecb set). */
+static int walk_image(walk_t *w, const void *data, size_t size) {
   const uint8_t *p = data;
   int rc;
-  if (!p || !cb) return fail(&w, 0, -AG_EINVAL, "no image or no callback");
-  if (size && size < 4) return fail(&w, 0, -AG_ETRUNC, "image of %zu bytes", size);
+  if (!p || (!w->cb && !w->ecb)) return fail(w, 0, -AG_EINVAL, "no image or no callback");
+  if (size && size < 4) return fail(w, 0, -AG_ETRUNC, "image of %zu bytes", size);
   uint32_t magic = rd32(p);
   if (magic == WRAPPER_MAGIC) {
-    if (size && size < 24) return fail(&w, 0, -AG_ETRUNC, "truncated fatbin wrapper");
+    if (size && size < 24) return fail(w, 0, -AG_ETRUNC, "truncated fatbin wrapper");
     uint32_t version = rd32(p + 4);
     if (version != 1 && version != 2)
-      return fail(&w, 4, -AG_EUNSUP, "fatbin wrapper version %u", version);
+      return fail(w, 4, -AG_EUNSUP, "fatbin wrapper version %u", version);
     const uint8_t *c = (const uint8_t *)(uintptr_t)rd64(p + 8);
-    if (!c) return fail(&w, 8, -AG_ECORRUPT, "fatbin wrapper without data");
+    if (!c) return fail(w, 8, -AG_ECORRUPT, "fatbin wrapper without data");
     /* The container lives elsewhere: its offsets are reported relative to its own start. */
-    w.base = c;
+    w->base = c;
     size_t n = container_extent(c, AG_IMAGE_CAP);
-    rc = n ? walk_containers(&w, c, n)
-           : fail(&w, 0, -AG_ECORRUPT, "fatbin wrapper data is not a plausible fatbin");
+    rc = n ? walk_containers(w, c, n)
+           : fail(w, 0, -AG_ECORRUPT, "fatbin wrapper data is not a plausible fatbin");
   } else if (magic == CONTAINER_MAGIC) {
     size_t n = size;
     if (!n && !(n = container_extent(p, AG_IMAGE_CAP)))
-      return fail(&w, 0, -AG_ECORRUPT, "implausible fatbin header");
-    rc = walk_containers(&w, p, n);
+      return fail(w, 0, -AG_ECORRUPT, "implausible fatbin header");
+    rc = walk_containers(w, p, n);
   } else if (!memcmp(p, ELFMAG, SELFMAG)) {
     const char *why;
     size_t n;
     rc = cubin_extent(p, size, AG_IMAGE_CAP, &n, &why);
-    rc = rc ? fail(&w, 0, rc, "cubin: %s", why) : walk_cubin(&w, p, n, 0);
+    if (rc) {
+      rc = fail(w, 0, rc, "cubin: %s", why);
+    } else if (w->ecb) {
+      ag_image_entry_t ent = {AG_ENTRY_CUBIN, cubin_arch(p), p[EI_ABIVERSION], p, n};
+      rc = w->ecb(&ent, w->ctx);
+    } else {
+      rc = walk_cubin(w, p, n, 0);
+    }
   } else {
-    rc = fail(&w, 0, -AG_EINVAL, "not a fatbin wrapper, fatbin or cubin (magic 0x%08x)", magic);
+    rc = fail(w, 0, -AG_EINVAL, "not a fatbin wrapper, fatbin or cubin (magic 0x%08x)", magic);
   }
-  walk_free(&w);
+  walk_free(w);
   return rc;
+}
+
+int ag__image_kernels(const void *data, size_t size, ag_kernel_cb cb, void *ctx,
+                      ag_image_err_t *err) {
+  walk_t w = {.cb = cb, .ctx = ctx, .err = err, .base = data};
+  return walk_image(&w, data, size);
+}
+
+int ag__image_entries(const void *data, size_t size, int with_data, ag_entry_cb cb, void *ctx,
+                      ag_image_err_t *err) {
+  walk_t w = {.ecb = cb, .entry_data = with_data, .ctx = ctx, .err = err, .base = data};
+  return walk_image(&w, data, size);
 }
 
 int ag__elf_fatbins(const void *elf, size_t size, ag_kernel_cb cb, void *ctx,

@@ -38,6 +38,22 @@ typedef struct ag_kernel_desc {
  * (the walk then returns that value). */
 typedef int (*ag_kernel_cb)(const ag_kernel_desc_t *k, void *ctx);
 
+/* One entry of an image, for ag__image_entries: a cubin, or PTX text (which carries no
+ * parameter layouts the library reads, but is what a driver compiles for a GPU that no cubin
+ * of the image suits). */
+enum { AG_ENTRY_CUBIN = 1, AG_ENTRY_PTX = 2 };
+typedef struct ag_image_entry {
+  int kind;          /* AG_ENTRY_CUBIN or AG_ENTRY_PTX */
+  int arch;          /* SM version it is for: sm_XY for a cubin, compute_XY for PTX (e.g. 75) */
+  int version;       /* PTX: ISA version times ten (90: 9.0); cubin: its ELF ABI version */
+  const void *data;  /* with_data: the entry's bytes, decompressed (PTX: text, not always
+                        NUL-terminated), valid during the callback only; else NULL */
+  size_t size;
+} ag_image_entry_t;
+
+/* Called once per entry; nonzero stops the walk (which then returns that value). */
+typedef int (*ag_entry_cb)(const ag_image_entry_t *e, void *ctx);
+
 /* Where and why a walk failed, for messages such as "file: offset 0x40: truncated entry". */
 typedef struct ag_image_err {
   size_t offset;     /* byte offset into the input where the problem was found */
@@ -54,6 +70,14 @@ typedef struct ag_image_err {
  * -AG_EINVAL (not an image), -AG_ETRUNC, -AG_ECORRUPT, -AG_EUNSUP (LZ4 entry, wrapper version
  * other than 1 or 2), -AG_ENOMEM, -AG_ELIB. */
 int ag__image_kernels(const void *data, size_t size, ag_kernel_cb cb, void *ctx,
+                      ag_image_err_t *err);
+
+/* Walks the entries of an image (as ag__image_kernels reads it) instead of its kernels: every
+ * cubin and every PTX entry of a fatbin, in order, as their headers describe them, and with
+ * their bytes (decompressed) when `with_data` (decompressing costs: a choice among entries is
+ * made from the headers alone); a bare cubin is one entry with the architecture and ABI version
+ * of its ELF header, and its bytes. Same returns as ag__image_kernels. */
+int ag__image_entries(const void *data, size_t size, int with_data, ag_entry_cb cb, void *ctx,
                       ag_image_err_t *err);
 
 /* Size in bytes of the image at `data` as its headers describe it, or 0 when it is none of those

@@ -2,7 +2,8 @@
 # rel-fork.sh — fork with and without exec while a thread launches (tests/progs/r-fork.cu): a
 # child forked before CUDA is touched and children forked while the launcher thread is inside
 # the library all finish (no inherited lock deadlocks them: each is bounded to 20 s by the
-# program), they call dlsym/dlopen/malloc and exit through exit(), _exit() or exec; the parent's
+# program), they call dlsym/dlopen/malloc and exit through _exit() or exec (the early one through
+# exit()); the parent's
 # results are identical with and without the library, it keeps replaying (replayed > 0), and no
 # child's exit overwrites the parent's statistics (they must match the parent's own counts).
 # Run three times: as is, with a modelled launch cost so the launcher runs longer and more forks

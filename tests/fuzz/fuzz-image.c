@@ -1,6 +1,6 @@
-/* fuzz-image.c — fuzz target for ag__image_kernels and ag__image_size (src/elf.c): fatbin
- * wrappers, fatbin containers and cubins as handed to __cudaRegisterFatBinary and
- * cuModuleLoadData.
+/* fuzz-image.c — fuzz target for ag__image_kernels, ag__image_entries and ag__image_size
+ * (src/elf.c): fatbin wrappers, fatbin containers and cubins as handed to
+ * __cudaRegisterFatBinary and cuModuleLoadData.
  *
  * The input is the image, passed with its exact size (the parser must never read outside it;
  * an empty input is skipped, since size 0 means "trust the headers"). Every reported kernel
@@ -29,6 +29,15 @@ static int on_kernel(const ag_kernel_desc_t *k, void *ctx) {
   FUZZ_ASSERT(k->nparams == 0 || k->params != NULL);
   for (uint32_t i = 0; i < k->nparams; i++)
     w->sum += (uint64_t)k->params[i].offset + k->params[i].size;
+  if (++w->seen == w->stop_at) return 7;
+  return 0;
+}
+
+static int on_entry(const ag_image_entry_t *e, void *ctx) {
+  walk_t *w = ctx;
+  FUZZ_ASSERT(e->kind == AG_ENTRY_CUBIN || e->kind == AG_ENTRY_PTX);
+  /* Every byte reported must be readable: an overread shows. */
+  for (size_t i = 0; e->data && i < e->size; i++) w->sum += ((const uint8_t *)e->data)[i];
   if (++w->seen == w->stop_at) return 7;
   return 0;
 }
@@ -65,6 +74,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int rc = ag__image_kernels(data, size, on_kernel, &w, &err);
   FUZZ_ASSERT(rc <= 0 || rc == 7);
   if (rc < 0) FUZZ_ASSERT(memchr(err.msg, '\0', sizeof err.msg) != NULL);
+  /* The entry walk, from the headers and with every entry's bytes. */
+  for (int with_data = 0; with_data <= 1; with_data++) {
+    w.seen = 0;
+    rc = ag__image_entries(data, size, with_data, on_entry, &w, &err);
+    FUZZ_ASSERT(rc <= 0 || rc == 7);
+  }
   /* The size query must stay inside the input when it is told the input's length. */
   if (size >= 64) {
     size_t s = ag__image_size(data, size);

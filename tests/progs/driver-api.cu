@@ -4,8 +4,8 @@
  *
  * Usage: driver-api [KERNEL_DIR]   (default: $BUILD/tests/kernels, else build/tests/kernels)
  *
- * It loads prog-driver.cubin with cuModuleLoadData (falling back to prog-driver.fatbin on a GPU
- * the sm_80 cubin cannot run on) and prog-driver.z.fatbin (zstd-compressed) with
+ * It loads prog-driver.cubin with cuModuleLoadData (falling back to prog-driver.fatbin, whose
+ * PTX any later GPU compiles, on a GPU the sm_90 cubin cannot run on) and prog-driver.z.fatbin (zstd-compressed) with
  * cuLibraryLoadData, prints every kernel's parameter layout from cuFuncGetParamInfo and
  * cuKernelGetParamInfo, and launches in ITERS rounds with cuLaunchKernel (kernelParams, and
  * `extra` with CU_LAUNCH_PARAM_BUFFER_POINTER), with a CUkernel passed as the CUfunction, and
@@ -165,7 +165,7 @@ int main(int argc, char **argv) {
   CUmodule mod;
   CUresult r = p_cuModuleLoadData(&mod, cubin);
   if (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_SOURCE) {
-    /* A real GPU that cannot run sm_80 code: the plain fatbin carries PTX for it. */
+    /* A GPU that cannot run sm_90 code: the plain fatbin carries PTX for it. */
     size_t fat_size;
     void *fat = read_file(dir, "prog-driver.fatbin", &fat_size);
     r = p_cuModuleLoadData(&mod, fat);
@@ -228,7 +228,9 @@ int main(int argc, char **argv) {
     pa.k = 1000ull * it + 3;
     pa.y = (float *)y;
     pa.n = n;
-    size_t pa_size = sizeof pa;
+    /* The kernel's parameters end at n: sizeof pa counts the struct's trailing padding, which
+     * a driver refuses (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES on an H200). */
+    size_t pa_size = offsetof(struct pair_args, n) + sizeof pa.n;
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &pa, CU_LAUNCH_PARAM_BUFFER_SIZE, &pa_size,
                      CU_LAUNCH_PARAM_END};
     CHECK_CU(p_cuLaunchKernel(f_pair, GRID, 1, 1, BLOCK, 1, 1, 0, s, NULL, extra));
@@ -277,7 +279,7 @@ int main(int argc, char **argv) {
     ma.v = v;
     ma.out = (int *)out;
     ma.n = n;
-    size_t ma_size = sizeof ma;
+    size_t ma_size = offsetof(struct mixed_args, n) + sizeof ma.n;
     void *extra2[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &ma, CU_LAUNCH_PARAM_BUFFER_SIZE, &ma_size,
                       CU_LAUNCH_PARAM_END};
     CHECK_CU(p_cuLaunchKernel(f_mixed, GRID, 1, 1, BLOCK, 1, 1, 0, s, NULL, extra2));

@@ -7,9 +7,13 @@
  * main thread forks FORKS children as fast as it can, each at whatever point the launcher
  * happens to be. The children do what DataLoader workers and subprocess do after fork: half call
  * into the dynamic linker and libc through the library (dlsym of CUDA and libc names, dlopen of
- * an already loaded library, malloc), compute a value, write it to a pipe and leave with exit()
- * (running atexit handlers, the library's among them) or _exit(); the other half exec
- * /bin/true (which the preload enters again). A child that has not finished within 20 s has
+ * an already loaded library, malloc), compute a value, write it to a pipe and leave with _exit()
+ * (as Python's multiprocessing workers do); the other half exec /bin/true (which the preload
+ * enters again). Only the early child leaves with exit(), running atexit handlers (the
+ * library's among them): in a child forked after CUDA was initialised, exit() runs the CUDA
+ * runtime's exit handlers, which can wait forever on a lock that another thread of the parent
+ * held at the fork (an H200 deadlocked so without the library), and the simulated driver stops
+ * such a child with a message. A child that has not finished within 20 s has
  * deadlocked on a lock inherited from the parent: the parent kills it and fails. The children
  * never write to stdout; the parent checks each one's value and exit status (0). Output: the
  * early child's value, that every child answered, the launcher's checksum, the launch counts;
@@ -104,7 +108,7 @@ static pid_t spawn(int i, int *rd) {
     }
     unsigned v = child_value(i);
     if (write(fd[1], &v, sizeof v) != (ssize_t)sizeof v) _exit(3);
-    if (i % 4 == 0) exit(0);
+    if (i == 0) exit(0); /* the early child: CUDA was not initialised yet */
     _exit(0);
   }
   close(fd[1]);

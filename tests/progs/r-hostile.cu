@@ -1,7 +1,7 @@
 /* r-hostile.cu — hostile device code and parameters handed to CUDA by a program.
  *
  * Usage: r-hostile FATBIN CUBIN (the nvcc output of tests/kernels/elf-tiny.cu: a fatbin
- * container and an sm_80 cubin, which hold tiny_add(int *, char, double)).
+ * container and an sm_90 cubin, which hold tiny_add(int *, char, double)).
  *   1. Registration: the intact fatbin, then truncated (the container's payload cut short, its
  *      header agreeing), corrupted (seeded byte flips in the entries), oversized (a header that
  *      claims more than 1 GiB) and malformed wrappers (unknown version, no data) are registered

@@ -1,12 +1,14 @@
-/* r-ptsz-getter.cu — a per-thread driver entry point asked for below its version.
+/* r-ptsz-getter.cu — a per-thread driver entry point asked for below its version, then at it.
  *
  * cuLaunchKernel has a per-thread form (cuLaunchKernel_ptsz) whose entry in cudaTypedefs.h has
- * version 7000; before any other CUDA call the program asks the driver's getter for
- * cuLaunchKernel at version 4000 with the per-thread flag, and the driver hands out its
- * per-thread form. Launches through it with stream 0 go to the calling thread's per-thread
- * default stream. A library that answered with its legacy wrapper (around the per-thread
- * function) would treat them as launches on the legacy stream, hold them and submit them there;
- * the case checks that none is held and that every launch was seen.
+ * version 7000. Before any other CUDA call the program asks the driver's getter for
+ * cuLaunchKernel at version 4000 with the per-thread flag: there is no per-thread form at 4000,
+ * so the driver answers with the legacy form (as documented) or with none (as an H200's driver
+ * did); never with the per-thread one. Then it asks at 7000 and gets the per-thread form, and
+ * launches through it with stream 0, which goes to the calling thread's per-thread default
+ * stream. A library that answered with its legacy wrapper (around the per-thread function)
+ * would treat them as launches on the legacy stream, hold them and submit them there; the case
+ * checks that none is held and that every launch was seen.
  * Output: a checksum per iteration, then the launch counts (all driver launches).
  */
 #include <cuda.h>
@@ -40,9 +42,16 @@ int main(void) {
   CUdriverProcAddressQueryResult st;
   /* First of all, before the runtime fetches its own entry points. */
   CHECK(cuInit(0) == CUDA_SUCCESS);
-  CHECK(cuGetProcAddress("cuLaunchKernel", &p, 4000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+  void *legacy = NULL;
+  CHECK(cuGetProcAddress("cuLaunchKernel", &legacy, 4000, CU_GET_PROC_ADDRESS_LEGACY_STREAM,
                          &st) == CUDA_SUCCESS);
-  CHECK(p != NULL && st == CU_GET_PROC_ADDRESS_SUCCESS);
+  CHECK(legacy != NULL && st == CU_GET_PROC_ADDRESS_SUCCESS);
+  CUresult r = cuGetProcAddress("cuLaunchKernel", &p, 4000,
+                                CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st);
+  CHECK(r != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS || p == NULL || p == legacy);
+  CHECK(cuGetProcAddress("cuLaunchKernel", &p, 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+                         &st) == CUDA_SUCCESS);
+  CHECK(p != NULL && p != legacy && st == CU_GET_PROC_ADDRESS_SUCCESS);
   CHECK_CUDA(cudaMalloc((void **)&x, N * sizeof *x));
   CHECK_CUDA(cudaMemset(x, 0, N * sizeof *x));
   CHECK_CUDA(cudaDeviceSynchronize());

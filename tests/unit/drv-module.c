@@ -149,6 +149,13 @@ static void test_launch(void) {
                   cuLaunchKernel(add, 1, 1, 1, 32, 1, 1, 0, NULL, args, extra));
   CHECK_STATUS_EQ(CUDA_ERROR_NO_BINARY_FOR_GPU,
                   cuLaunchKernel(no_twin, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+  /* A buffer shorter than the parameters, and one longer (a struct's trailing padding). */
+  bufsize = 25;
+  CHECK_STATUS_EQ(CUDA_ERROR_INVALID_VALUE,
+                  cuLaunchKernel(mixed, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, extra));
+  bufsize = 32;
+  CHECK_STATUS_EQ(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+                  cuLaunchKernel(mixed, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, extra));
   /* cuLaunchKernelEx with accepted and rejected attributes. */
   CUlaunchAttribute at[2];
   memset(at, 0, sizeof at);

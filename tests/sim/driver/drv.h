@@ -41,6 +41,11 @@
   CUresult CUDAAPI legacy params { return impl(0, DRV_UNPAREN args); }                     \
   CUresult CUDAAPI perthread params { return impl(1, DRV_UNPAREN args); }
 
+/* The driver version the simulator reports and loads images for: DRV_VERSION, or an older one
+ * that SIM_DRIVER_VERSION asks for (e.g. 12040: a CUDA 12.4 driver), which then refuses the PTX
+ * and cubins such a driver cannot load (module.c) and the runtimes newer than it. */
+int drv_version(void);
+
 extern pthread_mutex_t drv_lock;
 extern pthread_cond_t drv_cond;
 

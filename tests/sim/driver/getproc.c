@@ -4,7 +4,10 @@
  * for, the CUDA version that introduced that ABI, the legacy-stream symbol and, where one
  * exists, the per-thread default stream symbol (_ptsz/_ptds). A request for (name, version,
  * flags) is answered with the newest ABI whose version is <= the requested one; flag
- * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM selects the per-thread symbol where there is one.
+ * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM selects the per-thread symbol where there is one
+ * at that version: the per-thread forms date from CUDA 7.0 (cudaTypedefs.h gives each one the
+ * version of its ABI or 7000, whichever is later), and below it the legacy form is given, as
+ * documented (an H200's driver gave no per-thread form of cuLaunchKernel at 4000 either).
  * Names the table lacks answer CUDA_ERROR_NOT_FOUND with CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
  * a version older than every listed ABI answers CUDA_ERROR_NOT_FOUND with
  * CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT; a version newer than the driver's is
@@ -273,8 +276,9 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
     if (found) *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
     return CUDA_ERROR_NOT_FOUND;
   }
-  *pfn = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && best->ptds ? best->ptds
-                                                                               : best->legacy;
+  *pfn = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && best->ptds && version >= 7000
+             ? best->ptds
+             : best->legacy;
   *status = CU_GET_PROC_ADDRESS_SUCCESS;
   return CUDA_SUCCESS;
 }
@@ -286,7 +290,7 @@ CUresult drv_get_proc(const char *symbol, void **pfn, int version, cuuint64_t fl
   if (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
                             CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
     return CUDA_ERROR_INVALID_VALUE;
-  if (version > DRV_VERSION) return CUDA_ERROR_INVALID_VALUE;
+  if (version > drv_version()) return CUDA_ERROR_INVALID_VALUE;
   CUresult r = lookup(symbol, pfn, version, flags, &st);
   if (status) *status = st;
   return r;

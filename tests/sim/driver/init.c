@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CTX_MAGIC 0xC0417E47u
 #define CTX_STACK 16
@@ -29,9 +30,29 @@ static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
 static __thread CUcontext ctx_stack[CTX_STACK];
 static __thread int ctx_depth;
 
+/* A process forked from one that had initialised CUDA cannot use CUDA, and its exit() runs the
+ * CUDA runtime's exit handlers, which can wait forever on a lock that another thread of the
+ * parent held at the fork: an H200's driver deadlocked so (tests/progs/r-fork.cu, without the
+ * preload library). The simulated driver has no such lock to wait on, so it stops the child at
+ * exit() with a message instead of letting it pass; _exit() and exec, which run no exit
+ * handlers, are what such a child must use (Python's multiprocessing workers do). */
+static int forked_after_init;
+
+static void on_fork_child(void) {
+  if (atomic_load(&initialized)) forked_after_init = 1;
+}
+
+__attribute__((destructor)) static void exit_after_fork(void) {
+  if (!forked_after_init) return;
+  fprintf(stderr, "sim: exit() in a process forked after CUDA was initialised in its parent: on a "
+                  "GPU its exit handlers can deadlock; leave with _exit() or exec\n");
+  _exit(70);
+}
+
 /* SIM_DEVICES: how many devices the machine has, 1 to DRV_MAX_DEVICES; anything else is
  * reported once and the machine has one. */
 static void devices_init(void) {
+  pthread_atfork(NULL, NULL, on_fork_child);
   const char *e = getenv("SIM_DEVICES");
   if (e && *e) {
     char *end;
@@ -100,10 +121,27 @@ CUresult CUDAAPI cuInit(unsigned int flags) {
   return CUDA_SUCCESS;
 }
 
+int drv_version(void) {
+  static int v;
+  int got = __atomic_load_n(&v, __ATOMIC_RELAXED);
+  if (!got) {
+    const char *e = getenv("SIM_DRIVER_VERSION");
+    char *end;
+    long n = e && *e ? strtol(e, &end, 10) : 0;
+    if (e && *e && (*end || n < 11000 || n > DRV_VERSION)) {
+      fprintf(stderr, "sim: SIM_DRIVER_VERSION=%s: not a driver version from 11000 to %d\n", e, DRV_VERSION);
+      exit(2);
+    }
+    got = n ? (int)n : DRV_VERSION;
+    __atomic_store_n(&v, got, __ATOMIC_RELAXED);
+  }
+  return got;
+}
+
 CUresult CUDAAPI cuDriverGetVersion(int *v) {
   DRV_FAIL("cuDriverGetVersion", CUDA_ERROR_INVALID_VALUE);
   if (!v) return CUDA_ERROR_INVALID_VALUE;
-  *v = DRV_VERSION;
+  *v = drv_version();
   return CUDA_SUCCESS;
 }
 

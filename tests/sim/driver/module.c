@@ -2,9 +2,14 @@
  *
  * Images (cubin, fatbin container, fatbin wrapper; zstd-compressed entries included) are read
  * with the library's parser, ag__image_kernels(); PTX text with ptx.c, which reads the entries'
- * parameter lists (a real driver compiles PTX at load time). A function is one kernel name of the image,
- * with the parameter layout of its highest-architecture cubin; cubins of any architecture are
- * accepted (the simulated device runs every kernel that has a CPU twin). CUmodule and CUlibrary
+ * parameter lists (a real driver compiles PTX at load time). An image loads as a real driver
+ * loads it (select_entry): the cubin of the highest architecture the device runs (same major
+ * version, minor not above the device's), else the PTX of the highest architecture not above
+ * the device's whose ISA version the driver knows, else nothing, with
+ * CUDA_ERROR_NO_BINARY_FOR_GPU (CUDA_ERROR_UNSUPPORTED_PTX_VERSION when only the PTX's version
+ * stood in the way). A function is one kernel name of the chosen entry, with its parameter
+ * layout. The simulated device runs every kernel that has a CPU twin, whatever the entry's
+ * code: what the choice decides is whether the image loads at all. CUmodule and CUlibrary
  * are the same object, and so are CUfunction and CUkernel: the real driver accepts a CUkernel
  * wherever a CUfunction is expected, and the runtime relies on it.
  *
@@ -229,6 +234,98 @@ void drv_modules_ctx_destroyed(const struct CUctx_st *c) {
   }
 }
 
+/* ---- which entry of an image a device and driver run ---- */
+
+/* The newest PTX ISA version (times ten) a driver of version v (cuDriverGetVersion's number)
+ * compiles: 9.0 for 13.0, then one tenth per minor release; 12.x from 8.0 (12.0) to 8.8
+ * (12.9), with 12.5 and 12.6 both at 8.5 (NVIDIA's PTX ISA release history); 11.x: 7.x. */
+static int max_ptx_isa(int v) {
+  static const int isa12[10] = {80, 81, 82, 83, 84, 85, 85, 86, 87, 88};
+  int major = v / 1000, minor = (v % 1000) / 10;
+  if (major >= 13) return 90 + 10 * (major - 13) + minor;
+  if (major == 12) return isa12[minor > 9 ? 9 : minor];
+  return major == 11 ? 70 + minor : 0;
+}
+
+/* Whether a cubin of architecture `arch` and ELF ABI version `abi` runs on the simulated device
+ * under this driver. SASS runs on the major version it was built for, at the same or a higher
+ * minor. ABI version 8 (a changed e_flags layout) is what CUDA 13's ptxas writes; 12.9's writes
+ * 7 up to sm_90 and 8 from sm_100 (both checked with the toolkits' ptxas), so a driver older
+ * than 13.0 is taken to refuse ABI 8 below sm_100, and one older than 12.8 (the first to know
+ * the new layout) everywhere. Inferred from the formats: to confirm on a CUDA 12 driver. */
+static int cubin_runs(int arch, int abi) {
+  int v = drv_version();
+  return arch / 10 == DRV_CC_MAJOR && arch % 10 <= DRV_CC_MINOR &&
+         (abi < 8 || v >= 13000 || (arch >= 100 && v >= 12080));
+}
+
+/* What select_entry found: the index of the chosen entry and its kind, or why there is none. */
+typedef struct {
+  int index, n;         /* entries seen so far */
+  int cubin, cubin_arch, ptx, ptx_arch; /* best of each (-1: none) */
+  int ptx_too_new;      /* a PTX entry the device could run but the driver cannot compile */
+  const ag_image_entry_t *want; /* second pass: the entry to load, once reached */
+  int want_index;
+  struct CUmod_st *m;
+  int rc;
+} pick_t;
+
+static int pick_entry(const ag_image_entry_t *e, void *ctx) {
+  pick_t *p = ctx;
+  int i = p->n++;
+  if (e->kind == AG_ENTRY_CUBIN) {
+    if (cubin_runs(e->arch, e->version) && e->arch > p->cubin_arch) p->cubin = i, p->cubin_arch = e->arch;
+  } else if (e->arch <= 10 * DRV_CC_MAJOR + DRV_CC_MINOR) {
+    if (e->version > max_ptx_isa(drv_version())) p->ptx_too_new = 1;
+    else if (e->arch > p->ptx_arch) p->ptx = i, p->ptx_arch = e->arch;
+  }
+  return 0;
+}
+
+/* The kernels of PTX text of n bytes (not always NUL-terminated in a fatbin) into m. */
+static int ptx_into(struct CUmod_st *m, const void *text, size_t n) {
+  char *t = malloc(n + 1);
+  if (!t) return -AG_ENOMEM;
+  memcpy(t, text, n);
+  t[n] = 0;
+  int e = drv_ptx_kernels(t, add_kernel, m);
+  free(t);
+  return e;
+}
+
+static int load_entry(const ag_image_entry_t *e, void *ctx) {
+  pick_t *p = ctx;
+  if (p->n++ != p->want_index) return 0;
+  p->rc = e->kind == AG_ENTRY_CUBIN ? ag__image_kernels(e->data, e->size, add_kernel, p->m, NULL)
+                                    : ptx_into(p->m, e->data, e->size);
+  return 1; /* done */
+}
+
+/* Fills m with the kernels of the entry of `image` the device and driver run. Returns 0, a
+ * negative -AG_E… (not an image, out of memory), or a CUresult. */
+static int select_entry(struct CUmod_st *m, const void *image) {
+  pick_t p = {.cubin = -1, .ptx = -1, .m = m};
+  int e = ag__image_entries(image, 0, 0, pick_entry, &p, NULL);
+  if (e) return e;
+  if (p.cubin < 0 && p.ptx < 0)
+    return p.ptx_too_new ? CUDA_ERROR_UNSUPPORTED_PTX_VERSION : CUDA_ERROR_NO_BINARY_FOR_GPU;
+  p.want_index = p.cubin >= 0 ? p.cubin : p.ptx;
+  p.n = 0;
+  e = ag__image_entries(image, 0, 1, load_entry, &p, NULL);
+  return e == 1 ? p.rc : e ? e : -AG_ECORRUPT;
+}
+
+/* The same for PTX text: its `.target` must not be above the device, its `.version` known to
+ * the driver. */
+static int ptx_text(struct CUmod_st *m, const char *text) {
+  const char *v = strstr(text, ".version"), *t = strstr(text, ".target sm_");
+  int major = 0, minor = 0, arch = t ? (int)strtol(t + 11, NULL, 10) : 0;
+  if (v && sscanf(v + 8, " %d.%d", &major, &minor) != 2) return -AG_ECORRUPT;
+  if (arch > 10 * DRV_CC_MAJOR + DRV_CC_MINOR) return CUDA_ERROR_NO_BINARY_FOR_GPU;
+  if (10 * major + minor > max_ptx_isa(drv_version())) return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+  return drv_ptx_kernels(text, add_kernel, m);
+}
+
 static CUresult load(struct CUmod_st **out, const void *image, int lib) {
   CUresult r = drv_ctx(NULL);
   if (r) return r;
@@ -239,11 +336,10 @@ static CUresult load(struct CUmod_st **out, const void *image, int lib) {
   m->lib = lib;
   m->ctx = drv_ctx_current();
   /* PTX text is what a real driver compiles at load time; anything else goes to the parser. */
-  int e = drv_is_ptx(image) ? drv_ptx_kernels(image, add_kernel, m)
-                            : ag__image_kernels(image, 0, add_kernel, m, NULL);
+  int e = drv_is_ptx(image) ? ptx_text(m, image) : select_entry(m, image);
   if (e) {
     mod_free(m);
-    return e == -AG_ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
+    return e > 0 ? (CUresult)e : e == -AG_ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
   }
   live_add(m);
   *out = m;
@@ -576,6 +672,10 @@ CUresult drv_launch_prepare(drv_launch_t *l, CUfunction f, unsigned gx, unsigned
       (extra && bufsize > DRV_MAX_PARAM_BYTES))
     return CUDA_ERROR_INVALID_VALUE;
   size_t blob_size = need > fn->param_bytes ? need : fn->param_bytes;
+  /* A buffer larger than the kernel's parameters (sizeof of a struct that ends in padding
+   * the parameters do not have) is refused as an H200's driver refused it: seen there for 4
+   * bytes of trailing padding; that any excess is refused is inferred. */
+  if (extra && bufsize > blob_size) return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
   l->blob = calloc(1, blob_size ? blob_size : 1);
   l->argv = calloc(fn->nparams ? fn->nparams : 1, sizeof *l->argv);
   if (!l->blob || !l->argv) {

@@ -71,6 +71,12 @@ static void load(void) {
   CUresult r = rt_drv[0].cuInit(0);
   if (r == CUDA_ERROR_NO_DEVICE) load_err = cudaErrorNoDevice;
   else if (r != CUDA_SUCCESS) load_err = rt_map(r);
+  /* A runtime needs a driver of its own major version or newer (minor version compatibility
+   * within a major version). */
+  int v = 0;
+  if (!load_err && rt_drv[0].cuDriverGetVersion && !rt_drv[0].cuDriverGetVersion(&v) &&
+      v < CUDART_VERSION / 1000 * 1000)
+    load_err = cudaErrorInsufficientDriver;
 }
 
 /* ---- errors ---- */
