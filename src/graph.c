@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chain.h"
 #include "config.h"
 #include "dump.h"
 #include "launch-attrs.h"
@@ -82,6 +83,7 @@ struct ag_graph {
   int nchunks;
   int *start;      /* nchunks + 1: chunk j holds entries [start[j], start[j + 1]) */
   chunk_t **c;
+  uint8_t *role;   /* per held entry, as ag__chain_scan marked it when the graph was built */
 };
 
 /* ---- the embedded module, per context ------------------------------------------------------ */
@@ -385,7 +387,7 @@ static void chunk_free(chunk_t *c) {
 void ag__graph_free(ag_graph_t *g) {
   if (!g) return;
   for (int j = 0; j < g->nchunks; j++) chunk_free(g->c[j]);
-  free(g->c), free(g->start);
+  free(g->c), free(g->start), free(g->role);
   free(g);
 }
 
@@ -540,6 +542,18 @@ int ag__graph_align_chunks(const ag_held_t *h, int n, const uint8_t *arena, int 
   return nchunks;
 }
 
+/* Marks the chains of elementwise kernels among the held entries (src/chain.h), by the
+ * arguments of the run the graph is built from: the statistics count the replayed launches
+ * that sit in one (what a fusion of chains would replace) by this marking. */
+static int scan_chains(ag_graph_t *g, const ag_held_t *h, int n, const uint8_t *arena) {
+  ag_chain_launch_t *l = malloc((size_t)(n ? n : 1) * sizeof *l);
+  if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
+  for (int i = 0; i < n; i++) l[i].k = h[i].k, l[i].args = is_op(&h[i]) ? NULL : arena + h[i].off;
+  ag__chain_scan(l, n, g->role);
+  free(l);
+  return 0;
+}
+
 int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *arena,
                     const int *starts, int nchunks) {
   ag_graph_t *g = calloc(1, sizeof *g);
@@ -549,6 +563,7 @@ int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *
       !(g->c = calloc((size_t)nchunks, sizeof *g->c)))
     goto fail;
   g->n = n;
+  if (!(g->role = calloc((size_t)n ? (size_t)n : 1, 1)) || scan_chains(g, h, n, arena)) goto fail;
   for (int j = 0; j < nchunks; j++) g->start[j] = starts[j];
   g->start[nchunks] = n;
   if (ag__config.fuse >= AG_FUSE_EXACT) nchunks = ag__graph_align_chunks(h, n, arena, g->start, nchunks);
@@ -730,7 +745,18 @@ int ag__graph_launch_chunk(ag_graph_t *g, int j, void *stream) {
   chunk_t *c = g->c[j];
   int r;
   if ((r = ag__real.cuGraphLaunch(c->exec, (CUstream)stream))) return r;
-  /* Each fused node that ran (those enabled by the preparation) is counted per pattern. */
+  /* Each fused node that ran (those enabled by the preparation) is counted per pattern, and the
+   * elementwise launches of the nodes that ran, by whether they sit in a chain. */
   count_fused(c, c->on_from, c->on_to);
+  if (c->on_from < c->on_to) {
+    uint64_t ew = 0, linked = 0;
+    int from = c->map[c->on_from].first, to = c->map[c->on_to - 1].first + c->map[c->on_to - 1].count;
+    for (int i = from; i < to; i++) {
+      uint8_t role = g->role[g->start[j] + i];
+      ew += role != AG_CHAIN_NONE, linked += role == AG_CHAIN_LINKED;
+    }
+    if (ew) AG_STAT_ADD(ag__stats.elementwise, ew);
+    if (linked) AG_STAT_ADD(ag__stats.chained, linked);
+  }
   return 0;
 }

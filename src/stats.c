@@ -301,6 +301,8 @@ size_t ag__stats_json(char *buf, size_t size) {
   ag__json_key(&j, "ops_replayed"), ag__json_u64(&j, load(&ag__stats.ops_replayed));
   ag__json_key(&j, "failed_submissions"), ag__json_u64(&j, load(&ag__stats.failed_submissions));
   ag__json_key(&j, "prefix_replays"), ag__json_u64(&j, load(&ag__stats.prefix_replays));
+  ag__json_key(&j, "elementwise"), ag__json_u64(&j, load(&ag__stats.elementwise));
+  ag__json_key(&j, "chained"), ag__json_u64(&j, load(&ag__stats.chained));
   ag__json_key(&j, "by_path");
   ag__json_begin(&j, '{');
   for (int i = 0; i < AG_PATH_COUNT_; i++)

@@ -45,6 +45,8 @@ typedef struct ag_stats {
   uint64_t failed_submissions; /* held launches whose submission failed (reported later) */
   uint64_t prefix_replays;     /* graph launches that ran a proper prefix of their sequence,
                                 * the later nodes disabled (counted in graph_launches too) */
+  uint64_t elementwise;        /* replayed launches of PyTorch elementwise kernels (src/chain.h) */
+  uint64_t chained;            /* of them, those in a chain: what fusing chains would replace */
 } ag_stats_t;
 
 extern ag_stats_t ag__stats;

@@ -17,6 +17,9 @@ REPLAYS=22
 # Off by default: graphs, but nothing fused.
 AG_EXPECT_REPLAY=1 ag_compare_prog k-fuse train
 ag_expect "$AG_STATS" "fused == 0" "graph_launches == $REPLAYS" "replayed == 6 * graph_launches"
+# The chains of elementwise kernels (src/chain.h) are counted whether or not anything is fused:
+# the four operations are one chain (each reads what the one before wrote, over the same N).
+ag_expect "$AG_STATS" "st['elementwise'] == 4 * graph_launches" "st['chained'] == 4 * graph_launches"
 AUTOGRAPH_FUSE=off ag_rerun k-fuse off train
 ag_expect "$AG_STATS" "fused == 0" "graph_launches == $REPLAYS"
 
@@ -59,6 +62,12 @@ for v in relu-other:torch_add_relu:torch_mul_add count:torch_add_relu:torch_mul_
   AUTOGRAPH_FUSE=exact ag_rerun k-fuse "$mode-exact" "$mode"
   ag_expect "$AG_STATS" "graph_launches == $REPLAYS" "fp['$broken'] == 0" \
     "fp['$other'] == graph_launches"
+  # Where the relu reads another buffer, the add stands alone (a chain of 3 is left); where it
+  # covers one element less, the add and the relu both do (mul and add: a chain of 2).
+  case $mode in
+  relu-other) ag_expect "$AG_STATS" "st['elementwise'] == 4 * graph_launches" "st['chained'] == 3 * graph_launches" ;;
+  count) ag_expect "$AG_STATS" "st['elementwise'] == 4 * graph_launches" "st['chained'] == 2 * graph_launches" ;;
+  esac
 done
 
 # The aliasing changes at step 12: the replays of steps 2..11 are fused, then the graph is

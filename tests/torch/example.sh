@@ -58,5 +58,13 @@ share = replayed / launches if launches else 0
 print(f"{sys.argv[1]}: the extra steps made {launches} launches, {replayed} replayed ({share:.1%})")
 sys.exit(0 if launches > 0 and share >= 0.95 else 1)
 PY
+  # What a fusion of elementwise chains would replace (src/chain.h): a measure, not a check.
+  python3 - "$name" "$d/$name.long.json" <<'PY'
+import json, sys
+st = json.load(open(sys.argv[2]))
+ew, ch, r = st.get("elementwise", 0), st.get("chained", 0), st["replayed"]
+print(f"{sys.argv[1]}: of {r} replayed launches, {ew} elementwise ({ew / r if r else 0:.1%}), "
+      f"{ch} of them in chains ({ch / ew if ew else 0:.1%})")
+PY
   echo "$name: $(grep '^checksum' "$d/$name.plain.out") with and without the library"
 }

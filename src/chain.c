@@ -1,0 +1,52 @@
+/* chain.c — chains of PyTorch elementwise kernels (see chain.h). */
+#include "chain.h"
+
+#include <string.h>
+
+#define AG_CHAIN_MAX_TENSORS 8
+
+int ag__chain_elementwise(const ag_kinfo_t *k) {
+  if (!k || !k->name || k->nparams < 3) return 0;
+  /* The frameworks' identifiers as the Itanium mangling spells them, in at::native. */
+  if (strncmp(k->name, "_ZN2at6native", 13) ||
+      (strncmp(k->name + 13, "29vectorized_elementwise_kernelI", 32) &&
+       strncmp(k->name + 13, "27unrolled_elementwise_kernelI", 30)))
+    return 0;
+  const ag_kparam_t *p = k->params;
+  return p[0].offset == 0 && p[0].size == 4 && p[2].size % 8 == 0 && p[2].size >= 16 &&
+         p[2].size <= 8 * AG_CHAIN_MAX_TENSORS && p[2].offset % 8 == 0 &&
+         p[2].offset + p[2].size <= k->param_bytes;
+}
+
+/* The element count and tensors of an elementwise launch; returns the number of tensors. */
+static int view(const ag_chain_launch_t *l, int32_t *n, uint64_t *data) {
+  const ag_kparam_t *p = l->k->params;
+  int t = (int)(p[2].size / 8);
+  memcpy(n, l->args, 4);
+  memcpy(data, l->args + p[2].offset, (size_t)t * 8);
+  return t;
+}
+
+int ag__chain_scan(const ag_chain_launch_t *l, int n, uint8_t *role) {
+  int chains = 0, run = 0; /* run: launches in the current run of links, ending at i - 1 */
+  int32_t prev_n = 0;
+  uint64_t prev_out = 0;
+  for (int i = 0; i < n; i++) {
+    int ew = l[i].args && ag__chain_elementwise(l[i].k);
+    int32_t cnt = 0;
+    uint64_t data[AG_CHAIN_MAX_TENSORS];
+    int t = ew ? view(&l[i], &cnt, data) : 0, links = 0;
+    if (ew && run && cnt == prev_n && cnt > 0)
+      for (int j = 1; j < t; j++) links |= data[j] == prev_out && prev_out != 0;
+    role[i] = ew ? AG_CHAIN_ELEMENTWISE : AG_CHAIN_NONE;
+    if (links) {
+      if (run == 1) chains++, role[i - 1] = AG_CHAIN_LINKED;
+      role[i] = AG_CHAIN_LINKED;
+      run++;
+    } else {
+      run = ew ? 1 : 0;
+    }
+    prev_n = cnt, prev_out = ew ? data[0] : 0;
+  }
+  return chains;
+}
