@@ -16,6 +16,10 @@ bench-build: $(BUILD)/libautograph.so $(SIM_LIBS) $(BENCH_PROGS)
 bench: bench-build
 	tools/bench --build $(BUILD) $(BENCH_ARGS)
 
+# The cost probe also runs in the test suite (tests/cases/bench-launch-costs.sh: that it runs
+# and agrees with itself, not its figures) and in tools/gpu-check (its figures).
+AG_TEST_ALL += $(BUILD)/tests/bench/launch-costs
+
 $(BUILD)/tests/bench/%: tests/bench/%.cu $(wildcard tests/*.h tests/sim/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(AG_NVCCFLAGS) $(NVCCFLAGS) -o $@ $< $(AG_NVLIBS) -lpthread
