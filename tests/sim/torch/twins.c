@@ -239,6 +239,107 @@ static float op_mse_bw_b(const char *f, const float *in) {
 static float op_pow3_h(const char *f, const float *in) { (void)f; return rh(in[0] * in[0]) * in[0]; }
 static float op_pow3_b(const char *f, const float *in) { (void)f; return rb(in[0] * in[0]) * in[0]; }
 
+/* The activations and losses of Activation*Kernel.cu, Lerp.cu and BinaryMiscOpsKernels.cu. Their
+ * lambdas compute in opmath float (the float16 and bfloat16 instantiations convert the inputs and
+ * round once at the store) unless an entry says otherwise; the captures are the opmath values in
+ * the order the lambda lists them. std::min and std::max are the C++ templates (a NaN first
+ * argument wins, a NaN second one loses), not fminf/fmaxf. */
+static float std_min(float a, float b) { return b < a ? b : a; }
+static float std_max(float a, float b) { return a < b ? b : a; }
+static float lerpf(float self, float end, float w);
+/* lerp_scalar_kernel's lambda {weight}(self, end); lerp_tensor_kernel's (self, end, weight) */
+static float op_lerp_scalar(const char *f, const float *in) { return lerpf(in[0], in[1], rd(f, 0)); }
+static float op_lerp_tensor(const char *f, const float *in) { (void)f; return lerpf(in[0], in[1], in[2]); }
+/* hardsigmoid_kernel's lambda {zero, one_sixth, three, six}: min(max(x + three, zero), six) * one_sixth */
+static float op_hardsigmoid(const char *f, const float *in) {
+  return std_min(std_max(in[0] + rd(f, 8), rd(f, 0)), rd(f, 12)) * rd(f, 4);
+}
+/* hardsigmoid_backward_kernel's lambda {zero, three, neg_three, one_sixth}(grad, self) */
+static float op_hardsigmoid_bw(const char *f, const float *in) {
+  float x = in[1];
+  return x > rd(f, 8) && x < rd(f, 4) ? in[0] * rd(f, 12) : rd(f, 0);
+}
+/* hardtanh_backward_kernel's lambda {min_val, max_val}(grad, self) */
+static float op_hardtanh_bw(const char *f, const float *in) {
+  return in[1] <= rd(f, 0) || in[1] >= rd(f, 4) ? 0.0f : in[0];
+}
+/* leaky_relu_kernel's lambda {negval}(x); leaky_relu_backward_kernel's {negval}(self, grad) */
+static float op_leaky_relu(const char *f, const float *in) { return in[0] > 0.0f ? in[0] : in[0] * rd(f, 0); }
+static float op_leaky_relu_bw(const char *f, const float *in) { return in[0] > 0.0f ? in[1] : in[1] * rd(f, 0); }
+/* elu_kernel's lambda {negcoef, poscoef, negiptcoef}(x) (selu and celu are elu with other
+ * coefficients) */
+static float op_elu(const char *f, const float *in) {
+  float x = in[0];
+  return x > 0.0f ? x * rd(f, 4) : expm1f(x * rd(f, 8)) * rd(f, 0);
+}
+/* elu_backward_kernel's lambda {negcoef, poscoef, negiptcoef, bool is_result}(grad, b): b is the
+ * forward's result when is_result, else its input. */
+static float op_elu_bw(const char *f, const float *in) {
+  float a = in[0], b = in[1], neg = rd(f, 0), pos = rd(f, 4), negipt = rd(f, 8);
+  if (f[12]) return b <= 0.0f ? a * negipt * (b + neg) : a * pos;
+  return b <= 0.0f ? a * negipt * neg * expf(b * negipt) : a * pos;
+}
+/* softplus_kernel's lambda {beta, threshold}(x); softplus_backward_kernel's (grad, self) */
+static float op_softplus(const char *f, const float *in) {
+  float x = in[0], beta = rd(f, 0);
+  return x * beta > rd(f, 4) ? x : log1pf(expf(x * beta)) / beta;
+}
+static float op_softplus_bw(const char *f, const float *in) {
+  float a = in[0], b = in[1], beta = rd(f, 0), z = expf(b * beta);
+  return b * beta > rd(f, 4) ? a : a * z / (z + 1.0f);
+}
+/* launch_log_sigmoid_forward_kernel's lambda(x): min(0, x) - log1p(exp(-|x|)) */
+static float op_log_sigmoid(const char *f, const float *in) {
+  (void)f;
+  return std_min(0.0f, in[0]) - log1pf(expf(-fabsf(in[0])));
+}
+/* log_sigmoid_backward_kernel's lambda(self, grad): grad * (max_deriv - sign * z / (1 + z)) */
+static float op_log_sigmoid_bw(const char *f, const float *in) {
+  (void)f;
+  float x = in[0], g = in[1];
+  int negative = x < 0.0f;
+  float max_deriv = negative ? 1.0f : 0.0f, sign = negative ? 1.0f : -1.0f, z = expf(-fabsf(x));
+  return g * fmaf(-sign, z / (1.0f + z), max_deriv);
+}
+/* isneginf_kernel_impl's and isposinf_kernel_impl's lambdas: a bool */
+static float op_isneginf(const char *f, const float *in) { (void)f; return in[0] == -INFINITY; }
+static float op_isposinf(const char *f, const float *in) { (void)f; return in[0] == INFINITY; }
+/* xlogy_kernel_cuda's lambda(x, y) in a BinaryFunctor: NaN for a NaN y, 0 for x == 0, else
+ * x * log(y). */
+static float op_xlogy(const char *f, const float *in) {
+  (void)f;
+  if (isnan(in[1])) return NAN;
+  return in[0] == 0.0f ? 0.0f : in[0] * logf(in[1]);
+}
+
+/* smooth_l1_kernel_cuda's lambda {T beta}(a, b) and smooth_l1_backward_cuda_kernel's {T norm;
+ * T beta}(input, target, grad) compute in the element type T: for c10::Half and c10::BFloat16
+ * each operator between two T values rounds to T (r), an operator with a float operand (abs's
+ * result is a float) does not. */
+typedef float (*round_fn)(float);
+static float r_id(float x) { return x; }
+static float cap_t(const char *f, size_t off, simtw_dt_t dt) { return (float)simtw_load(dt, f + off).f; }
+static float smooth_l1(float beta, float a, float b, round_fn r) {
+  float z = fabsf(r(a - b));
+  return z < beta ? 0.5f * z * z / beta : z - r(0.5f * beta);
+}
+static float smooth_l1_bw(float norm, float beta, const float *in, round_fn r) {
+  float x = r(in[0] - in[1]), g = in[2];
+  if (x < -beta) return r(-norm * g);
+  if (x > beta) return r(norm * g);
+  return r(r(r(norm * x) * g) / beta);
+}
+static float op_smooth_l1(const char *f, const float *in) { return smooth_l1(rd(f, 0), in[0], in[1], r_id); }
+static float op_smooth_l1_h(const char *f, const float *in) { return smooth_l1(cap_t(f, 0, DT_F16), in[0], in[1], rh); }
+static float op_smooth_l1_b(const char *f, const float *in) { return smooth_l1(cap_t(f, 0, DT_BF16), in[0], in[1], rb); }
+static float op_smooth_l1_bw(const char *f, const float *in) { return smooth_l1_bw(rd(f, 0), rd(f, 4), in, r_id); }
+static float op_smooth_l1_bw_h(const char *f, const float *in) {
+  return smooth_l1_bw(cap_t(f, 0, DT_F16), cap_t(f, 2, DT_F16), in, rh);
+}
+static float op_smooth_l1_bw_b(const char *f, const float *in) {
+  return smooth_l1_bw(cap_t(f, 0, DT_BF16), cap_t(f, 2, DT_BF16), in, rb);
+}
+
 /* Operations on values of any element type (kinds other than OK_FLOAT); the twin's ct is the
  * functor's own element type, parsed from its name. */
 enum {
@@ -256,6 +357,10 @@ enum {
   OK_IMUL,        /* BinaryFunctor<T, T, T, MulFunctor<T>>: a * b */
   OK_IMUL_SCALAR, /* A/BUnaryFunctor<T, T, T, MulFunctor<T>> {MulFunctor (empty); T s}: s * a */
   OK_RECIP_F64,   /* reciprocal_kernel_cuda's lambda(double): 1.0 / x in double */
+  OK_BITNOT,      /* bitwise_not_kernel_cuda's lambda(T): ~x, !x for bool */
+  OK_BITAND,      /* BinaryFunctor<T, T, T, BitwiseAndFunctor<T>>: a & b (bool: a && b) */
+  OK_BITOR,       /* BinaryFunctor<T, T, T, BitwiseOrFunctor<T>>: a | b */
+  OK_BITXOR,      /* BinaryFunctor<T, T, T, BitwiseXorFunctor<T>>: a ^ b */
 };
 
 /* A functor is recognised by every one of its `all` strings occurring in the functor part of the
@@ -339,6 +444,32 @@ static const op_desc_t OPS[] = {
     {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#4}"}, 1, 0, op_pow, OK_FLOAT, NULL, "t"},
     {{"masked_scale_kernel<bool, float, float>", "{lambda(float, bool)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL, "f"},
     {{"masked_scale_kernel<unsigned char, float, float>", "{lambda(float, unsigned char)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL, "f"},
+    {{"lerp_scalar_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_lerp_scalar, OK_FLOAT, NULL, "f"},
+    {{"lerp_tensor_kernel(", "{lambda(float, float, float)#1}"}, 3, 0, op_lerp_tensor, OK_FLOAT, NULL, ""},
+    {{"::hardsigmoid_kernel(", "{lambda(float)#1}"}, 1, 0, op_hardsigmoid, OK_FLOAT, NULL, "ffff"},
+    {{"::hardsigmoid_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_hardsigmoid_bw, OK_FLOAT, NULL, "ffff"},
+    {{"::hardtanh_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_hardtanh_bw, OK_FLOAT, NULL, "ff"},
+    {{"::leaky_relu_kernel(", "{lambda(float)#1}"}, 1, 0, op_leaky_relu, OK_FLOAT, NULL, "f"},
+    {{"::leaky_relu_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_leaky_relu_bw, OK_FLOAT, NULL, "f"},
+    {{"::elu_kernel(", "{lambda(float)#1}"}, 1, 0, op_elu, OK_FLOAT, NULL, "fff"},
+    {{"::elu_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_elu_bw, OK_FLOAT, NULL, "fffe"},
+    {{"::softplus_kernel(", "{lambda(float)#1}"}, 1, 0, op_softplus, OK_FLOAT, NULL, "ff"},
+    {{"::softplus_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_softplus_bw, OK_FLOAT, NULL, "ff"},
+    {{"launch_log_sigmoid_forward_kernel(", "{lambda(float)#1}"}, 1, 0, op_log_sigmoid, OK_FLOAT, NULL, ""},
+    {{"::log_sigmoid_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_log_sigmoid_bw, OK_FLOAT, NULL, ""},
+    {{"::isneginf_kernel_impl(", "{lambda(float)#1}"}, 1, 1, op_isneginf, OK_FLOAT, NULL, ""},
+    {{"::isposinf_kernel_impl(", "{lambda(float)#1}"}, 1, 1, op_isposinf, OK_FLOAT, NULL, ""},
+    {{"^BinaryFunctor<float, float, float, ", "xlogy_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_xlogy, OK_FLOAT, NULL, ""},
+    {{"smooth_l1_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_smooth_l1, OK_FLOAT, NULL, NULL},
+    {{"smooth_l1_kernel_cuda(", "{lambda(c10::Half, c10::Half)#1}"}, 2, 0, op_smooth_l1_h, OK_FLOAT, NULL, NULL},
+    {{"smooth_l1_kernel_cuda(", "{lambda(c10::BFloat16, c10::BFloat16)#1}"}, 2, 0, op_smooth_l1_b, OK_FLOAT, NULL, NULL},
+    {{"smooth_l1_backward_cuda_kernel(", "{lambda(float, float, float)#1}"}, 3, 0, op_smooth_l1_bw, OK_FLOAT, NULL, NULL},
+    {{"smooth_l1_backward_cuda_kernel(", "{lambda(c10::Half, c10::Half, c10::Half)#1}"}, 3, 0, op_smooth_l1_bw_h, OK_FLOAT, NULL, NULL},
+    {{"smooth_l1_backward_cuda_kernel(", "{lambda(c10::BFloat16, c10::BFloat16, c10::BFloat16)#1}"}, 3, 0, op_smooth_l1_bw_b, OK_FLOAT, NULL, NULL},
+    {{"bitwise_not_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_BITNOT, "{lambda(", NULL},
+    {{"^BinaryFunctor<", "BitwiseAndFunctor<"}, 2, 0, NULL, OK_BITAND, "BitwiseAndFunctor<", NULL},
+    {{"^BinaryFunctor<", "BitwiseOrFunctor<"}, 2, 0, NULL, OK_BITOR, "BitwiseOrFunctor<", NULL},
+    {{"^BinaryFunctor<", "BitwiseXorFunctor<"}, 2, 0, NULL, OK_BITXOR, "BitwiseXorFunctor<", NULL},
     {{"reciprocal_kernel_cuda", "{lambda(double)#1}"}, 1, 0, NULL, OK_RECIP_F64, "{lambda(", NULL},
     {{"direct_copy_kernel_cuda", "{lambda("}, 1, 0, NULL, OK_COPY, "{lambda(", NULL},
     {{"converting_copy_kernel_cuda<"}, 1, 0, NULL, OK_CONVERT, "converting_copy_kernel_cuda<", NULL},
@@ -490,6 +621,11 @@ static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) 
     }
     case OK_IMUL: return simtw_ival((int64_t)((uint64_t)in[0].i * (uint64_t)in[1].i));
     case OK_RECIP_F64: return simtw_fval(1.0 / in[0].f);
+    case OK_BITNOT: return simtw_ival(t->ct == DT_BOOL ? !in[0].i : ~in[0].i);
+    /* bool values are 0 or 1, so the bitwise operations are the logical ones */
+    case OK_BITAND: return simtw_ival(in[0].i & in[1].i);
+    case OK_BITOR: return simtw_ival(in[0].i | in[1].i);
+    case OK_BITXOR: return simtw_ival(in[0].i ^ in[1].i);
     case OK_IMUL_SCALAR: /* the empty MulFunctor, then the scalar at its alignment */
       return simtw_ival((int64_t)((uint64_t)in[0].i * (uint64_t)simtw_load(t->ct, f + simtw_dt_size(t->ct)).i));
     case OK_CMP_EQ_SCALAR: { /* {int op; T scalar}: the scalar at the next multiple of its size */
@@ -1069,6 +1205,10 @@ static int set_types(twin_t *t, const char *f, size_t len) {
       break;
     case OK_FILL: case OK_COPY: t->out_dt = t->in_dt[0] = t->ct; break;
     case OK_RECIP_F64: ok = ok && t->ct == DT_F64; t->out_dt = t->in_dt[0] = t->ct; break;
+    case OK_BITNOT: case OK_BITAND: case OK_BITOR: case OK_BITXOR: /* bool and the integer types */
+      ok = ok && !simtw_dt_is_float(t->ct) && t->ct != DT_U32 && t->ct != DT_U16;
+      t->out_dt = t->in_dt[0] = t->in_dt[1] = t->ct;
+      break;
     case OK_CONVERT: break;
     case OK_WHERE: t->out_dt = t->ct = t->in_dt[1]; break;
     case OK_MASKED_FILL: t->out_dt = t->ct; ok = ok && t->in_dt[0] == t->ct && t->in_dt[1] == DT_BOOL; break;
