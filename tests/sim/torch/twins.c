@@ -587,7 +587,7 @@ size_t simtw_oc_size(int n) { return oc_size(n); }
 
 /* ---- frameworks ---- */
 
-enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN, FW_LPCLEAN };
+enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_LEGACY_CAST, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN, FW_LPCLEAN, FW_SCAN };
 enum { RED_SUM, RED_MEAN, RED_NORM2, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN };
 
 typedef struct twin {
@@ -600,6 +600,7 @@ typedef struct twin {
   int red_shift_ptr;                /* the same for the pointers after the calculators */
   simtw_dt_t red_dt, red_out_dt;
   int mta_depth, mta_scalar_list, mta_fn, mta_nargs, mta_op, mta_r, mta_res;
+  size_t fsize;                     /* FW_LEGACY_CAST: the functor's size */
   simtw_nn_t nn;
   struct twin *next;
 } twin_t;
@@ -712,6 +713,11 @@ static void run_contig(const twin_t *t, void **args) {
   }
 }
 
+/* FW_LEGACY: gpu_kernel_impl_nocast's lambda {OffsetCalculator<n>; data; f}. FW_LEGACY_CAST:
+ * gpu_kernel_impl's strided lambda with dynamic casts {OffsetCalculator<n>; data; f;
+ * std::array<ScalarType, n> dtypes} (the order its body names them): each input is read as its
+ * dtype and cast to the functor's argument type (fetch_and_cast), the result cast to dtypes[0]
+ * (cast_and_store). f's size (t->fsize) comes from its captures. */
 static void run_legacy(const twin_t *t, void **args) {
   int n = *(const int *)args[0];
   int nt = t->op->ninputs + 1;
@@ -721,13 +727,38 @@ static void run_legacy(const twin_t *t, void **args) {
   char *data[4];
   memcpy(data, lam + data_off, 8 * (size_t)nt); /* device pointers: 8 bytes */
   char caps[CAPS_MAX];
-  const char *f = caps_f32(t, lam + data_off + 8 * (size_t)nt, caps);
+  const char *f0 = lam + data_off + 8 * (size_t)nt;
+  const char *f = caps_f32(t, f0, caps);
+  simtw_dt_t mem[4] = {t->out_dt, t->in_dt[0], t->in_dt[1], t->in_dt[2]};
+  if (t->fw == FW_LEGACY_CAST) {
+    for (int k = 0; k < nt; k++) {
+      mem[k] = (simtw_dt_t)(signed char)f0[t->fsize + (size_t)k];
+      if (!simtw_dt_size(mem[k]) || mem[k] == DT_U32 || mem[k] == DT_U16) {
+        fprintf(stderr, "sim: %s: a cast from or to ScalarType %d, which has no twin; not run\n", t->name, (int)mem[k]);
+        abort();
+      }
+    }
+  }
   simtw_val_t in[3] = {0};
   for (int i = 0; i < n; i++) {
     for (int k = 0; k < t->op->ninputs; k++)
-      in[k] = simtw_load(t->in_dt[k], data[1 + k] + oc_get(oc, nt, 1 + k, (uint32_t)i));
-    simtw_store(t->out_dt, data[0] + oc_get(oc, nt, 0, (uint32_t)i), apply(t, f, in));
+      in[k] = simtw_cast(simtw_load(mem[1 + k], data[1 + k] + oc_get(oc, nt, 1 + k, (uint32_t)i)), t->in_dt[k]);
+    simtw_store(mem[0], data[0] + oc_get(oc, nt, 0, (uint32_t)i), simtw_cast(apply(t, f, in), t->out_dt));
   }
+}
+
+static size_t round_up(size_t v, size_t a);
+
+/* The size of a functor that is a struct of the captures c (half_caps' letters; 't' of element
+ * type dt), as C++ lays it out: an empty one is 1 byte. */
+static size_t caps_size(const char *c, simtw_dt_t dt) {
+  size_t off = 0, align = 1;
+  for (; *c; c++) {
+    size_t sz = *c == 'e' ? 1 : *c == 't' ? simtw_dt_size(dt) : 4;
+    off = round_up(off, sz) + sz;
+    if (sz > align) align = sz;
+  }
+  return off ? round_up(off, align) : 1;
 }
 
 /* ReduceOp<scalar, ops, uint32_t, out, vt0, in_vec>: {ops; arg_t ident; ReduceConfig (64 bytes);
@@ -1329,6 +1360,17 @@ static twin_t *resolve(const char *name) {
     t.fw = FW_LEGACY;
     p += strlen("gpu_kernel_impl_nocast<");
     if (e) t.op = find_op(f = p, len = (size_t)(e - p), &t.half);
+  } else if (strncmp(dm, "void at::native::elementwise_kernel<", 36) == 0 &&
+             (p = strstr(dm, "gpu_kernel_impl<"))) {
+    /* With dynamic casts: only functors that are structs of known captures (a lambda's size
+     * would include nvcc's wrapper), so that the dtypes after them are found. */
+    const char *e = strstr(p, ">(at::TensorIteratorBase&");
+    t.fw = FW_LEGACY_CAST;
+    p += strlen("gpu_kernel_impl<");
+    const char *lam = strstr(p, "{lambda(");
+    if (e && (!lam || lam > e)) t.op = find_op(f = p, len = (size_t)(e - p), &t.half);
+    if (t.op && (t.op->kind != OK_FLOAT || !t.op->half_caps)) t.op = NULL;
+    if (t.op) t.fsize = caps_size(t.op->half_caps, t.half != DT_NONE ? t.half : DT_F32);
   } else if (strncmp(dm, "void at::native::reduce_kernel<", 31) == 0) {
     resolve_reduce(dm, &t);
   } else if (strncmp(dm, "void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(", 91) == 0 &&
@@ -1391,7 +1433,7 @@ int simtw_twin(const char *name, dim3 grid, dim3 block, void **args) {
   if (!args) return 1;
   switch (t->fw) {
     case FW_CONTIG: case FW_CAST: run_contig(t, args); break;
-    case FW_LEGACY: run_legacy(t, args); break;
+    case FW_LEGACY: case FW_LEGACY_CAST: run_legacy(t, args); break;
     case FW_REDUCE: run_reduce(t, args); break;
     case FW_MTA: run_mta(t, grid, args); break;
     case FW_ARANGE: run_arange(t, args); break;
