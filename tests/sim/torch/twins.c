@@ -588,7 +588,7 @@ size_t simtw_oc_size(int n) { return oc_size(n); }
 /* ---- frameworks ---- */
 
 enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_LEGACY_CAST, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN, FW_LPCLEAN, FW_SCAN };
-enum { RED_SUM, RED_MEAN, RED_NORM2, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN };
+enum { RED_SUM, RED_MEAN, RED_NORM2, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN, RED_WELFORD };
 
 typedef struct twin {
   char *name;
@@ -827,6 +827,32 @@ static void run_reduce(const twin_t *t, void **args) {
           v += simtw_load(t->red_dt, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i)).i;
         simtw_store(t->red_out_dt, (char *)dst + out_off, simtw_ival(v));
       }
+      continue;
+    }
+    if (t->red == RED_WELFORD) {
+      /* WelfordOps::reduce element by element from ident, then project: the variance (m2
+       * over nf - correction, or 0 when nf does not exceed it; its square root when take_sqrt)
+       * to dst[0] and, with two outputs, the mean to dst[1]. A reduction split over several
+       * launches (partials in acc_buf) has no twin. */
+      if (accumulate || !final_output) {
+        fprintf(stderr, "sim: %s: a Welford reduction over several launches, which has no twin; not run\n", t->name);
+        abort();
+      }
+      float correction = rd(r0, 0), mean = rd(r0, 8), m2 = rd(r0, 12);
+      int take_sqrt = r0[4] != 0, cnt = rdi(r0, 16);
+      float nf = rd(r0, 20);
+      for (int i = 0; i < num_inputs; i++) {
+        float x = (float)simtw_load(t->red_dt, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i)).f;
+        cnt++;
+        nf = (float)cnt;
+        float delta = x - mean;
+        mean = mean + delta / nf;
+        m2 = fmaf(delta, x - mean, m2);
+      }
+      float divisor = nf > correction ? nf - correction : 0.0f, var = m2 / divisor;
+      simtw_store(t->red_out_dt, (char *)dst + out_off, simtw_fval(take_sqrt ? sqrtf(var) : var));
+      if (rdi(rp, RO_FLAGS + 4) >= 2)
+        simtw_store(t->red_dt, (char *)dst1 + out_off, simtw_fval(mean));
       continue;
     }
     if (t->red == RED_MAX || t->red == RED_MIN) { /* MaxNanFunctor / MinNanFunctor */
@@ -1301,6 +1327,25 @@ static const struct {
     {"func_wrapper_t<c10::BFloat16, at::native::MinNanFunctor<c10::BFloat16>", RED_MIN, DT_BF16, DT_BF16},
 };
 
+/* reduce_kernel<…, ReduceOp<T, WelfordOps<T, float, int, pair<T, T>>, unsigned int, T, …>> (var,
+ * std, var_mean, std_mean) for T float, c10::Half, c10::BFloat16: ops {float correction; bool
+ * take_sqrt} (8 bytes), arg_t WelfordData<float, int> {mean, m2, int n, nf} (16 bytes, ident at
+ * 8): the config and everything after it move by 16 bytes. */
+static int resolve_welford(const char *e, twin_t *t) {
+  const char *p;
+  if (!simtw_dt_is_float(t->red_dt) || t->red_dt == DT_F64 || strncmp(e, "WelfordOps<", 11) != 0 ||
+      simtw_dt_parse(e + 11, &p) != t->red_dt || strncmp(p, ", float, int, ", 14) != 0 ||
+      !(p = strstr(p, ", unsigned int, ")))
+    return 0;
+  t->red_out_dt = simtw_dt_parse(p + 16, &p);
+  if (t->red_out_dt != t->red_dt || *p != ',') return 0;
+  t->red = RED_WELFORD;
+  t->red_shift = t->red_shift_ptr = 16;
+  t->fw = FW_REDUCE;
+  t->op = &OPS[0];
+  return 1;
+}
+
 /* reduce_kernel<…, ReduceOp<scalar, ops, unsigned int, out, …>>: the twins of float sums, means,
  * max and min (with and without indices) and int64 sums. */
 static int resolve_reduce(const char *dm, twin_t *t) {
@@ -1310,6 +1355,7 @@ static int resolve_reduce(const char *dm, twin_t *t) {
   t->red_dt = simtw_dt_parse(p, &e);
   if (t->red_dt == DT_NONE || strncmp(e, ", at::native::", 14) != 0) return 0;
   e += 14;
+  if (strncmp(e, "WelfordOps<", 11) == 0) return resolve_welford(e, t);
   int hit = -1;
   for (size_t i = 0; i < sizeof REDUCTIONS / sizeof REDUCTIONS[0] && hit < 0; i++)
     if (strncmp(e, REDUCTIONS[i].prefix, strlen(REDUCTIONS[i].prefix)) == 0 && REDUCTIONS[i].in == t->red_dt)
