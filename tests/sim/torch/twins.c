@@ -587,7 +587,7 @@ size_t simtw_oc_size(int n) { return oc_size(n); }
 
 /* ---- frameworks ---- */
 
-enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_LEGACY_CAST, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN, FW_LPCLEAN, FW_SCAN };
+enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_LEGACY_CAST, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN, FW_LPCLEAN, FW_FLIP };
 enum { RED_SUM, RED_MEAN, RED_NORM2, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN, RED_WELFORD };
 
 typedef struct twin {
@@ -1199,6 +1199,39 @@ static void run_arange(const twin_t *t, void **args) {
   }
 }
 
+/* index_elementwise_kernel<128, 4, flip_kernel_impl<OpaqueType<n>>::lambda(int)>(int64 N, lambda):
+ * the lambda captures {OffsetCalculator<2, u32, signed_strides> offset_calc; char *out_ptr;
+ * const char *in_ptr} (the order its body names them); element i copies n bytes from in_ptr +
+ * offsets[1] to out_ptr + offsets[0], where the input's strides may be negative (the flipped
+ * dimensions). */
+#define FLIP_PREFIX "void at::native::index_elementwise_kernel<128, 4, at::native::flip_kernel_impl<at::native::OpaqueType<"
+static void run_flip(const twin_t *t, void **args) {
+  int64_t n;
+  memcpy(&n, args[0], 8);
+  const char *oc = args[1];
+  char *out;
+  const char *in;
+  memcpy(&out, oc + oc_size(2), 8);
+  memcpy(&in, oc + oc_size(2) + 8, 8);
+  int dims = rdi(oc, 0);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t off[2] = {0, 0};
+    uint32_t idx = (uint32_t)i;
+    for (int d = 0; d < dims && d < OC_MAX_DIMS; d++) {
+      uint32_t div;
+      memcpy(&div, oc + OC_SIZES + 12 * d, 4);
+      if (!div) break;
+      for (int a = 0; a < 2; a++) {
+        int32_t stride;
+        memcpy(&stride, oc + OC_STRIDES + 4 * (d * 2 + a), 4);
+        off[a] += (int64_t)(idx % div) * stride;
+      }
+      idx /= div;
+    }
+    memcpy(out + off[0], in + off[1], t->fsize);
+  }
+}
+
 /* ---- resolution ---- */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1429,7 +1462,17 @@ static twin_t *resolve(const char *name) {
     t.fw = FW_ARANGE; /* the int64 instantiation (the fourth type of the dispatch) */
     t.out_dt = DT_I64;
     t.op = &OPS[0];
-  } else if (simtw_nn_resolve(dm, &t.nn) || simtw_pool_resolve(dm, &t.nn) || simtw_scatter_resolve(dm, &t.nn)) {
+  } else if (strncmp(dm, FLIP_PREFIX, strlen(FLIP_PREFIX)) == 0) {
+    char tail[64] = "";
+    int n = 0;
+    if (sscanf(dm + strlen(FLIP_PREFIX), "%d%63[^(]", &n, tail) == 2 && (n == 1 || n == 2 || n == 4 || n == 8 || n == 16) &&
+        strcmp(tail, "> >") == 0 && strstr(dm, " >(at::TensorIterator&)::{lambda(int)#1}>(long, ")) {
+      t.fw = FW_FLIP;
+      t.fsize = (size_t)n;
+      t.op = &OPS[0];
+    }
+  } else if (simtw_nn_resolve(dm, &t.nn) || simtw_pool_resolve(dm, &t.nn) || simtw_scatter_resolve(dm, &t.nn) ||
+             simtw_scan_resolve(dm, &t.nn)) {
     t.fw = FW_NN;
     t.op = &OPS[0];
   } else if (strncmp(dm, "void at::native::lpnorm_cleanup<float, (at::native::NormType)", 61) == 0) {
@@ -1485,6 +1528,7 @@ int simtw_twin(const char *name, dim3 grid, dim3 block, void **args) {
     case FW_ARANGE: run_arange(t, args); break;
     case FW_NN: t->nn.run(&t->nn, grid, block, args); break;
     case FW_LPCLEAN: run_lpnorm_cleanup(t, grid, args); break;
+    case FW_FLIP: run_flip(t, args); break;
   }
   return 1;
 }
