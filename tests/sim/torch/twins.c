@@ -358,6 +358,11 @@ enum {
   OK_IMUL_SCALAR, /* A/BUnaryFunctor<T, T, T, MulFunctor<T>> {MulFunctor (empty); T s}: s * a */
   OK_RECIP_F64,   /* reciprocal_kernel_cuda's lambda(double): 1.0 / x in double */
   OK_BITNOT,      /* bitwise_not_kernel_cuda's lambda(T): ~x, !x for bool */
+  OK_IREM,        /* remainder_kernel_cuda's lambda(T a, T b), integer T, in a Binary/A/BUnaryFunctor: a % b
+                   * with the sign of b (Python's) */
+  OK_IDIV_TRUNC,  /* div_trunc_kernel_cuda's lambda(T a, T b), the same functors: a / b */
+  OK_IDIV_FLOOR,  /* div_floor_kernel_cuda's lambda(T a, T b): a / b rounded toward minus infinity */
+  OK_CMP_SCALAR,  /* compare_scalar_kernel<T>'s lambda(T) {CompareFunctor<T>{op: GE 0, GT 1, LE 2, LT 3}; T rhs}, integer T */
   OK_BITAND,      /* BinaryFunctor<T, T, T, BitwiseAndFunctor<T>>: a & b (bool: a && b) */
   OK_BITOR,       /* BinaryFunctor<T, T, T, BitwiseOrFunctor<T>>: a | b */
   OK_BITXOR,      /* BinaryFunctor<T, T, T, BitwiseXorFunctor<T>>: a ^ b */
@@ -467,6 +472,16 @@ static const op_desc_t OPS[] = {
     {{"smooth_l1_backward_cuda_kernel(", "{lambda(c10::Half, c10::Half, c10::Half)#1}"}, 3, 0, op_smooth_l1_bw_h, OK_FLOAT, NULL, NULL},
     {{"smooth_l1_backward_cuda_kernel(", "{lambda(c10::BFloat16, c10::BFloat16, c10::BFloat16)#1}"}, 3, 0, op_smooth_l1_bw_b, OK_FLOAT, NULL, NULL},
     {{"bitwise_not_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_BITNOT, "{lambda(", NULL},
+    {{"compare_scalar_kernel<", "{lambda("}, 1, 1, NULL, OK_CMP_SCALAR, "compare_scalar_kernel<", NULL},
+    {{"^BinaryFunctor<", "remainder_kernel_cuda(", "{lambda("}, 2, 0, NULL, OK_IREM, "{lambda(", NULL},
+    {{"^AUnaryFunctor<", "remainder_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IREM, "{lambda(", NULL},
+    {{"^BUnaryFunctor<", "remainder_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IREM, "{lambda(", NULL},
+    {{"^BinaryFunctor<", "div_trunc_kernel_cuda(", "{lambda("}, 2, 0, NULL, OK_IDIV_TRUNC, "{lambda(", NULL},
+    {{"^AUnaryFunctor<", "div_trunc_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_TRUNC, "{lambda(", NULL},
+    {{"^BUnaryFunctor<", "div_trunc_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_TRUNC, "{lambda(", NULL},
+    {{"^BinaryFunctor<", "div_floor_kernel_cuda(", "{lambda("}, 2, 0, NULL, OK_IDIV_FLOOR, "{lambda(", NULL},
+    {{"^AUnaryFunctor<", "div_floor_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_FLOOR, "{lambda(", NULL},
+    {{"^BUnaryFunctor<", "div_floor_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_FLOOR, "{lambda(", NULL},
     {{"^BinaryFunctor<", "BitwiseAndFunctor<"}, 2, 0, NULL, OK_BITAND, "BitwiseAndFunctor<", NULL},
     {{"^BinaryFunctor<", "BitwiseOrFunctor<"}, 2, 0, NULL, OK_BITOR, "BitwiseOrFunctor<", NULL},
     {{"^BinaryFunctor<", "BitwiseXorFunctor<"}, 2, 0, NULL, OK_BITXOR, "BitwiseXorFunctor<", NULL},
@@ -587,8 +602,8 @@ size_t simtw_oc_size(int n) { return oc_size(n); }
 
 /* ---- frameworks ---- */
 
-enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_LEGACY_CAST, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN, FW_LPCLEAN, FW_FLIP };
-enum { RED_SUM, RED_MEAN, RED_NORM2, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN, RED_WELFORD };
+enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_LEGACY_CAST, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN, FW_LPCLEAN, FW_FLIP, FW_ASSERT };
+enum { RED_SUM, RED_MEAN, RED_NORM2, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN, RED_WELFORD, RED_MINMAX };
 
 typedef struct twin {
   char *name;
@@ -634,6 +649,32 @@ static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) 
       simtw_val_t b = simtw_load(t->ct, f + (n > 4 ? n : 4));
       int eq = in[0].is_f ? in[0].f == b.f : in[0].i == b.i;
       return simtw_ival(rdi(f, 0) == 0 ? eq : !eq);
+    }
+    case OK_IREM: case OK_IDIV_TRUNC: case OK_IDIV_FLOOR: {
+      /* BinaryFunctor {lambda (empty)}; A/BUnaryFunctor {lambda; T scalar} (at its alignment) */
+      size_t n = simtw_dt_size(t->ct);
+      int64_t a = in[0].i, b = 0;
+      if (op->ninputs == 2) b = in[1].i;
+      else if (strstr(op->all[0], "AUnary")) a = simtw_load(t->ct, f + n).i, b = in[0].i;
+      else b = simtw_load(t->ct, f + n).i;
+      if (b == 0) {
+        fprintf(stderr, "sim: %s: an integer division by zero (undefined on the device); not run\n", t->name);
+        abort();
+      }
+      if (op->kind == OK_IDIV_TRUNC || op->kind == OK_IDIV_FLOOR) {
+        if (b == -1) return simtw_ival((int64_t)(0 - (uint64_t)a)); /* INT_MIN / -1 wraps */
+        int64_t q = a / b;
+        return simtw_ival(op->kind == OK_IDIV_FLOOR && (a < 0) != (b < 0) && a % b ? q - 1 : q);
+      }
+      int64_t r = b == -1 ? 0 : a % b;
+      if (r != 0 && (r < 0) != (b < 0)) r += b;
+      return simtw_ival(r);
+    }
+    case OK_CMP_SCALAR: { /* rhs at the next multiple of its size after the int op */
+      size_t n = simtw_dt_size(t->ct);
+      int64_t a = in[0].i, b = simtw_load(t->ct, f + (n > 4 ? n : 4)).i;
+      int c = rdi(f, 0);
+      return simtw_ival(c == 0 ? a >= b : c == 1 ? a > b : c == 2 ? a <= b : a < b);
     }
     case OK_CMP_EQ:
     case OK_CMP: {
@@ -853,6 +894,17 @@ static void run_reduce(const twin_t *t, void **args) {
       simtw_store(t->red_out_dt, (char *)dst + out_off, simtw_fval(take_sqrt ? sqrtf(var) : var));
       if (rdi(rp, RO_FLAGS + 4) >= 2)
         simtw_store(t->red_dt, (char *)dst1 + out_off, simtw_fval(mean));
+      continue;
+    }
+    if (t->red == RED_MINMAX) { /* combine's min and max from ident, in index order */
+      int64_t lo = simtw_load(DT_I64, r0 + 8).i, hi = simtw_load(DT_I64, r0 + 16).i;
+      for (int i = 0; i < num_inputs; i++) {
+        int64_t x = simtw_load(DT_I64, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i)).i;
+        if (x < lo) lo = x;
+        if (x > hi) hi = x;
+      }
+      simtw_store(DT_I64, (char *)dst + out_off, simtw_ival(lo));
+      if (rdi(rp, RO_FLAGS + 4) >= 2) simtw_store(DT_I64, (char *)dst1 + out_off, simtw_ival(hi));
       continue;
     }
     if (t->red == RED_MAX || t->red == RED_MIN) { /* MaxNanFunctor / MinNanFunctor */
@@ -1232,6 +1284,20 @@ static void run_flip(const twin_t *t, void **args) {
   }
 }
 
+/* _assert_async_cuda_kernel<T>(const T *input, Msg msg {char msg[256]}): the device asserts
+ * input[0] != 0 (torch._assert_async, index_put_'s bounds checks). On a GPU a failed assertion
+ * ends the context; the twin prints the message and aborts. */
+static void run_assert(const twin_t *t, void **args) {
+  const char *in = *(const char **)args[0];
+  simtw_val_t v = simtw_load(t->out_dt, in);
+  if (v.is_f ? v.f != 0.0 : v.i != 0) return;
+  char msg[257];
+  memcpy(msg, args[1], 256);
+  msg[256] = 0;
+  fprintf(stderr, "sim: %s: device-side assertion failed: %s\n", t->name, msg);
+  abort();
+}
+
 /* ---- resolution ---- */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1295,6 +1361,15 @@ static int set_types(twin_t *t, const char *f, size_t len) {
       break;
     case OK_FILL: case OK_COPY: t->out_dt = t->in_dt[0] = t->ct; break;
     case OK_RECIP_F64: ok = ok && t->ct == DT_F64; t->out_dt = t->in_dt[0] = t->ct; break;
+    case OK_IREM: case OK_IDIV_TRUNC: case OK_IDIV_FLOOR: /* integers (the floating instantiations differ) */
+      ok = ok && !simtw_dt_is_float(t->ct) && t->ct != DT_BOOL && t->ct != DT_U32 && t->ct != DT_U16;
+      t->out_dt = t->in_dt[0] = t->in_dt[1] = t->ct;
+      break;
+    case OK_CMP_SCALAR: /* the floating instantiations compare in float: the OK_FLOAT entry */
+      ok = ok && !simtw_dt_is_float(t->ct) && t->ct != DT_BOOL && t->ct != DT_U32 && t->ct != DT_U16;
+      t->in_dt[0] = t->ct;
+      t->out_dt = DT_BOOL;
+      break;
     case OK_BITNOT: case OK_BITAND: case OK_BITOR: case OK_BITXOR: /* bool and the integer types */
       ok = ok && !simtw_dt_is_float(t->ct) && t->ct != DT_U32 && t->ct != DT_U16;
       t->out_dt = t->in_dt[0] = t->in_dt[1] = t->ct;
@@ -1389,6 +1464,16 @@ static int resolve_reduce(const char *dm, twin_t *t) {
   if (t->red_dt == DT_NONE || strncmp(e, ", at::native::", 14) != 0) return 0;
   e += 14;
   if (strncmp(e, "WelfordOps<", 11) == 0) return resolve_welford(e, t);
+  /* MinMaxOps<long, long, int> (aminmax of int64, as index_put_ with accumulate checks its
+   * indices): ops empty, arg_t pair<long, long> (ident at 8, 16 bytes), outputs min and max. */
+  if (t->red_dt == DT_I64 && strncmp(e, "MinMaxOps<long, long, int>, unsigned int, long, ", 48) == 0) {
+    t->red = RED_MINMAX;
+    t->red_out_dt = DT_I64;
+    t->red_shift = t->red_shift_ptr = 16;
+    t->fw = FW_REDUCE;
+    t->op = &OPS[0];
+    return 1;
+  }
   int hit = -1;
   for (size_t i = 0; i < sizeof REDUCTIONS / sizeof REDUCTIONS[0] && hit < 0; i++)
     if (strncmp(e, REDUCTIONS[i].prefix, strlen(REDUCTIONS[i].prefix)) == 0 && REDUCTIONS[i].in == t->red_dt)
@@ -1462,6 +1547,15 @@ static twin_t *resolve(const char *name) {
     t.fw = FW_ARANGE; /* the int64 instantiation (the fourth type of the dispatch) */
     t.out_dt = DT_I64;
     t.op = &OPS[0];
+  } else if (strncmp(dm, "void at::native::_assert_async_cuda_kernel<", 43) == 0) {
+    const char *e;
+    simtw_dt_t dt = simtw_dt_parse(dm + 43, &e);
+    if (dt != DT_NONE && dt != DT_U32 && dt != DT_U16 && strncmp(e, ">(", 2) == 0 &&
+        strstr(e, " const*, at::native::Msg)")) {
+      t.fw = FW_ASSERT;
+      t.out_dt = dt;
+      t.op = &OPS[0];
+    }
   } else if (strncmp(dm, FLIP_PREFIX, strlen(FLIP_PREFIX)) == 0) {
     char tail[64] = "";
     int n = 0;
@@ -1529,6 +1623,7 @@ int simtw_twin(const char *name, dim3 grid, dim3 block, void **args) {
     case FW_NN: t->nn.run(&t->nn, grid, block, args); break;
     case FW_LPCLEAN: run_lpnorm_cleanup(t, grid, args); break;
     case FW_FLIP: run_flip(t, args); break;
+    case FW_ASSERT: run_assert(t, args); break;
   }
   return 1;
 }
