@@ -37,8 +37,10 @@
  * Arithmetic has twins for float32, and for float16 and bfloat16 where PyTorch computes in its
  * opmath type float (the same operations, with the captures decoded per element type: half_caps)
  * or where an entry spells the element type's roundings out; copies, casts, fills, comparisons,
- * where and masked_fill for every element type of dtype.c. The kernels outside these frameworks are in
- * nn.c, pool.c and scatter.c.
+ * where and masked_fill for every element type of dtype.c; bitwise operations, integer division
+ * and remainder for the integer types. Also here: gpu_kernel_impl's strided path with dynamic
+ * casts (its lambda holds the tensors' dtypes after the functor), flip, and _assert_async. The
+ * kernels outside these frameworks are in nn.c, pool.c, scatter.c and scan.c (cumsum, cumprod).
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -305,7 +307,9 @@ static float op_log_sigmoid_bw(const char *f, const float *in) {
 static float op_isneginf(const char *f, const float *in) { (void)f; return in[0] == -INFINITY; }
 static float op_isposinf(const char *f, const float *in) { (void)f; return in[0] == INFINITY; }
 /* xlogy_kernel_cuda's lambda(x, y) in a BinaryFunctor: NaN for a NaN y, 0 for x == 0, else
- * x * log(y). */
+ * x * log(y). Its float16 and bfloat16 instantiations are taken to compute the product in float
+ * and round once at the store: c10's std::log of those types is host code, so on the device
+ * log(y) is the float overload's (a float), and the element type times a float is a float. */
 static float op_xlogy(const char *f, const float *in) {
   (void)f;
   if (isnan(in[1])) return NAN;
