@@ -765,7 +765,8 @@ static void run_contig(const twin_t *t, void **args) {
  * (cast_and_store). f's size (t->fsize) comes from its captures. */
 static void run_legacy(const twin_t *t, void **args) {
   int n = *(const int *)args[0];
-  int nt = t->op->ninputs + 1;
+  int nin = t->op->ninputs < 3 ? t->op->ninputs : 3; /* functors take at most three inputs */
+  int nt = nin + 1;
   const char *lam = args[1];
   const char *oc = lam;
   size_t data_off = (oc_size(nt) + 7) & ~(size_t)7;
@@ -786,7 +787,7 @@ static void run_legacy(const twin_t *t, void **args) {
   }
   simtw_val_t in[3] = {0};
   for (int i = 0; i < n; i++) {
-    for (int k = 0; k < t->op->ninputs; k++)
+    for (int k = 0; k < nin; k++)
       in[k] = simtw_cast(simtw_load(mem[1 + k], data[1 + k] + oc_get(oc, nt, 1 + k, (uint32_t)i)), t->in_dt[k]);
     simtw_store(mem[0], data[0] + oc_get(oc, nt, 0, (uint32_t)i), simtw_cast(apply(t, f, in), t->out_dt));
   }
