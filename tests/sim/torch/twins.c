@@ -316,6 +316,35 @@ static float op_xlogy(const char *f, const float *in) {
   return in[0] == 0.0f ? 0.0f : in[0] * logf(in[1]);
 }
 
+/* UnaryFractionKernels.cu's floor, ceil, trunc, round (nearbyint: halves to even) and frac
+ * (x - trunc(x)): exact in every element type, so their float twins serve float16 and bfloat16. */
+static float op_floor(const char *f, const float *in) { (void)f; return floorf(in[0]); }
+static float op_ceil(const char *f, const float *in) { (void)f; return ceilf(in[0]); }
+static float op_trunc(const char *f, const float *in) { (void)f; return truncf(in[0]); }
+static float op_round(const char *f, const float *in) { (void)f; return nearbyintf(in[0]); }
+static float op_frac(const char *f, const float *in) { (void)f; return in[0] - truncf(in[0]); }
+/* maximum_kernel_cuda's and minimum_kernel_cuda's floating lambda(a, b): a NaN a, else a NaN b,
+ * else ::max / ::min; in a BinaryFunctor, or an A/BUnaryFunctor {lambda (empty); T scalar} (the
+ * operation is symmetric, so one twin serves both). */
+static float fmax_nan(float a, float b) { return isnan(a) ? a : isnan(b) ? b : fmaxf(a, b); }
+static float fmin_nan(float a, float b) { return isnan(a) ? a : isnan(b) ? b : fminf(a, b); }
+static float op_maximum(const char *f, const float *in) { (void)f; return fmax_nan(in[0], in[1]); }
+static float op_minimum(const char *f, const float *in) { (void)f; return fmin_nan(in[0], in[1]); }
+static float op_maximum_s(const char *f, const float *in) { return fmax_nan(in[0], rd(f, 4)); }
+static float op_minimum_s(const char *f, const float *in) { return fmin_nan(in[0], rd(f, 4)); }
+
+/* clamp_kernel_impl's lambda(v, lower, upper) (clamp with tensor bounds): a NaN v, else a NaN
+ * lower, else a NaN upper; otherwise v raised to lower, then lowered to upper. */
+static float op_clamp_t(const char *f, const float *in) {
+  (void)f;
+  float v = in[0], lo = in[1], hi = in[2];
+  if (isnan(v)) return v;
+  if (isnan(lo)) return lo;
+  if (isnan(hi)) return hi;
+  float r = v < lo ? lo : v;
+  return hi < r ? hi : r;
+}
+
 /* smooth_l1_kernel_cuda's lambda {T beta}(a, b) and smooth_l1_backward_cuda_kernel's {T norm;
  * T beta}(input, target, grad) compute in the element type T: for c10::Half and c10::BFloat16
  * each operator between two T values rounds to T (r), an operator with a float operand (abs's
@@ -469,6 +498,18 @@ static const op_desc_t OPS[] = {
     {{"::isneginf_kernel_impl(", "{lambda(float)#1}"}, 1, 1, op_isneginf, OK_FLOAT, NULL, ""},
     {{"::isposinf_kernel_impl(", "{lambda(float)#1}"}, 1, 1, op_isposinf, OK_FLOAT, NULL, ""},
     {{"^BinaryFunctor<float, float, float, ", "xlogy_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_xlogy, OK_FLOAT, NULL, ""},
+    {{"native::floor_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_floor, OK_FLOAT, NULL, ""},
+    {{"native::ceil_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_ceil, OK_FLOAT, NULL, ""},
+    {{"native::trunc_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_trunc, OK_FLOAT, NULL, ""},
+    {{"native::round_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_round, OK_FLOAT, NULL, ""},
+    {{"native::frac_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_frac, OK_FLOAT, NULL, ""},
+    {{"^BinaryFunctor<float, float, float, ", "maximum_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_maximum, OK_FLOAT, NULL, ""},
+    {{"^BinaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_minimum, OK_FLOAT, NULL, ""},
+    {{"^AUnaryFunctor<float, float, float, ", "maximum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_maximum_s, OK_FLOAT, NULL, "et"},
+    {{"^BUnaryFunctor<float, float, float, ", "maximum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_maximum_s, OK_FLOAT, NULL, "et"},
+    {{"^AUnaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_minimum_s, OK_FLOAT, NULL, "et"},
+    {{"^BUnaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_minimum_s, OK_FLOAT, NULL, "et"},
+    {{"::clamp_kernel_impl(", "{lambda(float, float, float)#1}"}, 3, 0, op_clamp_t, OK_FLOAT, NULL, ""},
     {{"smooth_l1_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_smooth_l1, OK_FLOAT, NULL, NULL},
     {{"smooth_l1_kernel_cuda(", "{lambda(c10::Half, c10::Half)#1}"}, 2, 0, op_smooth_l1_h, OK_FLOAT, NULL, NULL},
     {{"smooth_l1_kernel_cuda(", "{lambda(c10::BFloat16, c10::BFloat16)#1}"}, 2, 0, op_smooth_l1_b, OK_FLOAT, NULL, NULL},
