@@ -333,6 +333,15 @@ static float op_minimum(const char *f, const float *in) { (void)f; return fmin_n
 static float op_maximum_s(const char *f, const float *in) { return fmax_nan(in[0], rd(f, 4)); }
 static float op_minimum_s(const char *f, const float *in) { return fmin_nan(in[0], rd(f, 4)); }
 
+/* Unary functions whose lambdas call the math library's function of their argument (::sin(a) and
+ * the like): for float16 and bfloat16 the float overload, one rounding at the store. */
+static float op_sin(const char *f, const float *in) { (void)f; return sinf(in[0]); }
+static float op_cos(const char *f, const float *in) { (void)f; return cosf(in[0]); }
+static float op_log1p(const char *f, const float *in) { (void)f; return log1pf(in[0]); }
+static float op_expm1(const char *f, const float *in) { (void)f; return expm1f(in[0]); }
+static float op_log2(const char *f, const float *in) { (void)f; return log2f(in[0]); }
+static float op_log10(const char *f, const float *in) { (void)f; return log10f(in[0]); }
+
 /* clamp_kernel_impl's lambda(v, lower, upper) (clamp with tensor bounds): a NaN v, else a NaN
  * lower, else a NaN upper; otherwise v raised to lower, then lowered to upper. */
 static float op_clamp_t(const char *f, const float *in) {
@@ -509,6 +518,12 @@ static const op_desc_t OPS[] = {
     {{"^BUnaryFunctor<float, float, float, ", "maximum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_maximum_s, OK_FLOAT, NULL, "et"},
     {{"^AUnaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_minimum_s, OK_FLOAT, NULL, "et"},
     {{"^BUnaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_minimum_s, OK_FLOAT, NULL, "et"},
+    {{"native::sin_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_sin, OK_FLOAT, NULL, ""},
+    {{"native::cos_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_cos, OK_FLOAT, NULL, ""},
+    {{"native::log1p_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log1p, OK_FLOAT, NULL, ""},
+    {{"native::expm1_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_expm1, OK_FLOAT, NULL, ""},
+    {{"native::log2_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log2, OK_FLOAT, NULL, ""},
+    {{"native::log10_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log10, OK_FLOAT, NULL, ""},
     {{"::clamp_kernel_impl(", "{lambda(float, float, float)#1}"}, 3, 0, op_clamp_t, OK_FLOAT, NULL, ""},
     {{"smooth_l1_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_smooth_l1, OK_FLOAT, NULL, NULL},
     {{"smooth_l1_kernel_cuda(", "{lambda(c10::Half, c10::Half)#1}"}, 2, 0, op_smooth_l1_h, OK_FLOAT, NULL, NULL},
