@@ -333,6 +333,22 @@ static float op_minimum(const char *f, const float *in) { (void)f; return fmin_n
 static float op_maximum_s(const char *f, const float *in) { return fmax_nan(in[0], rd(f, 4)); }
 static float op_minimum_s(const char *f, const float *in) { return fmin_nan(in[0], rd(f, 4)); }
 
+/* softshrink_kernel's, hardshrink_kernel's and shrink_backward_kernel's (grad, self) lambdas
+ * {T lambd}: one operation at most, so computing in float and rounding at the store is the
+ * element type's arithmetic. */
+static float op_softshrink(const char *f, const float *in) {
+  float a = in[0], l = rd(f, 0);
+  return isnan(a) ? a : a > l ? a - l : a < -l ? a + l : 0.0f;
+}
+static float op_hardshrink(const char *f, const float *in) {
+  float a = in[0], l = rd(f, 0);
+  return a >= -l && a <= l ? 0.0f : a;
+}
+static float op_shrink_bw(const char *f, const float *in) {
+  float x = in[1], l = rd(f, 0);
+  return x >= -l && x <= l ? 0.0f : in[0];
+}
+
 /* Unary functions whose lambdas call the math library's function of their argument (::sin(a) and
  * the like): for float16 and bfloat16 the float overload, one rounding at the store. */
 static float op_sin(const char *f, const float *in) { (void)f; return sinf(in[0]); }
@@ -518,6 +534,9 @@ static const op_desc_t OPS[] = {
     {{"^BUnaryFunctor<float, float, float, ", "maximum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_maximum_s, OK_FLOAT, NULL, "et"},
     {{"^AUnaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_minimum_s, OK_FLOAT, NULL, "et"},
     {{"^BUnaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_minimum_s, OK_FLOAT, NULL, "et"},
+    {{"::softshrink_kernel(", "{lambda(float)#1}"}, 1, 0, op_softshrink, OK_FLOAT, NULL, "t"},
+    {{"::hardshrink_kernel(", "{lambda(float)#1}"}, 1, 0, op_hardshrink, OK_FLOAT, NULL, "t"},
+    {{"::shrink_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_shrink_bw, OK_FLOAT, NULL, "t"},
     {{"native::sin_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_sin, OK_FLOAT, NULL, ""},
     {{"native::cos_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_cos, OK_FLOAT, NULL, ""},
     {{"native::log1p_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log1p, OK_FLOAT, NULL, ""},
