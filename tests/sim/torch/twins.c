@@ -357,6 +357,12 @@ static float op_log1p(const char *f, const float *in) { (void)f; return log1pf(i
 static float op_expm1(const char *f, const float *in) { (void)f; return expm1f(in[0]); }
 static float op_log2(const char *f, const float *in) { (void)f; return log2f(in[0]); }
 static float op_log10(const char *f, const float *in) { (void)f; return log10f(in[0]); }
+static float op_erf(const char *f, const float *in) { (void)f; return erff(in[0]); }
+/* nan_to_num_kernel_cuda's lambda {T nan_replacement, pos_inf_replacement, neg_inf_replacement} */
+static float op_nan_to_num(const char *f, const float *in) {
+  float a = in[0];
+  return isnan(a) ? rd(f, 0) : a == INFINITY ? rd(f, 4) : a == -INFINITY ? rd(f, 8) : a;
+}
 
 /* clamp_kernel_impl's lambda(v, lower, upper) (clamp with tensor bounds): a NaN v, else a NaN
  * lower, else a NaN upper; otherwise v raised to lower, then lowered to upper. */
@@ -543,6 +549,8 @@ static const op_desc_t OPS[] = {
     {{"native::expm1_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_expm1, OK_FLOAT, NULL, ""},
     {{"native::log2_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log2, OK_FLOAT, NULL, ""},
     {{"native::log10_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log10, OK_FLOAT, NULL, ""},
+    {{"native::erf_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_erf, OK_FLOAT, NULL, ""},
+    {{"native::nan_to_num_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_nan_to_num, OK_FLOAT, NULL, "ttt"},
     {{"::clamp_kernel_impl(", "{lambda(float, float, float)#1}"}, 3, 0, op_clamp_t, OK_FLOAT, NULL, ""},
     {{"smooth_l1_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_smooth_l1, OK_FLOAT, NULL, NULL},
     {{"smooth_l1_kernel_cuda(", "{lambda(c10::Half, c10::Half)#1}"}, 2, 0, op_smooth_l1_h, OK_FLOAT, NULL, NULL},
