@@ -37,8 +37,10 @@
  * Arithmetic has twins for float32, and for float16 and bfloat16 where PyTorch computes in its
  * opmath type float (the same operations, with the captures decoded per element type: half_caps)
  * or where an entry spells the element type's roundings out; copies, casts, fills, comparisons,
- * where and masked_fill for every element type of dtype.c. The kernels outside these frameworks are in
- * nn.c, pool.c and scatter.c.
+ * where and masked_fill for every element type of dtype.c; bitwise operations, integer division
+ * and remainder for the integer types. Also here: gpu_kernel_impl's strided path with dynamic
+ * casts (its lambda holds the tensors' dtypes after the functor), flip, and _assert_async. The
+ * kernels outside these frameworks are in nn.c, pool.c, scatter.c and scan.c (cumsum, cumprod).
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -239,6 +241,169 @@ static float op_mse_bw_b(const char *f, const float *in) {
 static float op_pow3_h(const char *f, const float *in) { (void)f; return rh(in[0] * in[0]) * in[0]; }
 static float op_pow3_b(const char *f, const float *in) { (void)f; return rb(in[0] * in[0]) * in[0]; }
 
+/* The activations and losses of Activation*Kernel.cu, Lerp.cu and BinaryMiscOpsKernels.cu. Their
+ * lambdas compute in opmath float (the float16 and bfloat16 instantiations convert the inputs and
+ * round once at the store) unless an entry says otherwise; the captures are the opmath values in
+ * the order the lambda lists them. std::min and std::max are the C++ templates (a NaN first
+ * argument wins, a NaN second one loses), not fminf/fmaxf. */
+static float std_min(float a, float b) { return b < a ? b : a; }
+static float std_max(float a, float b) { return a < b ? b : a; }
+static float lerpf(float self, float end, float w);
+/* lerp_scalar_kernel's lambda {weight}(self, end); lerp_tensor_kernel's (self, end, weight) */
+static float op_lerp_scalar(const char *f, const float *in) { return lerpf(in[0], in[1], rd(f, 0)); }
+static float op_lerp_tensor(const char *f, const float *in) { (void)f; return lerpf(in[0], in[1], in[2]); }
+/* hardsigmoid_kernel's lambda {zero, one_sixth, three, six}: min(max(x + three, zero), six) * one_sixth */
+static float op_hardsigmoid(const char *f, const float *in) {
+  return std_min(std_max(in[0] + rd(f, 8), rd(f, 0)), rd(f, 12)) * rd(f, 4);
+}
+/* hardsigmoid_backward_kernel's lambda {zero, three, neg_three, one_sixth}(grad, self) */
+static float op_hardsigmoid_bw(const char *f, const float *in) {
+  float x = in[1];
+  return x > rd(f, 8) && x < rd(f, 4) ? in[0] * rd(f, 12) : rd(f, 0);
+}
+/* hardtanh_backward_kernel's lambda {min_val, max_val}(grad, self) */
+static float op_hardtanh_bw(const char *f, const float *in) {
+  return in[1] <= rd(f, 0) || in[1] >= rd(f, 4) ? 0.0f : in[0];
+}
+/* leaky_relu_kernel's lambda {negval}(x); leaky_relu_backward_kernel's {negval}(self, grad) */
+static float op_leaky_relu(const char *f, const float *in) { return in[0] > 0.0f ? in[0] : in[0] * rd(f, 0); }
+static float op_leaky_relu_bw(const char *f, const float *in) { return in[0] > 0.0f ? in[1] : in[1] * rd(f, 0); }
+/* elu_kernel's lambda {negcoef, poscoef, negiptcoef}(x) (selu and celu are elu with other
+ * coefficients) */
+static float op_elu(const char *f, const float *in) {
+  float x = in[0];
+  return x > 0.0f ? x * rd(f, 4) : expm1f(x * rd(f, 8)) * rd(f, 0);
+}
+/* elu_backward_kernel's lambda {negcoef, poscoef, negiptcoef, bool is_result}(grad, b): b is the
+ * forward's result when is_result, else its input. */
+static float op_elu_bw(const char *f, const float *in) {
+  float a = in[0], b = in[1], neg = rd(f, 0), pos = rd(f, 4), negipt = rd(f, 8);
+  if (f[12]) return b <= 0.0f ? a * negipt * (b + neg) : a * pos;
+  return b <= 0.0f ? a * negipt * neg * expf(b * negipt) : a * pos;
+}
+/* softplus_kernel's lambda {beta, threshold}(x); softplus_backward_kernel's (grad, self) */
+static float op_softplus(const char *f, const float *in) {
+  float x = in[0], beta = rd(f, 0);
+  return x * beta > rd(f, 4) ? x : log1pf(expf(x * beta)) / beta;
+}
+static float op_softplus_bw(const char *f, const float *in) {
+  float a = in[0], b = in[1], beta = rd(f, 0), z = expf(b * beta);
+  return b * beta > rd(f, 4) ? a : a * z / (z + 1.0f);
+}
+/* launch_log_sigmoid_forward_kernel's lambda(x): min(0, x) - log1p(exp(-|x|)) */
+static float op_log_sigmoid(const char *f, const float *in) {
+  (void)f;
+  return std_min(0.0f, in[0]) - log1pf(expf(-fabsf(in[0])));
+}
+/* log_sigmoid_backward_kernel's lambda(self, grad): grad * (max_deriv - sign * z / (1 + z)) */
+static float op_log_sigmoid_bw(const char *f, const float *in) {
+  (void)f;
+  float x = in[0], g = in[1];
+  int negative = x < 0.0f;
+  float max_deriv = negative ? 1.0f : 0.0f, sign = negative ? 1.0f : -1.0f, z = expf(-fabsf(x));
+  return g * fmaf(-sign, z / (1.0f + z), max_deriv);
+}
+/* isneginf_kernel_impl's and isposinf_kernel_impl's lambdas: a bool */
+static float op_isneginf(const char *f, const float *in) { (void)f; return in[0] == -INFINITY; }
+static float op_isposinf(const char *f, const float *in) { (void)f; return in[0] == INFINITY; }
+/* xlogy_kernel_cuda's lambda(x, y) in a BinaryFunctor: NaN for a NaN y, 0 for x == 0, else
+ * x * log(y). Its float16 and bfloat16 instantiations are taken to compute the product in float
+ * and round once at the store: c10's std::log of those types is host code, so on the device
+ * log(y) is the float overload's (a float), and the element type times a float is a float. */
+static float op_xlogy(const char *f, const float *in) {
+  (void)f;
+  if (isnan(in[1])) return NAN;
+  return in[0] == 0.0f ? 0.0f : in[0] * logf(in[1]);
+}
+
+/* UnaryFractionKernels.cu's floor, ceil, trunc, round (nearbyint: halves to even) and frac
+ * (x - trunc(x)): exact in every element type, so their float twins serve float16 and bfloat16. */
+static float op_floor(const char *f, const float *in) { (void)f; return floorf(in[0]); }
+static float op_ceil(const char *f, const float *in) { (void)f; return ceilf(in[0]); }
+static float op_trunc(const char *f, const float *in) { (void)f; return truncf(in[0]); }
+static float op_round(const char *f, const float *in) { (void)f; return nearbyintf(in[0]); }
+static float op_frac(const char *f, const float *in) { (void)f; return in[0] - truncf(in[0]); }
+/* maximum_kernel_cuda's and minimum_kernel_cuda's floating lambda(a, b): a NaN a, else a NaN b,
+ * else ::max / ::min; in a BinaryFunctor, or an A/BUnaryFunctor {lambda (empty); T scalar} (the
+ * operation is symmetric, so one twin serves both). */
+static float fmax_nan(float a, float b) { return isnan(a) ? a : isnan(b) ? b : fmaxf(a, b); }
+static float fmin_nan(float a, float b) { return isnan(a) ? a : isnan(b) ? b : fminf(a, b); }
+static float op_maximum(const char *f, const float *in) { (void)f; return fmax_nan(in[0], in[1]); }
+static float op_minimum(const char *f, const float *in) { (void)f; return fmin_nan(in[0], in[1]); }
+static float op_maximum_s(const char *f, const float *in) { return fmax_nan(in[0], rd(f, 4)); }
+static float op_minimum_s(const char *f, const float *in) { return fmin_nan(in[0], rd(f, 4)); }
+
+/* softshrink_kernel's, hardshrink_kernel's and shrink_backward_kernel's (grad, self) lambdas
+ * {T lambd}: one operation at most, so computing in float and rounding at the store is the
+ * element type's arithmetic. */
+static float op_softshrink(const char *f, const float *in) {
+  float a = in[0], l = rd(f, 0);
+  return isnan(a) ? a : a > l ? a - l : a < -l ? a + l : 0.0f;
+}
+static float op_hardshrink(const char *f, const float *in) {
+  float a = in[0], l = rd(f, 0);
+  return a >= -l && a <= l ? 0.0f : a;
+}
+static float op_shrink_bw(const char *f, const float *in) {
+  float x = in[1], l = rd(f, 0);
+  return x >= -l && x <= l ? 0.0f : in[0];
+}
+
+/* Unary functions whose lambdas call the math library's function of their argument (::sin(a) and
+ * the like): for float16 and bfloat16 the float overload, one rounding at the store. */
+static float op_sin(const char *f, const float *in) { (void)f; return sinf(in[0]); }
+static float op_cos(const char *f, const float *in) { (void)f; return cosf(in[0]); }
+static float op_log1p(const char *f, const float *in) { (void)f; return log1pf(in[0]); }
+static float op_expm1(const char *f, const float *in) { (void)f; return expm1f(in[0]); }
+static float op_log2(const char *f, const float *in) { (void)f; return log2f(in[0]); }
+static float op_log10(const char *f, const float *in) { (void)f; return log10f(in[0]); }
+static float op_erf(const char *f, const float *in) { (void)f; return erff(in[0]); }
+/* nan_to_num_kernel_cuda's lambda {T nan_replacement, pos_inf_replacement, neg_inf_replacement} */
+static float op_nan_to_num(const char *f, const float *in) {
+  float a = in[0];
+  return isnan(a) ? rd(f, 0) : a == INFINITY ? rd(f, 4) : a == -INFINITY ? rd(f, 8) : a;
+}
+
+/* clamp_kernel_impl's lambda(v, lower, upper) (clamp with tensor bounds): a NaN v, else a NaN
+ * lower, else a NaN upper; otherwise v raised to lower, then lowered to upper. */
+static float op_clamp_t(const char *f, const float *in) {
+  (void)f;
+  float v = in[0], lo = in[1], hi = in[2];
+  if (isnan(v)) return v;
+  if (isnan(lo)) return lo;
+  if (isnan(hi)) return hi;
+  float r = v < lo ? lo : v;
+  return hi < r ? hi : r;
+}
+
+/* smooth_l1_kernel_cuda's lambda {T beta}(a, b) and smooth_l1_backward_cuda_kernel's {T norm;
+ * T beta}(input, target, grad) compute in the element type T: for c10::Half and c10::BFloat16
+ * each operator between two T values rounds to T (r), an operator with a float operand (abs's
+ * result is a float) does not. */
+typedef float (*round_fn)(float);
+static float r_id(float x) { return x; }
+static float cap_t(const char *f, size_t off, simtw_dt_t dt) { return (float)simtw_load(dt, f + off).f; }
+static float smooth_l1(float beta, float a, float b, round_fn r) {
+  float z = fabsf(r(a - b));
+  return z < beta ? 0.5f * z * z / beta : z - r(0.5f * beta);
+}
+static float smooth_l1_bw(float norm, float beta, const float *in, round_fn r) {
+  float x = r(in[0] - in[1]), g = in[2];
+  if (x < -beta) return r(-norm * g);
+  if (x > beta) return r(norm * g);
+  return r(r(r(norm * x) * g) / beta);
+}
+static float op_smooth_l1(const char *f, const float *in) { return smooth_l1(rd(f, 0), in[0], in[1], r_id); }
+static float op_smooth_l1_h(const char *f, const float *in) { return smooth_l1(cap_t(f, 0, DT_F16), in[0], in[1], rh); }
+static float op_smooth_l1_b(const char *f, const float *in) { return smooth_l1(cap_t(f, 0, DT_BF16), in[0], in[1], rb); }
+static float op_smooth_l1_bw(const char *f, const float *in) { return smooth_l1_bw(rd(f, 0), rd(f, 4), in, r_id); }
+static float op_smooth_l1_bw_h(const char *f, const float *in) {
+  return smooth_l1_bw(cap_t(f, 0, DT_F16), cap_t(f, 2, DT_F16), in, rh);
+}
+static float op_smooth_l1_bw_b(const char *f, const float *in) {
+  return smooth_l1_bw(cap_t(f, 0, DT_BF16), cap_t(f, 2, DT_BF16), in, rb);
+}
+
 /* Operations on values of any element type (kinds other than OK_FLOAT); the twin's ct is the
  * functor's own element type, parsed from its name. */
 enum {
@@ -256,6 +421,15 @@ enum {
   OK_IMUL,        /* BinaryFunctor<T, T, T, MulFunctor<T>>: a * b */
   OK_IMUL_SCALAR, /* A/BUnaryFunctor<T, T, T, MulFunctor<T>> {MulFunctor (empty); T s}: s * a */
   OK_RECIP_F64,   /* reciprocal_kernel_cuda's lambda(double): 1.0 / x in double */
+  OK_BITNOT,      /* bitwise_not_kernel_cuda's lambda(T): ~x, !x for bool */
+  OK_IREM,        /* remainder_kernel_cuda's lambda(T a, T b), integer T, in a Binary/A/BUnaryFunctor: a % b
+                   * with the sign of b (Python's) */
+  OK_IDIV_TRUNC,  /* div_trunc_kernel_cuda's lambda(T a, T b), the same functors: a / b */
+  OK_IDIV_FLOOR,  /* div_floor_kernel_cuda's lambda(T a, T b): a / b rounded toward minus infinity */
+  OK_CMP_SCALAR,  /* compare_scalar_kernel<T>'s lambda(T) {CompareFunctor<T>{op: GE 0, GT 1, LE 2, LT 3}; T rhs}, integer T */
+  OK_BITAND,      /* BinaryFunctor<T, T, T, BitwiseAndFunctor<T>>: a & b (bool: a && b) */
+  OK_BITOR,       /* BinaryFunctor<T, T, T, BitwiseOrFunctor<T>>: a | b */
+  OK_BITXOR,      /* BinaryFunctor<T, T, T, BitwiseXorFunctor<T>>: a ^ b */
 };
 
 /* A functor is recognised by every one of its `all` strings occurring in the functor part of the
@@ -339,6 +513,65 @@ static const op_desc_t OPS[] = {
     {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#4}"}, 1, 0, op_pow, OK_FLOAT, NULL, "t"},
     {{"masked_scale_kernel<bool, float, float>", "{lambda(float, bool)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL, "f"},
     {{"masked_scale_kernel<unsigned char, float, float>", "{lambda(float, unsigned char)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL, "f"},
+    {{"lerp_scalar_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_lerp_scalar, OK_FLOAT, NULL, "f"},
+    {{"lerp_tensor_kernel(", "{lambda(float, float, float)#1}"}, 3, 0, op_lerp_tensor, OK_FLOAT, NULL, ""},
+    {{"::hardsigmoid_kernel(", "{lambda(float)#1}"}, 1, 0, op_hardsigmoid, OK_FLOAT, NULL, "ffff"},
+    {{"::hardsigmoid_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_hardsigmoid_bw, OK_FLOAT, NULL, "ffff"},
+    {{"::hardtanh_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_hardtanh_bw, OK_FLOAT, NULL, "ff"},
+    {{"::leaky_relu_kernel(", "{lambda(float)#1}"}, 1, 0, op_leaky_relu, OK_FLOAT, NULL, "f"},
+    {{"::leaky_relu_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_leaky_relu_bw, OK_FLOAT, NULL, "f"},
+    {{"::elu_kernel(", "{lambda(float)#1}"}, 1, 0, op_elu, OK_FLOAT, NULL, "fff"},
+    {{"::elu_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_elu_bw, OK_FLOAT, NULL, "fffe"},
+    {{"::softplus_kernel(", "{lambda(float)#1}"}, 1, 0, op_softplus, OK_FLOAT, NULL, "ff"},
+    {{"::softplus_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_softplus_bw, OK_FLOAT, NULL, "ff"},
+    {{"launch_log_sigmoid_forward_kernel(", "{lambda(float)#1}"}, 1, 0, op_log_sigmoid, OK_FLOAT, NULL, ""},
+    {{"::log_sigmoid_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_log_sigmoid_bw, OK_FLOAT, NULL, ""},
+    {{"::isneginf_kernel_impl(", "{lambda(float)#1}"}, 1, 1, op_isneginf, OK_FLOAT, NULL, ""},
+    {{"::isposinf_kernel_impl(", "{lambda(float)#1}"}, 1, 1, op_isposinf, OK_FLOAT, NULL, ""},
+    {{"^BinaryFunctor<float, float, float, ", "xlogy_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_xlogy, OK_FLOAT, NULL, ""},
+    {{"native::floor_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_floor, OK_FLOAT, NULL, ""},
+    {{"native::ceil_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_ceil, OK_FLOAT, NULL, ""},
+    {{"native::trunc_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_trunc, OK_FLOAT, NULL, ""},
+    {{"native::round_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_round, OK_FLOAT, NULL, ""},
+    {{"native::frac_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_frac, OK_FLOAT, NULL, ""},
+    {{"^BinaryFunctor<float, float, float, ", "maximum_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_maximum, OK_FLOAT, NULL, ""},
+    {{"^BinaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_minimum, OK_FLOAT, NULL, ""},
+    {{"^AUnaryFunctor<float, float, float, ", "maximum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_maximum_s, OK_FLOAT, NULL, "et"},
+    {{"^BUnaryFunctor<float, float, float, ", "maximum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_maximum_s, OK_FLOAT, NULL, "et"},
+    {{"^AUnaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_minimum_s, OK_FLOAT, NULL, "et"},
+    {{"^BUnaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_minimum_s, OK_FLOAT, NULL, "et"},
+    {{"::softshrink_kernel(", "{lambda(float)#1}"}, 1, 0, op_softshrink, OK_FLOAT, NULL, "t"},
+    {{"::hardshrink_kernel(", "{lambda(float)#1}"}, 1, 0, op_hardshrink, OK_FLOAT, NULL, "t"},
+    {{"::shrink_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_shrink_bw, OK_FLOAT, NULL, "t"},
+    {{"native::sin_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_sin, OK_FLOAT, NULL, ""},
+    {{"native::cos_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_cos, OK_FLOAT, NULL, ""},
+    {{"native::log1p_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log1p, OK_FLOAT, NULL, ""},
+    {{"native::expm1_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_expm1, OK_FLOAT, NULL, ""},
+    {{"native::log2_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log2, OK_FLOAT, NULL, ""},
+    {{"native::log10_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log10, OK_FLOAT, NULL, ""},
+    {{"native::erf_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_erf, OK_FLOAT, NULL, ""},
+    {{"native::nan_to_num_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_nan_to_num, OK_FLOAT, NULL, "ttt"},
+    {{"::clamp_kernel_impl(", "{lambda(float, float, float)#1}"}, 3, 0, op_clamp_t, OK_FLOAT, NULL, ""},
+    {{"smooth_l1_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_smooth_l1, OK_FLOAT, NULL, NULL},
+    {{"smooth_l1_kernel_cuda(", "{lambda(c10::Half, c10::Half)#1}"}, 2, 0, op_smooth_l1_h, OK_FLOAT, NULL, NULL},
+    {{"smooth_l1_kernel_cuda(", "{lambda(c10::BFloat16, c10::BFloat16)#1}"}, 2, 0, op_smooth_l1_b, OK_FLOAT, NULL, NULL},
+    {{"smooth_l1_backward_cuda_kernel(", "{lambda(float, float, float)#1}"}, 3, 0, op_smooth_l1_bw, OK_FLOAT, NULL, NULL},
+    {{"smooth_l1_backward_cuda_kernel(", "{lambda(c10::Half, c10::Half, c10::Half)#1}"}, 3, 0, op_smooth_l1_bw_h, OK_FLOAT, NULL, NULL},
+    {{"smooth_l1_backward_cuda_kernel(", "{lambda(c10::BFloat16, c10::BFloat16, c10::BFloat16)#1}"}, 3, 0, op_smooth_l1_bw_b, OK_FLOAT, NULL, NULL},
+    {{"bitwise_not_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_BITNOT, "{lambda(", NULL},
+    {{"compare_scalar_kernel<", "{lambda("}, 1, 1, NULL, OK_CMP_SCALAR, "compare_scalar_kernel<", NULL},
+    {{"^BinaryFunctor<", "remainder_kernel_cuda(", "{lambda("}, 2, 0, NULL, OK_IREM, "{lambda(", NULL},
+    {{"^AUnaryFunctor<", "remainder_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IREM, "{lambda(", NULL},
+    {{"^BUnaryFunctor<", "remainder_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IREM, "{lambda(", NULL},
+    {{"^BinaryFunctor<", "div_trunc_kernel_cuda(", "{lambda("}, 2, 0, NULL, OK_IDIV_TRUNC, "{lambda(", NULL},
+    {{"^AUnaryFunctor<", "div_trunc_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_TRUNC, "{lambda(", NULL},
+    {{"^BUnaryFunctor<", "div_trunc_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_TRUNC, "{lambda(", NULL},
+    {{"^BinaryFunctor<", "div_floor_kernel_cuda(", "{lambda("}, 2, 0, NULL, OK_IDIV_FLOOR, "{lambda(", NULL},
+    {{"^AUnaryFunctor<", "div_floor_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_FLOOR, "{lambda(", NULL},
+    {{"^BUnaryFunctor<", "div_floor_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_FLOOR, "{lambda(", NULL},
+    {{"^BinaryFunctor<", "BitwiseAndFunctor<"}, 2, 0, NULL, OK_BITAND, "BitwiseAndFunctor<", NULL},
+    {{"^BinaryFunctor<", "BitwiseOrFunctor<"}, 2, 0, NULL, OK_BITOR, "BitwiseOrFunctor<", NULL},
+    {{"^BinaryFunctor<", "BitwiseXorFunctor<"}, 2, 0, NULL, OK_BITXOR, "BitwiseXorFunctor<", NULL},
     {{"reciprocal_kernel_cuda", "{lambda(double)#1}"}, 1, 0, NULL, OK_RECIP_F64, "{lambda(", NULL},
     {{"direct_copy_kernel_cuda", "{lambda("}, 1, 0, NULL, OK_COPY, "{lambda(", NULL},
     {{"converting_copy_kernel_cuda<"}, 1, 0, NULL, OK_CONVERT, "converting_copy_kernel_cuda<", NULL},
@@ -456,8 +689,8 @@ size_t simtw_oc_size(int n) { return oc_size(n); }
 
 /* ---- frameworks ---- */
 
-enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN, FW_LPCLEAN };
-enum { RED_SUM, RED_MEAN, RED_NORM2, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN };
+enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_LEGACY_CAST, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN, FW_LPCLEAN, FW_FLIP, FW_ASSERT };
+enum { RED_SUM, RED_MEAN, RED_NORM2, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN, RED_WELFORD, RED_MINMAX };
 
 typedef struct twin {
   char *name;
@@ -469,6 +702,7 @@ typedef struct twin {
   int red_shift_ptr;                /* the same for the pointers after the calculators */
   simtw_dt_t red_dt, red_out_dt;
   int mta_depth, mta_scalar_list, mta_fn, mta_nargs, mta_op, mta_r, mta_res;
+  size_t fsize;                     /* FW_LEGACY_CAST: the functor's size */
   simtw_nn_t nn;
   struct twin *next;
 } twin_t;
@@ -490,6 +724,11 @@ static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) 
     }
     case OK_IMUL: return simtw_ival((int64_t)((uint64_t)in[0].i * (uint64_t)in[1].i));
     case OK_RECIP_F64: return simtw_fval(1.0 / in[0].f);
+    case OK_BITNOT: return simtw_ival(t->ct == DT_BOOL ? !in[0].i : ~in[0].i);
+    /* bool values are 0 or 1, so the bitwise operations are the logical ones */
+    case OK_BITAND: return simtw_ival(in[0].i & in[1].i);
+    case OK_BITOR: return simtw_ival(in[0].i | in[1].i);
+    case OK_BITXOR: return simtw_ival(in[0].i ^ in[1].i);
     case OK_IMUL_SCALAR: /* the empty MulFunctor, then the scalar at its alignment */
       return simtw_ival((int64_t)((uint64_t)in[0].i * (uint64_t)simtw_load(t->ct, f + simtw_dt_size(t->ct)).i));
     case OK_CMP_EQ_SCALAR: { /* {int op; T scalar}: the scalar at the next multiple of its size */
@@ -497,6 +736,32 @@ static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) 
       simtw_val_t b = simtw_load(t->ct, f + (n > 4 ? n : 4));
       int eq = in[0].is_f ? in[0].f == b.f : in[0].i == b.i;
       return simtw_ival(rdi(f, 0) == 0 ? eq : !eq);
+    }
+    case OK_IREM: case OK_IDIV_TRUNC: case OK_IDIV_FLOOR: {
+      /* BinaryFunctor {lambda (empty)}; A/BUnaryFunctor {lambda; T scalar} (at its alignment) */
+      size_t n = simtw_dt_size(t->ct);
+      int64_t a = in[0].i, b = 0;
+      if (op->ninputs == 2) b = in[1].i;
+      else if (strstr(op->all[0], "AUnary")) a = simtw_load(t->ct, f + n).i, b = in[0].i;
+      else b = simtw_load(t->ct, f + n).i;
+      if (b == 0) {
+        fprintf(stderr, "sim: %s: an integer division by zero (undefined on the device); not run\n", t->name);
+        abort();
+      }
+      if (op->kind == OK_IDIV_TRUNC || op->kind == OK_IDIV_FLOOR) {
+        if (b == -1) return simtw_ival((int64_t)(0 - (uint64_t)a)); /* INT_MIN / -1 wraps */
+        int64_t q = a / b;
+        return simtw_ival(op->kind == OK_IDIV_FLOOR && (a < 0) != (b < 0) && a % b ? q - 1 : q);
+      }
+      int64_t r = b == -1 ? 0 : a % b;
+      if (r != 0 && (r < 0) != (b < 0)) r += b;
+      return simtw_ival(r);
+    }
+    case OK_CMP_SCALAR: { /* rhs at the next multiple of its size after the int op */
+      size_t n = simtw_dt_size(t->ct);
+      int64_t a = in[0].i, b = simtw_load(t->ct, f + (n > 4 ? n : 4)).i;
+      int c = rdi(f, 0);
+      return simtw_ival(c == 0 ? a >= b : c == 1 ? a > b : c == 2 ? a <= b : a < b);
     }
     case OK_CMP_EQ:
     case OK_CMP: {
@@ -576,22 +841,53 @@ static void run_contig(const twin_t *t, void **args) {
   }
 }
 
+/* FW_LEGACY: gpu_kernel_impl_nocast's lambda {OffsetCalculator<n>; data; f}. FW_LEGACY_CAST:
+ * gpu_kernel_impl's strided lambda with dynamic casts {OffsetCalculator<n>; data; f;
+ * std::array<ScalarType, n> dtypes} (the order its body names them): each input is read as its
+ * dtype and cast to the functor's argument type (fetch_and_cast), the result cast to dtypes[0]
+ * (cast_and_store). f's size (t->fsize) comes from its captures. */
 static void run_legacy(const twin_t *t, void **args) {
   int n = *(const int *)args[0];
-  int nt = t->op->ninputs + 1;
+  int nin = t->op->ninputs < 3 ? t->op->ninputs : 3; /* functors take at most three inputs */
+  int nt = nin + 1;
   const char *lam = args[1];
   const char *oc = lam;
   size_t data_off = (oc_size(nt) + 7) & ~(size_t)7;
   char *data[4];
   memcpy(data, lam + data_off, 8 * (size_t)nt); /* device pointers: 8 bytes */
   char caps[CAPS_MAX];
-  const char *f = caps_f32(t, lam + data_off + 8 * (size_t)nt, caps);
+  const char *f0 = lam + data_off + 8 * (size_t)nt;
+  const char *f = caps_f32(t, f0, caps);
+  simtw_dt_t mem[4] = {t->out_dt, t->in_dt[0], t->in_dt[1], t->in_dt[2]};
+  if (t->fw == FW_LEGACY_CAST) {
+    for (int k = 0; k < nt; k++) {
+      mem[k] = (simtw_dt_t)(signed char)f0[t->fsize + (size_t)k];
+      if (!simtw_dt_size(mem[k]) || mem[k] == DT_U32 || mem[k] == DT_U16) {
+        fprintf(stderr, "sim: %s: a cast from or to ScalarType %d, which has no twin; not run\n", t->name, (int)mem[k]);
+        abort();
+      }
+    }
+  }
   simtw_val_t in[3] = {0};
   for (int i = 0; i < n; i++) {
-    for (int k = 0; k < t->op->ninputs; k++)
-      in[k] = simtw_load(t->in_dt[k], data[1 + k] + oc_get(oc, nt, 1 + k, (uint32_t)i));
-    simtw_store(t->out_dt, data[0] + oc_get(oc, nt, 0, (uint32_t)i), apply(t, f, in));
+    for (int k = 0; k < nin; k++)
+      in[k] = simtw_cast(simtw_load(mem[1 + k], data[1 + k] + oc_get(oc, nt, 1 + k, (uint32_t)i)), t->in_dt[k]);
+    simtw_store(mem[0], data[0] + oc_get(oc, nt, 0, (uint32_t)i), simtw_cast(apply(t, f, in), t->out_dt));
   }
+}
+
+static size_t round_up(size_t v, size_t a);
+
+/* The size of a functor that is a struct of the captures c (half_caps' letters; 't' of element
+ * type dt), as C++ lays it out: an empty one is 1 byte. */
+static size_t caps_size(const char *c, simtw_dt_t dt) {
+  size_t off = 0, align = 1;
+  for (; *c; c++) {
+    size_t sz = *c == 'e' ? 1 : *c == 't' ? simtw_dt_size(dt) : 4;
+    off = round_up(off, sz) + sz;
+    if (sz > align) align = sz;
+  }
+  return off ? round_up(off, align) : 1;
 }
 
 /* ReduceOp<scalar, ops, uint32_t, out, vt0, in_vec>: {ops; arg_t ident; ReduceConfig (64 bytes);
@@ -660,6 +956,43 @@ static void run_reduce(const twin_t *t, void **args) {
           v += simtw_load(t->red_dt, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i)).i;
         simtw_store(t->red_out_dt, (char *)dst + out_off, simtw_ival(v));
       }
+      continue;
+    }
+    if (t->red == RED_WELFORD) {
+      /* WelfordOps::reduce element by element from ident, then project: the variance (m2
+       * over nf - correction, or 0 when nf does not exceed it; its square root when take_sqrt)
+       * to dst[0] and, with two outputs, the mean to dst[1]. A reduction split over several
+       * launches (partials in acc_buf) has no twin. */
+      if (accumulate || !final_output) {
+        fprintf(stderr, "sim: %s: a Welford reduction over several launches, which has no twin; not run\n", t->name);
+        abort();
+      }
+      float correction = rd(r0, 0), mean = rd(r0, 8), m2 = rd(r0, 12);
+      int take_sqrt = r0[4] != 0, cnt = rdi(r0, 16);
+      float nf = rd(r0, 20);
+      for (int i = 0; i < num_inputs; i++) {
+        float x = (float)simtw_load(t->red_dt, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i)).f;
+        cnt++;
+        nf = (float)cnt;
+        float delta = x - mean;
+        mean = mean + delta / nf;
+        m2 = fmaf(delta, x - mean, m2);
+      }
+      float divisor = nf > correction ? nf - correction : 0.0f, var = m2 / divisor;
+      simtw_store(t->red_out_dt, (char *)dst + out_off, simtw_fval(take_sqrt ? sqrtf(var) : var));
+      if (rdi(rp, RO_FLAGS + 4) >= 2)
+        simtw_store(t->red_dt, (char *)dst1 + out_off, simtw_fval(mean));
+      continue;
+    }
+    if (t->red == RED_MINMAX) { /* combine's min and max from ident, in index order */
+      int64_t lo = simtw_load(DT_I64, r0 + 8).i, hi = simtw_load(DT_I64, r0 + 16).i;
+      for (int i = 0; i < num_inputs; i++) {
+        int64_t x = simtw_load(DT_I64, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i)).i;
+        if (x < lo) lo = x;
+        if (x > hi) hi = x;
+      }
+      simtw_store(DT_I64, (char *)dst + out_off, simtw_ival(lo));
+      if (rdi(rp, RO_FLAGS + 4) >= 2) simtw_store(DT_I64, (char *)dst1 + out_off, simtw_ival(hi));
       continue;
     }
     if (t->red == RED_MAX || t->red == RED_MIN) { /* MaxNanFunctor / MinNanFunctor */
@@ -1006,6 +1339,53 @@ static void run_arange(const twin_t *t, void **args) {
   }
 }
 
+/* index_elementwise_kernel<128, 4, flip_kernel_impl<OpaqueType<n>>::lambda(int)>(int64 N, lambda):
+ * the lambda captures {OffsetCalculator<2, u32, signed_strides> offset_calc; char *out_ptr;
+ * const char *in_ptr} (the order its body names them); element i copies n bytes from in_ptr +
+ * offsets[1] to out_ptr + offsets[0], where the input's strides may be negative (the flipped
+ * dimensions). */
+#define FLIP_PREFIX "void at::native::index_elementwise_kernel<128, 4, at::native::flip_kernel_impl<at::native::OpaqueType<"
+static void run_flip(const twin_t *t, void **args) {
+  int64_t n;
+  memcpy(&n, args[0], 8);
+  const char *oc = args[1];
+  char *out;
+  const char *in;
+  memcpy(&out, oc + oc_size(2), 8);
+  memcpy(&in, oc + oc_size(2) + 8, 8);
+  int dims = rdi(oc, 0);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t off[2] = {0, 0};
+    uint32_t idx = (uint32_t)i;
+    for (int d = 0; d < dims && d < OC_MAX_DIMS; d++) {
+      uint32_t div;
+      memcpy(&div, oc + OC_SIZES + 12 * d, 4);
+      if (!div) break;
+      for (int a = 0; a < 2; a++) {
+        int32_t stride;
+        memcpy(&stride, oc + OC_STRIDES + 4 * (d * 2 + a), 4);
+        off[a] += (int64_t)(idx % div) * stride;
+      }
+      idx /= div;
+    }
+    memcpy(out + off[0], in + off[1], t->fsize);
+  }
+}
+
+/* _assert_async_cuda_kernel<T>(const T *input, Msg msg {char msg[256]}): the device asserts
+ * input[0] != 0 (torch._assert_async, index_put_'s bounds checks). On a GPU a failed assertion
+ * ends the context; the twin prints the message and aborts. */
+static void run_assert(const twin_t *t, void **args) {
+  const char *in = *(const char **)args[0];
+  simtw_val_t v = simtw_load(t->out_dt, in);
+  if (v.is_f ? v.f != 0.0 : v.i != 0) return;
+  char msg[257];
+  memcpy(msg, args[1], 256);
+  msg[256] = 0;
+  fprintf(stderr, "sim: %s: device-side assertion failed: %s\n", t->name, msg);
+  abort();
+}
+
 /* ---- resolution ---- */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1069,6 +1449,19 @@ static int set_types(twin_t *t, const char *f, size_t len) {
       break;
     case OK_FILL: case OK_COPY: t->out_dt = t->in_dt[0] = t->ct; break;
     case OK_RECIP_F64: ok = ok && t->ct == DT_F64; t->out_dt = t->in_dt[0] = t->ct; break;
+    case OK_IREM: case OK_IDIV_TRUNC: case OK_IDIV_FLOOR: /* integers (the floating instantiations differ) */
+      ok = ok && !simtw_dt_is_float(t->ct) && t->ct != DT_BOOL && t->ct != DT_U32 && t->ct != DT_U16;
+      t->out_dt = t->in_dt[0] = t->in_dt[1] = t->ct;
+      break;
+    case OK_CMP_SCALAR: /* the floating instantiations compare in float: the OK_FLOAT entry */
+      ok = ok && !simtw_dt_is_float(t->ct) && t->ct != DT_BOOL && t->ct != DT_U32 && t->ct != DT_U16;
+      t->in_dt[0] = t->ct;
+      t->out_dt = DT_BOOL;
+      break;
+    case OK_BITNOT: case OK_BITAND: case OK_BITOR: case OK_BITXOR: /* bool and the integer types */
+      ok = ok && !simtw_dt_is_float(t->ct) && t->ct != DT_U32 && t->ct != DT_U16;
+      t->out_dt = t->in_dt[0] = t->in_dt[1] = t->ct;
+      break;
     case OK_CONVERT: break;
     case OK_WHERE: t->out_dt = t->ct = t->in_dt[1]; break;
     case OK_MASKED_FILL: t->out_dt = t->ct; ok = ok && t->in_dt[0] == t->ct && t->in_dt[1] == DT_BOOL; break;
@@ -1130,6 +1523,25 @@ static const struct {
     {"func_wrapper_t<c10::BFloat16, at::native::MinNanFunctor<c10::BFloat16>", RED_MIN, DT_BF16, DT_BF16},
 };
 
+/* reduce_kernel<…, ReduceOp<T, WelfordOps<T, float, int, pair<T, T>>, unsigned int, T, …>> (var,
+ * std, var_mean, std_mean) for T float, c10::Half, c10::BFloat16: ops {float correction; bool
+ * take_sqrt} (8 bytes), arg_t WelfordData<float, int> {mean, m2, int n, nf} (16 bytes, ident at
+ * 8): the config and everything after it move by 16 bytes. */
+static int resolve_welford(const char *e, twin_t *t) {
+  const char *p;
+  if (!simtw_dt_is_float(t->red_dt) || t->red_dt == DT_F64 || strncmp(e, "WelfordOps<", 11) != 0 ||
+      simtw_dt_parse(e + 11, &p) != t->red_dt || strncmp(p, ", float, int, ", 14) != 0 ||
+      !(p = strstr(p, ", unsigned int, ")))
+    return 0;
+  t->red_out_dt = simtw_dt_parse(p + 16, &p);
+  if (t->red_out_dt != t->red_dt || *p != ',') return 0;
+  t->red = RED_WELFORD;
+  t->red_shift = t->red_shift_ptr = 16;
+  t->fw = FW_REDUCE;
+  t->op = &OPS[0];
+  return 1;
+}
+
 /* reduce_kernel<…, ReduceOp<scalar, ops, unsigned int, out, …>>: the twins of float sums, means,
  * max and min (with and without indices) and int64 sums. */
 static int resolve_reduce(const char *dm, twin_t *t) {
@@ -1139,6 +1551,17 @@ static int resolve_reduce(const char *dm, twin_t *t) {
   t->red_dt = simtw_dt_parse(p, &e);
   if (t->red_dt == DT_NONE || strncmp(e, ", at::native::", 14) != 0) return 0;
   e += 14;
+  if (strncmp(e, "WelfordOps<", 11) == 0) return resolve_welford(e, t);
+  /* MinMaxOps<long, long, int> (aminmax of int64, as index_put_ with accumulate checks its
+   * indices): ops empty, arg_t pair<long, long> (ident at 8, 16 bytes), outputs min and max. */
+  if (t->red_dt == DT_I64 && strncmp(e, "MinMaxOps<long, long, int>, unsigned int, long, ", 48) == 0) {
+    t->red = RED_MINMAX;
+    t->red_out_dt = DT_I64;
+    t->red_shift = t->red_shift_ptr = 16;
+    t->fw = FW_REDUCE;
+    t->op = &OPS[0];
+    return 1;
+  }
   int hit = -1;
   for (size_t i = 0; i < sizeof REDUCTIONS / sizeof REDUCTIONS[0] && hit < 0; i++)
     if (strncmp(e, REDUCTIONS[i].prefix, strlen(REDUCTIONS[i].prefix)) == 0 && REDUCTIONS[i].in == t->red_dt)
@@ -1189,6 +1612,17 @@ static twin_t *resolve(const char *name) {
     t.fw = FW_LEGACY;
     p += strlen("gpu_kernel_impl_nocast<");
     if (e) t.op = find_op(f = p, len = (size_t)(e - p), &t.half);
+  } else if (strncmp(dm, "void at::native::elementwise_kernel<", 36) == 0 &&
+             (p = strstr(dm, "gpu_kernel_impl<"))) {
+    /* With dynamic casts: only functors that are structs of known captures (a lambda's size
+     * would include nvcc's wrapper), so that the dtypes after them are found. */
+    const char *e = strstr(p, ">(at::TensorIteratorBase&");
+    t.fw = FW_LEGACY_CAST;
+    p += strlen("gpu_kernel_impl<");
+    const char *lam = strstr(p, "{lambda(");
+    if (e && (!lam || lam > e)) t.op = find_op(f = p, len = (size_t)(e - p), &t.half);
+    if (t.op && (t.op->kind != OK_FLOAT || !t.op->half_caps)) t.op = NULL;
+    if (t.op) t.fsize = caps_size(t.op->half_caps, t.half != DT_NONE ? t.half : DT_F32);
   } else if (strncmp(dm, "void at::native::reduce_kernel<", 31) == 0) {
     resolve_reduce(dm, &t);
   } else if (strncmp(dm, "void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(", 91) == 0 &&
@@ -1201,7 +1635,26 @@ static twin_t *resolve(const char *name) {
     t.fw = FW_ARANGE; /* the int64 instantiation (the fourth type of the dispatch) */
     t.out_dt = DT_I64;
     t.op = &OPS[0];
-  } else if (simtw_nn_resolve(dm, &t.nn) || simtw_pool_resolve(dm, &t.nn) || simtw_scatter_resolve(dm, &t.nn)) {
+  } else if (strncmp(dm, "void at::native::_assert_async_cuda_kernel<", 43) == 0) {
+    const char *e;
+    simtw_dt_t dt = simtw_dt_parse(dm + 43, &e);
+    if (dt != DT_NONE && dt != DT_U32 && dt != DT_U16 && strncmp(e, ">(", 2) == 0 &&
+        strstr(e, " const*, at::native::Msg)")) {
+      t.fw = FW_ASSERT;
+      t.out_dt = dt;
+      t.op = &OPS[0];
+    }
+  } else if (strncmp(dm, FLIP_PREFIX, strlen(FLIP_PREFIX)) == 0) {
+    char tail[64] = "";
+    int n = 0;
+    if (sscanf(dm + strlen(FLIP_PREFIX), "%d%63[^(]", &n, tail) == 2 && (n == 1 || n == 2 || n == 4 || n == 8 || n == 16) &&
+        strcmp(tail, "> >") == 0 && strstr(dm, " >(at::TensorIterator&)::{lambda(int)#1}>(long, ")) {
+      t.fw = FW_FLIP;
+      t.fsize = (size_t)n;
+      t.op = &OPS[0];
+    }
+  } else if (simtw_nn_resolve(dm, &t.nn) || simtw_pool_resolve(dm, &t.nn) || simtw_scatter_resolve(dm, &t.nn) ||
+             simtw_scan_resolve(dm, &t.nn)) {
     t.fw = FW_NN;
     t.op = &OPS[0];
   } else if (strncmp(dm, "void at::native::lpnorm_cleanup<float, (at::native::NormType)", 61) == 0) {
@@ -1251,12 +1704,14 @@ int simtw_twin(const char *name, dim3 grid, dim3 block, void **args) {
   if (!args) return 1;
   switch (t->fw) {
     case FW_CONTIG: case FW_CAST: run_contig(t, args); break;
-    case FW_LEGACY: run_legacy(t, args); break;
+    case FW_LEGACY: case FW_LEGACY_CAST: run_legacy(t, args); break;
     case FW_REDUCE: run_reduce(t, args); break;
     case FW_MTA: run_mta(t, grid, args); break;
     case FW_ARANGE: run_arange(t, args); break;
     case FW_NN: t->nn.run(&t->nn, grid, block, args); break;
     case FW_LPCLEAN: run_lpnorm_cleanup(t, grid, args); break;
+    case FW_FLIP: run_flip(t, args); break;
+    case FW_ASSERT: run_assert(t, args); break;
   }
   return 1;
 }

@@ -78,4 +78,7 @@ size_t simtw_oc_size(int n);
 /* Philox4x32-10 (Salmon et al., as cuRAND implements it): the 4 words of block ctr under key. */
 void simtw_philox(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 
+/* The same for scan.c's kernels (cumsum and cumprod along a dimension). */
+int simtw_scan_resolve(const char *dm, simtw_nn_t *k);
+
 #endif
