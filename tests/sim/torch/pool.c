@@ -1,7 +1,7 @@
 /* pool.c — CPU twins of PyTorch's 2-D pooling kernels: max pooling with indices
  * (DilatedMaxPool2d.cu: forward and backward, NCHW and channels-last) and average pooling
- * (AveragePool2d.cu: forward and backward, NCHW and channels-last), in float, c10::Half and
- * c10::BFloat16 (the element type in p[5]; the accumulate type float: windows are compared and
+ * (AveragePool2d.cu: forward and backward, NCHW and channels-last) and adaptive average pooling
+ * (AdaptiveAveragePooling.cu: forward and backward, NCHW), in float, c10::Half and c10::BFloat16 (the element type in p[5]; the accumulate type float: windows are compared and
  * summed in float, results rounded to the element type at the store).
  *
  * Each twin computes its kernel's contract from the kernel's own parameters (their order and
@@ -13,6 +13,9 @@
  * oh * stride_h - pad_h + i * dilation_h, i < kernel_h, clipped to the input (and the columns
  * likewise). The index a max pooling records is h * width + w within its (n, c) plane; the
  * backward adds an output's gradient to the input position whose index it recorded.
+ *
+ * The kernels of resample.c (padding, upsampling, softmax over a non-last dimension) are resolved
+ * through simtw_pool_resolve.
  */
 #include <math.h>
 #include <stdint.h>
@@ -360,6 +363,67 @@ static void run_avgpool_bw_nonoverlap(const simtw_nn_t *k, dim3 grid, dim3 block
   }
 }
 
+/* ---- adaptive average pooling (AdaptiveAveragePooling.cu) ---- */
+
+/* The input window of output position o of osize over isize: [start, end) with start =
+ * floor(o * isize / osize) and end = ceil((o + 1) * isize / osize), as START_IND and END_IND
+ * compute them. */
+static int64_t ad_start(int64_t o, int64_t osize, int64_t isize) { return (o / osize) * isize + ((o % osize) * isize) / osize; }
+static int64_t ad_end(int64_t o, int64_t osize, int64_t isize) { return 1 + ((o + 1) * isize - 1) / osize; }
+
+/* scalar_t / int as c10 defines it for the half types (in float, rounded to the type). */
+static float div_i(int dt, float a, int64_t b) {
+  float q = a / (float)b;
+  return dt == DT_F32 ? q : (float)simtw_cast(simtw_fval(q), (simtw_dt_t)dt).f;
+}
+
+/* adaptive_average_pool<T, index_t>(const T *input, T *output, index_t isizeH, isizeW, osizeH,
+ * osizeW, int64 istrideD, istrideH, istrideW): one plane per blockIdx.x (grid.x planes, the
+ * input's at plane * istrideD, the output contiguous); each output is the sum of its window
+ * (rows, then columns, in float) / kH / kW. */
+static void run_adaptive_avg_fw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)block;
+  int dt = k->p[5], is = k->p[0];
+  const void *in = ARG(const void *, 0);
+  void *out = ARG(void *, 1);
+  int64_t ih = arg_idx(args, 2, is), iw = arg_idx(args, 3, is), oh = arg_idx(args, 4, is), ow = arg_idx(args, 5, is);
+  int64_t sd = ARG(int64_t, 6), sh = ARG(int64_t, 7), sw = ARG(int64_t, 8);
+  for (int64_t plane = 0; plane < (int64_t)grid.x; plane++)
+    for (int64_t y = 0; y < oh; y++)
+      for (int64_t x = 0; x < ow; x++) {
+        int64_t h0 = ad_start(y, oh, ih), h1 = ad_end(y, oh, ih), w0 = ad_start(x, ow, iw), w1 = ad_end(x, ow, iw);
+        float sum = 0.0f;
+        for (int64_t h = h0; h < h1; h++)
+          for (int64_t w = w0; w < w1; w++) sum += ldf(dt, in, plane * sd + h * sh + w * sw);
+        stf(dt, out, (plane * oh + y) * ow + x, sum / (float)(h1 - h0) / (float)(w1 - w0));
+      }
+}
+
+/* atomic_adaptive_average_gradinput<T, index_t>(T *gradInput, const T *gradOutput, index_t
+ * isizeH, isizeW, osizeH, osizeW) and adaptive_average_gradinput<T, index_t> (the same
+ * parameters): both planes contiguous, one per blockIdx.x; every output's gradient / kW / kH
+ * (each division in T) is added (in T) to each input of its window, into the gradient PyTorch
+ * zeroed before. Outputs in order, as the atomic kernel's adds may land; the non-atomic kernel
+ * gathers the same terms per input in the same (output) order. */
+static void run_adaptive_avg_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)block;
+  int dt = k->p[5], is = k->p[0];
+  void *gin = ARG(void *, 0);
+  const void *gout = ARG(const void *, 1);
+  int64_t ih = arg_idx(args, 2, is), iw = arg_idx(args, 3, is), oh = arg_idx(args, 4, is), ow = arg_idx(args, 5, is);
+  for (int64_t plane = 0; plane < (int64_t)grid.x; plane++)
+    for (int64_t y = 0; y < oh; y++)
+      for (int64_t x = 0; x < ow; x++) {
+        int64_t h0 = ad_start(y, oh, ih), h1 = ad_end(y, oh, ih), w0 = ad_start(x, ow, iw), w1 = ad_end(x, ow, iw);
+        float d = div_i(dt, div_i(dt, ldf(dt, gout, (plane * oh + y) * ow + x), w1 - w0), h1 - h0);
+        for (int64_t h = h0; h < h1; h++)
+          for (int64_t w = w0; w < w1; w++) {
+            int64_t i = (plane * ih + h) * iw + w;
+            stf(dt, gin, i, ldf(dt, gin, i) + d);
+          }
+      }
+}
+
 /* ---- resolution ---- */
 
 /* The element type at s (float, c10::Half or c10::BFloat16) into p[5], followed by `rest`;
@@ -409,6 +473,13 @@ int simtw_pool_resolve(const char *dm, simtw_nn_t *k) {
     if ((k->p[1] = idx_size(pool_type(p, ", float, ", k)))) k->run = run_avgpool_bw;
   } else if ((p = pool_kernel(dm, "::avg_pool2d_backward_nonoverlap_frame<"))) {
     if ((k->p[1] = idx_size(pool_type(p, ", float, ", k)))) k->run = run_avgpool_bw_nonoverlap;
+  } else if ((p = pool_kernel(dm, "::adaptive_average_pool<"))) {
+    if ((k->p[0] = idx_size(pool_type(p, ", ", k)))) k->run = run_adaptive_avg_fw;
+  } else if ((p = pool_kernel(dm, "::atomic_adaptive_average_gradinput<")) ||
+             (p = pool_kernel(dm, "::adaptive_average_gradinput<"))) {
+    if ((k->p[0] = idx_size(pool_type(p, ", ", k)))) k->run = run_adaptive_avg_bw;
+  } else {
+    return simtw_resample_resolve(dm, k);
   }
   return k->run != NULL;
 }
