@@ -1,7 +1,9 @@
 /* nn.c — CPU twins of PyTorch's kernels outside the elementwise, reduction and foreach
  * frameworks: softmax and log-softmax (forward and backward), the negative log-likelihood loss,
- * dropout (Philox random numbers), index_select (embeddings), torch.cat, layer norm's forward
- * and triu/tril. Float32 instantiations only.
+ * dropout (Philox random numbers), index_select (embeddings), torch.cat, layer norm and RMS
+ * norm (forward and backward, float, c10::Half and c10::BFloat16) and triu/tril. Float32
+ * instantiations only where a twin does not say otherwise. Kernels none of these match are
+ * passed on to conv.c's resolver (depthwise convolution).
  *
  * Each twin computes what its kernel's contract says from the kernel's own parameters (their
  * order and sizes as PyTorch's sources declare them and the wheel's cubins lay them out), over
@@ -882,5 +884,6 @@ int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
   } else if (strcmp(dm, "at::native::amp_update_scale_cuda_kernel(float*, int*, float const*, double, double, int)") == 0) {
     k->run = run_amp_update_scale;
   }
-  return k->run != NULL;
+  if (k->run) return 1;
+  return simtw_conv_resolve(dm, k);
 }
