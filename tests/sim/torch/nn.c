@@ -3,7 +3,7 @@
  * dropout (Philox random numbers), index_select (embeddings), torch.cat, layer norm and RMS
  * norm (forward and backward, float, c10::Half and c10::BFloat16) and triu/tril. Float32
  * instantiations only where a twin does not say otherwise. Kernels none of these match are
- * passed on to conv.c's resolver (depthwise convolution).
+ * passed on to conv.c's resolver (depthwise convolution) and norm.c's (batch norm).
  *
  * Each twin computes what its kernel's contract says from the kernel's own parameters (their
  * order and sizes as PyTorch's sources declare them and the wheel's cubins lay them out), over
@@ -885,5 +885,5 @@ int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
     k->run = run_amp_update_scale;
   }
   if (k->run) return 1;
-  return simtw_conv_resolve(dm, k);
+  return simtw_conv_resolve(dm, k) || simtw_norm_resolve(dm, k);
 }
