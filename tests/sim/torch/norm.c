@@ -2,7 +2,11 @@
  * as (batch, plane, feature) the statistics, the normalisation, the fused backward and the split
  * one (reduce, then elementwise); for channels-last inputs (2-d ones among them) the statistics,
  * the normalisation and the split backward. In float, c10::Half and c10::BFloat16 (the
- * statistics float, the weight and bias the input's type or float).
+ * statistics float, the weight and bias the input's type or float). And group norm's own
+ * kernels (group_norm_kernel.cu): the statistics (contiguous and channels-last), the fused
+ * forward parameters, and the backward's sums, fused parameters, channels-last input gradient and
+ * weight and bias gradients; its elementwise lambdas (the forward's normalisation, the contiguous
+ * backward's input gradient) belong to the elementwise frameworks.
  *
  * The kernels take GenericPackedTensorAccessor parameters ({T *data; index_t sizes[N];
  * index_t strides[N];}, index_t int or int64, strides in elements), read here through their
@@ -338,6 +342,268 @@ static void run_bn_backward_elemt_cl(const simtw_nn_t *k, dim3 grid, dim3 block,
   }
 }
 
+/* ---- group norm (group_norm_kernel.cu) ---- */
+
+/* The group norm kernels are templated on T (float, c10::Half, c10::BFloat16; p[5]) with the
+ * accumulate type float: mean and rstd are stored both as T and, for the half types, as float
+ * (mean_acc, rstd_acc); the backward reads the T ones. */
+
+/* The mean and 1 / sqrt(biased variance + eps) of n values of type dt at x + i * step(i), the
+ * i-th value's element index given by idx. Sums in double, rounded once. */
+typedef int64_t (*gn_index_fn)(int64_t i, const int64_t *q);
+
+static void gn_moments(int dt, const void *x, int64_t n, gn_index_fn idx, const int64_t *q, float eps, float *mean,
+                       float *rstd) {
+  double s = 0.0, s2 = 0.0;
+  for (int64_t i = 0; i < n; i++) s += ldf(dt, x, idx(i, q));
+  float m = (float)(s / (double)n);
+  for (int64_t i = 0; i < n; i++) {
+    double d = (double)ldf(dt, x, idx(i, q)) - m;
+    s2 += d * d;
+  }
+  float var = (float)(s2 / (double)n);
+  *mean = m;
+  *rstd = 1.0f / sqrtf(var + eps);
+}
+
+/* Stores a group's statistics: T mean and rstd, and the float copies for the half types. */
+static void gn_store(int dt, void *mean, void *rstd, float *mean_acc, float *rstd_acc, int64_t i, float m, float r) {
+  stf(dt, mean, i, m);
+  stf(dt, rstd, i, r);
+  if (dt != DT_F32) {
+    mean_acc[i] = m;
+    rstd_acc[i] = r;
+  }
+}
+
+/* Element index of the i-th value of a contiguous row starting at q[0]. */
+static int64_t gn_row(int64_t i, const int64_t *q) { return q[0] + i; }
+
+/* Element index of the i-th value (d fastest, then hw) of group g of batch n, channels-last:
+ * q = {n, g, C, HxW, D}. */
+static int64_t gn_cl(int64_t i, const int64_t *q) {
+  int64_t d = i % q[4], hw = i / q[4];
+  return (q[0] * q[3] + hw) * q[2] + q[1] * q[4] + d;
+}
+
+/* RowwiseMomentsContiguousCUDAKernel<VecSize, T, float>(int64 N, T eps, const T *X, T *mean,
+ * T *rstd, float *mean_acc, float *rstd_acc): one row of N values per blockIdx.x (grid.x rows,
+ * N * G of them), rstd = rsqrt(var + float(eps)). */
+static void run_gn_moments(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)block;
+  int dt = k->p[5];
+  int64_t n = ARG(int64_t, 0);
+  float eps = ldf(dt, args[1], 0);
+  const void *x = ARG(const void *, 2);
+  void *mean = ARG(void *, 3), *rstd = ARG(void *, 4);
+  float *ma = ARG(float *, 5), *ra = ARG(float *, 6);
+  for (int64_t r = 0; r < (int64_t)grid.x; r++) {
+    int64_t q[1] = {r * n};
+    float m, rs;
+    gn_moments(dt, x, n, gn_row, q, eps, &m, &rs);
+    gn_store(dt, mean, rstd, ma, ra, r, m, rs);
+  }
+}
+
+/* RowwiseMomentsChannelsLastCUDAKernel<T, float>(int64 N, C, HxW, D, T eps, X, mean, rstd,
+ * mean_acc, rstd_acc): one group ng = n * (C / D) + g per blockIdx.x, its D * HxW values at
+ * (n * HxW + hw) * C + g * D + d. RowwiseMomentsChannelsLastSmallDCUDAKernel<4, T, float>(int64
+ * C, HxW, D, G, T eps, X, mean, rstd, mean_acc, rstd_acc) computes the same statistics, four
+ * groups per block (grid.x = N * ceil(G / 4)). */
+static void run_gn_moments_cl(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)block;
+  int dt = k->p[5], small = k->p[0];
+  int64_t c, hw, d, groups, nb;
+  if (small) {
+    c = ARG(int64_t, 0), hw = ARG(int64_t, 1), d = ARG(int64_t, 2), groups = ARG(int64_t, 3);
+    nb = (int64_t)grid.x / ((groups + 3) / 4);
+  } else {
+    nb = ARG(int64_t, 0), c = ARG(int64_t, 1), hw = ARG(int64_t, 2), d = ARG(int64_t, 3);
+    groups = c / d;
+  }
+  float eps = ldf(dt, args[4], 0);
+  const void *x = ARG(const void *, 5);
+  void *mean = ARG(void *, 6), *rstd = ARG(void *, 7);
+  float *ma = ARG(float *, 8), *ra = ARG(float *, 9);
+  for (int64_t n = 0; n < nb; n++)
+    for (int64_t g = 0; g < groups; g++) {
+      int64_t q[5] = {n, g, c, hw, d};
+      float m, rs;
+      gn_moments(dt, x, d * hw, gn_cl, q, eps, &m, &rs);
+      gn_store(dt, mean, rstd, ma, ra, n * groups + g, m, rs);
+    }
+}
+
+/* ComputeFusedParamsCUDAKernel<T, float>(int64 N, C, group, const float *mean, *rstd, const T
+ * *gamma, *beta, float *a, *b): for every (n, c), ng = (n * C + c) / (C / group): a = rstd[ng]
+ * * gamma[c] (rstd without gamma), b = -a * mean[ng] + beta[c] (0 without beta). */
+static void run_gn_fused_params(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)grid, (void)block;
+  int dt = k->p[5];
+  int64_t n = ARG(int64_t, 0), c = ARG(int64_t, 1), g = ARG(int64_t, 2);
+  const float *mean = ARG(const float *, 3), *rstd = ARG(const float *, 4);
+  const void *gamma = ARG(const void *, 5), *beta = ARG(const void *, 6);
+  float *a = ARG(float *, 7), *b = ARG(float *, 8);
+  for (int64_t i = 0; i < n * c; i++) {
+    int64_t ng = i / (c / g), ch = i % c;
+    float sc = gamma ? rstd[ng] * ldf(dt, gamma, ch) : rstd[ng];
+    a[i] = sc;
+    b[i] = -sc * mean[ng] + (beta ? ldf(dt, beta, ch) : 0.0f);
+  }
+}
+
+/* c2 and c3 of a group from its sums: with s = 1 / count, x = (sum2 * mean - sum1) * rstd^3 * s,
+ * c2 = x and c3 = -x * mean - sum2 * rstd * s. */
+static void gn_c23(float sum1, float sum2, float mean, float rstd, float s, float *c2, float *c3) {
+  float x = (sum2 * mean - sum1) * rstd * rstd * rstd * s;
+  *c2 = x;
+  *c3 = -x * mean - sum2 * rstd * s;
+}
+
+/* ComputeInternalGradientsContiguousCUDAKernel<VecSize, T>(int64 HxW, const T *dY, *X, float
+ * *ds, *db): per (n, c) row (grid.x rows) ds = sum(dY * X), db = sum(dY). The channels-last
+ * kernels ComputeInternalGradientsChannelsLastCUDAKernel<16, T> and
+ * ComputeInternalGradientsChannelsLastFallbackCUDAKernel<T>(int64 C, HxW, dY, X, ds, db) compute
+ * the same sums over the values at (n * HxW + hw) * C + c. */
+static void run_gn_internal_grads(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)block;
+  int dt = k->p[5], cl = k->p[0];
+  int64_t c = cl ? ARG(int64_t, 0) : 0, hw = ARG(int64_t, cl ? 1 : 0);
+  int f = cl ? 2 : 1;
+  const void *dy = ARG(const void *, f), *x = ARG(const void *, f + 1);
+  float *ds = ARG(float *, f + 2), *db = ARG(float *, f + 3);
+  int64_t rows = grid.x;
+  if (cl == 2) rows = (int64_t)grid.x / ((c + 15) / 16) * c; /* ChannelsPerBlock 16 */
+  for (int64_t nc = 0; nc < rows; nc++) {
+    float s1 = 0.0f, s2 = 0.0f;
+    for (int64_t i = 0; i < hw; i++) {
+      int64_t at = cl ? (nc / c * hw + i) * c + nc % c : nc * hw + i;
+      float d = ldf(dt, dy, at);
+      s1 += d * ldf(dt, x, at);
+      s2 += d;
+    }
+    ds[nc] = s1;
+    db[nc] = s2;
+  }
+}
+
+/* ComputeBackwardFusedParamsCUDAKernel<T>(int64 C, HxW, group, const T *mean, *rstd, *gamma,
+ * const float *ds, *db, float *c2, *c3): per (n, g) of grid (N, G), sum1 = sum over the group's
+ * channels of ds * gamma, sum2 of db * gamma (gamma 1 when NULL), then c2, c3 with
+ * s = 1 / (D * HxW). */
+static void run_gn_bw_fused(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)block;
+  int dt = k->p[5];
+  int64_t c = ARG(int64_t, 0), hw = ARG(int64_t, 1), g = ARG(int64_t, 2), d = c / g;
+  const void *mean = ARG(const void *, 3), *rstd = ARG(const void *, 4), *gamma = ARG(const void *, 5);
+  const float *ds = ARG(const float *, 6), *db = ARG(const float *, 7);
+  float *c2 = ARG(float *, 8), *c3 = ARG(float *, 9);
+  for (int64_t n = 0; n < (int64_t)grid.x; n++)
+    for (int64_t gi = 0; gi < (int64_t)grid.y && gi < g; gi++) {
+      int64_t ng = n * g + gi;
+      float s1 = 0.0f, s2 = 0.0f;
+      for (int64_t i = 0; i < d; i++) {
+        float gv = gamma ? ldf(dt, gamma, gi * d + i) : 1.0f;
+        s1 += ds[ng * d + i] * gv;
+        s2 += db[ng * d + i] * gv;
+      }
+      gn_c23(s1, s2, ldf(dt, mean, ng), ldf(dt, rstd, ng), 1.0f / (float)(d * hw), &c2[ng], &c3[ng]);
+    }
+}
+
+/* Compute1dBackwardFusedParamsCUDAKernel<T>(int64 C, group, const T *dY, *X, *mean, *rstd,
+ * *gamma, float *c2, *c3): HxW 1; per (n, g), sum1 = sum(dY * X * gamma), sum2 = sum(dY * gamma)
+ * over the group's D channels, s = 1 / D. */
+static void run_gn_bw_fused_1d(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)block;
+  int dt = k->p[5];
+  int64_t c = ARG(int64_t, 0), g = ARG(int64_t, 1), d = c / g;
+  const void *dy = ARG(const void *, 2), *x = ARG(const void *, 3), *mean = ARG(const void *, 4);
+  const void *rstd = ARG(const void *, 5), *gamma = ARG(const void *, 6);
+  float *c2 = ARG(float *, 7), *c3 = ARG(float *, 8);
+  for (int64_t n = 0; n < (int64_t)grid.x; n++)
+    for (int64_t gi = 0; gi < (int64_t)grid.y && gi < g; gi++) {
+      int64_t ng = n * g + gi;
+      float s1 = 0.0f, s2 = 0.0f;
+      for (int64_t i = 0; i < d; i++) {
+        float gv = gamma ? ldf(dt, gamma, gi * d + i) : 1.0f, dyv = ldf(dt, dy, ng * d + i);
+        s1 += dyv * ldf(dt, x, ng * d + i) * gv;
+        s2 += dyv * gv;
+      }
+      gn_c23(s1, s2, ldf(dt, mean, ng), ldf(dt, rstd, ng), 1.0f / (float)d, &c2[ng], &c3[ng]);
+    }
+}
+
+/* GammaBetaBackwardCUDAKernel1<T> and GammaBetaBackwardCUDAKernel2<T>(int64 N, C, group, const T
+ * *mean, *rstd, const float *ds, *db, T *dgamma, *dbeta): per channel c, over the batch,
+ * dgamma = sum((ds - db * mean) * rstd), dbeta = sum(db) (mean and rstd of the channel's group),
+ * each where not NULL. */
+static void run_gn_gamma_beta(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)grid, (void)block;
+  int dt = k->p[5];
+  int64_t n = ARG(int64_t, 0), c = ARG(int64_t, 1), g = ARG(int64_t, 2), d = c / g;
+  const void *mean = ARG(const void *, 3), *rstd = ARG(const void *, 4);
+  const float *ds = ARG(const float *, 5), *db = ARG(const float *, 6);
+  void *dg = ARG(void *, 7), *dbeta = ARG(void *, 8);
+  for (int64_t ch = 0; ch < c; ch++) {
+    float s1 = 0.0f, s2 = 0.0f;
+    for (int64_t b = 0; b < n; b++) {
+      int64_t nc = b * c + ch, ng = b * g + ch / d;
+      s1 += (ds[nc] - db[nc] * ldf(dt, mean, ng)) * ldf(dt, rstd, ng);
+      s2 += db[nc];
+    }
+    if (dg) stf(dt, dg, ch, s1);
+    if (dbeta) stf(dt, dbeta, ch, s2);
+  }
+}
+
+/* GammaBeta1dBackwardCUDAKernel1<T> and GammaBeta1dBackwardCUDAKernel2<T>(int64 N, C, group,
+ * const T *dY, *X, *mean, *rstd, T *dgamma, *dbeta): HxW 1; per channel dgamma =
+ * sum((dY * X - dY * mean) * rstd), dbeta = sum(dY). */
+static void run_gn_gamma_beta_1d(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)grid, (void)block;
+  int dt = k->p[5];
+  int64_t n = ARG(int64_t, 0), c = ARG(int64_t, 1), g = ARG(int64_t, 2), d = c / g;
+  const void *dy = ARG(const void *, 3), *x = ARG(const void *, 4), *mean = ARG(const void *, 5);
+  const void *rstd = ARG(const void *, 6);
+  void *dg = ARG(void *, 7), *dbeta = ARG(void *, 8);
+  for (int64_t ch = 0; ch < c; ch++) {
+    float s1 = 0.0f, s2 = 0.0f;
+    for (int64_t b = 0; b < n; b++) {
+      int64_t nc = b * c + ch, ng = b * g + ch / d;
+      float dyv = ldf(dt, dy, nc), xv = ldf(dt, x, nc);
+      s1 += (dyv * xv - dyv * ldf(dt, mean, ng)) * ldf(dt, rstd, ng);
+      s2 += dyv;
+    }
+    if (dg) stf(dt, dg, ch, s1);
+    if (dbeta) stf(dt, dbeta, ch, s2);
+  }
+}
+
+/* GroupNormBackwardChannelsLastCUDAKernel<index_t, T, float>(index_t numel, G, IntDivider<index_t>
+ * C, HxW, D, const T *dY, *X, *rstd, *gamma, const float *c2, *c3, T *dX): element index (channels
+ * innermost) c = index % C, n = index / C / HxW, ng = n * G + c / D; dX = rstd[ng] * gamma[c]
+ * (gamma 1 when NULL) * dY + c2[ng] * X + c3[ng]. IntDivider's divisor is its first member
+ * (unsigned int: {divisor, m1, shift}; int64: the divisor alone). */
+static void run_gn_bw_cl(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)grid, (void)block;
+  int dt = k->p[5], is = k->p[1];
+  int64_t numel, groups, c, hw, d;
+  if (is == 8) {
+    numel = ARG(int64_t, 0), groups = ARG(int64_t, 1), c = ARG(int64_t, 2), hw = ARG(int64_t, 3), d = ARG(int64_t, 4);
+  } else {
+    numel = ARG(uint32_t, 0), groups = ARG(uint32_t, 1), c = ARG(uint32_t, 2), hw = ARG(uint32_t, 3), d = ARG(uint32_t, 4);
+  }
+  const void *dy = ARG(const void *, 5), *x = ARG(const void *, 6), *rstd = ARG(const void *, 7), *gamma = ARG(const void *, 8);
+  const float *c2 = ARG(const float *, 9), *c3 = ARG(const float *, 10);
+  void *dx = ARG(void *, 11);
+  for (int64_t i = 0; i < numel; i++) {
+    int64_t ch = i % c, n = i / c / hw, ng = n * groups + ch / d;
+    float scale = ldf(dt, rstd, ng) * (gamma ? ldf(dt, gamma, ch) : 1.0f);
+    stf(dt, dx, i, scale * ldf(dt, dy, i) + c2[ng] * ldf(dt, x, i) + c3[ng]);
+  }
+}
+
 /* ---- resolution ---- */
 
 /* A floating type (float, c10::Half, c10::BFloat16) at s into *dt, followed by `rest`; the
@@ -360,6 +626,50 @@ static int ends_with(const char *s, const char *suffix) {
 static const char *after(const char *dm, const char *prefix) {
   size_t n = strlen(prefix);
   return strncmp(dm, prefix, n) == 0 ? dm + n : NULL;
+}
+
+/* The group norm kernels (in at::native's anonymous namespace). */
+static int gn_resolve(const char *dm, simtw_nn_t *k) {
+  const char *ns = "void at::native::(anonymous namespace)::", *p, *e;
+  int v;
+  memset(k, 0, sizeof *k);
+  if (strncmp(dm, ns, strlen(ns)) != 0) return 0;
+  p = dm + strlen(ns);
+  if ((e = after(p, "RowwiseMomentsContiguousCUDAKernel<"))) {
+    /* <VecSize, T, float> */
+    const char *c = strchr(e, ',');
+    if (c && ftype(c + 2, ", float>(", &k->p[5])) k->run = run_gn_moments;
+  } else if ((e = after(p, "RowwiseMomentsChannelsLastCUDAKernel<"))) {
+    if (ftype(e, ", float>(", &k->p[5])) k->run = run_gn_moments_cl;
+  } else if ((e = after(p, "RowwiseMomentsChannelsLastSmallDCUDAKernel<4, "))) {
+    k->p[0] = 1;
+    if (ftype(e, ", float>(", &k->p[5])) k->run = run_gn_moments_cl;
+  } else if ((e = after(p, "ComputeFusedParamsCUDAKernel<"))) {
+    if (ftype(e, ", float>(", &k->p[5])) k->run = run_gn_fused_params;
+  } else if ((e = after(p, "ComputeInternalGradientsContiguousCUDAKernel<"))) {
+    const char *c = strchr(e, ',');
+    if (c && ftype(c + 2, ">(", &k->p[5])) k->run = run_gn_internal_grads;
+  } else if ((e = after(p, "ComputeInternalGradientsChannelsLastCUDAKernel<16, "))) {
+    k->p[0] = 2;
+    if (ftype(e, ">(", &k->p[5])) k->run = run_gn_internal_grads;
+  } else if ((e = after(p, "ComputeInternalGradientsChannelsLastFallbackCUDAKernel<"))) {
+    k->p[0] = 1;
+    if (ftype(e, ">(", &k->p[5])) k->run = run_gn_internal_grads;
+  } else if ((e = after(p, "ComputeBackwardFusedParamsCUDAKernel<"))) {
+    if (ftype(e, ">(", &k->p[5])) k->run = run_gn_bw_fused;
+  } else if ((e = after(p, "Compute1dBackwardFusedParamsCUDAKernel<"))) {
+    if (ftype(e, ">(", &k->p[5])) k->run = run_gn_bw_fused_1d;
+  } else if ((e = after(p, "GammaBetaBackwardCUDAKernel1<")) || (e = after(p, "GammaBetaBackwardCUDAKernel2<"))) {
+    if (ftype(e, ">(", &k->p[5])) k->run = run_gn_gamma_beta;
+  } else if ((e = after(p, "GammaBeta1dBackwardCUDAKernel1<")) || (e = after(p, "GammaBeta1dBackwardCUDAKernel2<"))) {
+    if (ftype(e, ">(", &k->p[5])) k->run = run_gn_gamma_beta_1d;
+  } else if ((e = after(p, "GroupNormBackwardChannelsLastCUDAKernel<"))) {
+    /* <unsigned int|long, T, float> */
+    v = strncmp(e, "unsigned int, ", 14) == 0 ? 4 : strncmp(e, "long, ", 6) == 0 ? 8 : 0;
+    k->p[1] = v;
+    if (v && ftype(e + (v == 4 ? 14 : 6), ", float>(", &k->p[5])) k->run = run_gn_bw_cl;
+  }
+  return k->run != NULL;
 }
 
 int simtw_norm_resolve(const char *dm, simtw_nn_t *k) {
@@ -423,5 +733,6 @@ int simtw_norm_resolve(const char *dm, simtw_nn_t *k) {
       }
     }
   }
-  return k->run != NULL;
+  if (k->run) return 1;
+  return gn_resolve(dm, k);
 }
