@@ -39,8 +39,9 @@ typedef struct {
 
 static geom_t geom_read(void **args, int first) {
   geom_t g;
-  int *f[12] = {&g.iw, &g.ih, &g.ow, &g.oh, &g.kw, &g.kh, &g.sw, &g.sh, &g.pw, &g.ph, &g.dw, &g.dh};
-  for (int i = 0; i < 12; i++) *f[i] = ARG(int, first + i);
+  g.iw = ARG(int, first), g.ih = ARG(int, first + 1), g.ow = ARG(int, first + 2), g.oh = ARG(int, first + 3);
+  g.kw = ARG(int, first + 4), g.kh = ARG(int, first + 5), g.sw = ARG(int, first + 6), g.sh = ARG(int, first + 7);
+  g.pw = ARG(int, first + 8), g.ph = ARG(int, first + 9), g.dw = ARG(int, first + 10), g.dh = ARG(int, first + 11);
   return g;
 }
 
@@ -90,6 +91,7 @@ static void run_dw_backward(const simtw_nn_t *k, dim3 grid, dim3 block, void **a
   geom_t g = geom_read(args, 7);
   int kwl = ksize ? ksize : g.kw, khl = ksize ? ksize : g.kh;
   int sw = tstride ? tstride : g.sw, sh = tstride ? tstride : g.sh;
+  if (sw < 1 || sh < 1) return; /* PyTorch rejects such strides before it launches */
   for (int64_t li = 0; li < total; li++) {
     int64_t x = li % g.iw, y = li / g.iw % g.ih, c = li / g.iw / g.ih % ic, n = li / g.iw / g.ih / ic;
     float v = 0.0f;

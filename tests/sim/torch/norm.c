@@ -686,11 +686,11 @@ int simtw_norm_resolve(const char *dm, simtw_nn_t *k) {
       if (k->p[1]) k->run = run_bn_collect;
     }
   } else if ((p = after(dm, "void at::native::batch_norm_transform_input_kernel<"))) {
-    if ((e = ftype(p, ", ", &k->p[5])) && (e = ftype(e, ", float, true, int>(", &k->p[2])) &&
+    if ((e = ftype(p, ", ", &k->p[5])) && ftype(e, ", float, true, int>(", &k->p[2]) &&
         (k->p[2] == DT_F32 || k->p[2] == k->p[5]))
       k->run = run_bn_transform;
   } else if ((p = after(dm, "void at::native::batch_norm_backward_kernel<"))) {
-    if ((e = ftype(p, ", ", &k->p[5])) && (e = ftype(e, ", float, int>(", &k->p[2])) &&
+    if ((e = ftype(p, ", ", &k->p[5])) && ftype(e, ", float, int>(", &k->p[2]) &&
         (k->p[2] == DT_F32 || k->p[2] == k->p[5]))
       k->run = run_bn_backward;
   } else if ((p = after(dm, "void at::native::batch_norm_backward_reduce_kernel<")) ||
