@@ -7,8 +7,8 @@ torch.cat, index_select and embeddings, layer norm, masked_fill, triu/tril, matm
 conv2d (strides, padding, dilation, groups, channels-last), batch norm in training and eval mode,
 adaptive average pooling to 1x1 and 3x3, 2-D max pooling (with indices) and average pooling (NCHW and
 channels-last), reflection padding, nearest and bilinear upsampling, softmax over a non-last
-dimension, depthwise convolutions, RMS norm, pooling, softmax, layer norm and the rest of these in
-float16 and bfloat16, batch norm's own kernels and group norm's backward through their aten entry
+dimension, depthwise convolutions, RMS norm, pooling, softmax, layer norm, embedding's backward and
+the rest of these in float16 and bfloat16, batch norm's own kernels and group norm's backward through their aten entry
 points, gather, scatter, scatter_add, indexing with index tensors and index_put_, SGD
 with momentum and Adam with PyTorch's foreach kernels),
 forward and, where it has one,
@@ -343,6 +343,8 @@ for dt, tol in [(torch.float16, 2e-2), (torch.bfloat16, 6e-2)]:
                     ("conv_depthwise3x3", lambda a: F.conv2d(a, dw_w3.to(a.device, a.dtype), padding=1, groups=4)),
                     ("layer_norm", lambda a: F.layer_norm(a, (7,)))]:
         check(f"{name}_{str(dt)[6:]}", lambda: f(img.to(dt).cuda()).float(), lambda: f(img.to(dt).float()), rtol=tol, atol=tol)
+    f = lambda a, dt=dt: F.embedding(labels.to(a.device), a.to(dt)).float()
+    check(f"embedding_backward_{str(dt)[6:]}", lambda: grad_of("cuda", f, x), lambda: grad_of("cpu", f, x), rtol=tol, atol=tol)
 bn_img = img.permute(1, 0, 2, 3).reshape(4, -1).t().contiguous()  # (98, 4): the channels-last kernels
 for name, a in [("", img), ("_2d", bn_img)]:
     dims = [0] + list(range(2, a.dim()))

@@ -1,7 +1,8 @@
 /* nn.c — CPU twins of PyTorch's kernels outside the elementwise, reduction and foreach
  * frameworks: softmax and log-softmax (forward and backward), the negative log-likelihood loss,
- * dropout (Philox random numbers), index_select (embeddings), torch.cat, layer norm and RMS
- * norm (forward and backward, float, c10::Half and c10::BFloat16) and triu/tril. Float32
+ * dropout (Philox random numbers), index_select (embeddings) and embedding's backward (float,
+ * c10::Half and c10::BFloat16), torch.cat, layer norm and RMS norm (forward and backward, float,
+ * c10::Half and c10::BFloat16) and triu/tril. Float32
  * instantiations only where a twin does not say otherwise. Kernels none of these match are
  * passed on to conv.c's resolver (depthwise convolution) and norm.c's (batch norm).
  *
@@ -657,20 +658,40 @@ static void run_ln_gamma_beta(const simtw_nn_t *k, dim3 grid, dim3 block, void *
 
 /* ---- embedding backward (Embedding.cu) ---- */
 
-/* embedding_backward_feature_kernel<float, float, long>(const long *indices, const float *grad,
- * float *grad_weight, int n, int64 stride, int padding_idx): for every position j whose index is
- * not padding_idx, grad_weight[indices[j]] += grad[j] (rows of stride values), in position
- * order. */
+/* embedding_backward_feature_kernel<T, float, index_t>(const index_t *indices, const T *grad,
+ * T *grad_weight, int n, int64 stride, int padding_idx), T float, c10::Half or c10::BFloat16
+ * (p[1]), index_t int or int64 (p[0] bytes): the positions are taken in chunks of blockDim.y
+ * consecutive ones; within a chunk the gradients of the positions naming the same row (not
+ * padding_idx) are summed in float, in position order, and that sum, rounded to T, is added (in
+ * T) to the row of grad_weight (rows of stride values); the chunks in order. */
 static void run_embedding_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
-  (void)k, (void)grid, (void)block;
-  const int64_t *idx = ARG(const int64_t *, 0);
-  const float *grad = ARG(const float *, 1);
-  float *gw = ARG(float *, 2);
-  int n = ARG(int, 3), pad = ARG(int, 5);
+  (void)grid;
+  simtw_dt_t dt = (simtw_dt_t)k->p[1];
+  const char *idx = ARG(const char *, 0);
+  const void *grad = ARG(const void *, 1);
+  void *gw = ARG(void *, 2);
+  int n = ARG(int, 3), pad = ARG(int, 5), is = k->p[0];
   int64_t stride = ARG(int64_t, 4);
-  for (int j = 0; j < n; j++) {
-    if (idx[j] == pad) continue;
-    for (int64_t f = 0; f < stride; f++) gw[idx[j] * stride + f] += grad[(int64_t)j * stride + f];
+  int chunk = block.y ? (int)block.y : 1;
+  for (int c0 = 0; c0 < n; c0 += chunk) {
+    int c1 = c0 + chunk < n ? c0 + chunk : n;
+    for (int j = c0; j < c1; j++) {
+      int64_t row = is == 8 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
+      int first = 1;
+      for (int i = c0; i < j && first; i++)
+        first = (is == 8 ? ((const int64_t *)idx)[i] : ((const int32_t *)idx)[i]) != row;
+      /* the kernel compares the indices as int */
+      if ((int)row == pad || !first) continue;
+      for (int64_t f = 0; f < stride; f++) {
+        float acc = ld(dt, grad, (long)((int64_t)j * stride + f));
+        for (int i = j + 1; i < c1; i++)
+          if ((is == 8 ? ((const int64_t *)idx)[i] : ((const int32_t *)idx)[i]) == row)
+            acc += ld(dt, grad, (long)((int64_t)i * stride + f));
+        long at = (long)(row * stride + f);
+        float part = (float)simtw_cast(simtw_fval(acc), dt).f;
+        st(dt, gw, at, ld(dt, gw, at) + part);
+      }
+    }
   }
 }
 
@@ -874,8 +895,11 @@ int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
   } else if ((p = strstr(dm, "::GammaBetaBackwardCUDAKernelTemplate<")) && ln_types(p, k) && targ(strchr(p, '<'), 4, &k->p[3]) &&
              targ(strchr(p, '<'), 5, &k->p[2]) && targ(strchr(p, '<'), 7, &k->p[0]) && k->p[3] > 0) {
     k->run = run_ln_gamma_beta;
-  } else if (strstr(dm, "::embedding_backward_feature_kernel<float, float, long>(")) {
-    k->run = run_embedding_bw;
+  } else if ((p = strstr(dm, "::embedding_backward_feature_kernel<")) && ln_types(p, k)) {
+    /* <T, float, int|long> */
+    const char *e = strstr(p, ", float, ") + 9;
+    k->p[0] = strncmp(e, "long>(", 6) == 0 ? 8 : strncmp(e, "int>(", 5) == 0 ? 4 : 0;
+    if (k->p[0]) k->run = run_embedding_bw;
   } else if ((p = strstr(dm, "at::native::triu_tril_kernel<")) && strstr(p, ", int, ")) {
     const char *o = strchr(p, '<'), *e;
     simtw_dt_t dt = simtw_dt_parse(o + 1, &e);
