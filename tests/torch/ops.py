@@ -5,8 +5,11 @@ float32, float16, bfloat16, int64, int32 and bool, elementwise arithmetic and ac
 comparisons, reductions with max/min/argmax, softmax, log_softmax, cross-entropy and nll_loss,
 torch.cat, index_select and embeddings, layer norm, masked_fill, triu/tril, matmul, nn.Linear,
 conv2d (strides, padding, dilation, groups, channels-last), batch norm in training and eval mode,
-adaptive average pooling to 1x1, 2-D max pooling (with indices) and average pooling (NCHW and
-channels-last), gather, scatter, scatter_add, indexing with index tensors and index_put_, SGD
+adaptive average pooling to 1x1 and 3x3, 2-D max pooling (with indices) and average pooling (NCHW and
+channels-last), reflection padding, nearest and bilinear upsampling, softmax over a non-last
+dimension, depthwise convolutions, RMS norm, pooling, softmax, layer norm, embedding's backward and
+the rest of these in float16 and bfloat16, batch norm's own kernels and group norm's backward through their aten entry
+points, gather, scatter, scatter_add, indexing with index tensors and index_put_, SGD
 with momentum and Adam with PyTorch's foreach kernels),
 forward and, where it has one,
 backward, is computed on the device and on the CPU from the same inputs; the results must agree
@@ -309,6 +312,59 @@ for name, f in [("max_pool2d", lambda a: F.max_pool2d(a, 3, 2, 1)),
 for name, f in [("max_pool2d_indices", lambda a: F.max_pool2d(a, 3, 2, 1, return_indices=True)[1]),
                 ("max_pool2d_channels_last_indices", lambda a: F.max_pool2d(to_cl(a), 3, 2, 1, return_indices=True)[1])]:
     check(name, lambda: f(img.cuda()), lambda: f(img))
+
+# Resampling and the normalisations PyTorch computes with its own kernels: reflection padding,
+# nearest and bilinear upsampling (their backwards add atomically), softmax over a non-last
+# dimension, adaptive average pooling to 3x3, depthwise convolutions (3x3 and 5x5 with a channel
+# multiplier), RMS norm; then batch norm's kernels and group norm's backward through their aten
+# entry points (F.batch_norm and F.group_norm also launch elementwise lambdas of their own), with
+# the statistics computed on the CPU.
+dw_w3, dw_w5 = torch.randn(4, 1, 3, 3, generator=gen), torch.randn(8, 1, 5, 5, generator=gen)
+for name, f in [("pad_reflect", lambda a: F.pad(a, (2, 1, 0, 3), mode="reflect")),
+                ("interpolate_nearest", lambda a: F.interpolate(a, size=(9, 11))),
+                ("interpolate_nearest_exact", lambda a: F.interpolate(a, size=(5, 9), mode="nearest-exact")),
+                ("interpolate_bilinear", lambda a: F.interpolate(a, scale_factor=2, mode="bilinear")),
+                ("interpolate_bilinear_corners", lambda a: F.interpolate(a, size=(4, 10), mode="bilinear", align_corners=True)),
+                ("softmax_dim1", lambda a: a.softmax(1)),
+                ("log_softmax_dim2", lambda a: a.log_softmax(2)),
+                ("adaptive_avg_pool2d_3", lambda a: F.adaptive_avg_pool2d(a, 3)),
+                ("conv_depthwise3x3", lambda a: F.conv2d(a, dw_w3.to(a.device), stride=2, padding=1, groups=4)),
+                ("conv_depthwise5x5_x2", lambda a: F.conv2d(a, dw_w5.to(a.device), padding=2, groups=4)),
+                ("rms_norm", lambda a: F.rms_norm(a, (7,)))]:
+    check(name, lambda: f(img.cuda()), lambda: f(img), rtol=1e-4, atol=1e-5)
+    check(f"{name}_backward", lambda: grad_of("cuda", f, img), lambda: grad_of("cpu", f, img), rtol=1e-4, atol=1e-5)
+# The same kernels and the pooling ones in float16 and bfloat16 (computed in float, rounded to the
+# type), against the CPU's float32 results: the tolerance of the type.
+for dt, tol in [(torch.float16, 2e-2), (torch.bfloat16, 6e-2)]:
+    for name, f in [("max_pool2d", lambda a: F.max_pool2d(a, 3, 2, 1)),
+                    ("avg_pool2d", lambda a: F.avg_pool2d(a, 3, 2, 1, count_include_pad=False)),
+                    ("interpolate_bilinear", lambda a: F.interpolate(a, scale_factor=2, mode="bilinear")),
+                    ("softmax_dim1", lambda a: a.softmax(1)),
+                    ("conv_depthwise3x3", lambda a: F.conv2d(a, dw_w3.to(a.device, a.dtype), padding=1, groups=4)),
+                    ("layer_norm", lambda a: F.layer_norm(a, (7,)))]:
+        check(f"{name}_{str(dt)[6:]}", lambda: f(img.to(dt).cuda()).float(), lambda: f(img.to(dt).float()), rtol=tol, atol=tol)
+    f = lambda a, dt=dt: F.embedding(labels.to(a.device), a.to(dt)).float()
+    check(f"embedding_backward_{str(dt)[6:]}", lambda: grad_of("cuda", f, x), lambda: grad_of("cpu", f, x), rtol=tol, atol=tol)
+bn_img = img.permute(1, 0, 2, 3).reshape(4, -1).t().contiguous()  # (98, 4): the channels-last kernels
+for name, a in [("", img), ("_2d", bn_img)]:
+    dims = [0] + list(range(2, a.dim()))
+    bc = lambda v: v.reshape([1, -1] + [1] * (a.dim() - 2))
+    mean, invstd = a.mean(dims), 1 / torch.sqrt(a.var(dims, unbiased=False) + 1e-5)
+    go, bw, bb = torch.linspace(-1, 2, a.numel()).reshape(a.shape), y[0, :4], x[0, :4]
+    check(f"batch_norm_stats{name}", lambda: torch.stack(torch.batch_norm_stats(a.cuda(), 1e-5)),
+          lambda: torch.stack([mean, invstd]), rtol=1e-4, atol=1e-5)
+    check(f"batch_norm_elemt{name}", lambda: torch.batch_norm_elemt(a.cuda(), bw.cuda(), bb.cuda(), mean.cuda(), invstd.cuda(), 1e-5),
+          lambda: (a - bc(mean)) * bc(invstd) * bc(bw) + bc(bb), rtol=1e-4, atol=1e-5)
+    bwd = lambda dev: torch.cat([t.reshape(-1) for t in torch.ops.aten.native_batch_norm_backward(
+        go.to(dev), a.to(dev), bw.to(dev), None, None, mean.to(dev), invstd.to(dev), True, 1e-5, [True, True, True])])
+    check(f"batch_norm_backward{name}", lambda: bwd("cuda"), lambda: bwd("cpu"), rtol=1e-4, atol=1e-5)
+gn_in = img.contiguous(memory_format=torch.channels_last)
+gn_mean = img.reshape(2, 2, -1).mean(-1)
+gn_rstd = 1 / torch.sqrt(img.reshape(2, 2, -1).var(-1, unbiased=False) + 1e-5)
+gnb = lambda dev, a: torch.cat([t.reshape(-1) for t in torch.ops.aten.native_group_norm_backward(
+    torch.linspace(-1, 2, a.numel()).reshape(a.shape).to(dev), a.to(dev), gn_mean.to(dev), gn_rstd.to(dev), y[1, :4].to(dev),
+    2, 4, 49, 2, [True, True, True])])
+check("group_norm_backward_channels_last", lambda: gnb("cuda", gn_in), lambda: gnb("cpu", img), rtol=1e-4, atol=1e-5)
 
 # gather, scatter, scatter_add (each one's backward is another of them), the scalar scatter, and
 # advanced indexing with index tensors: a[i0], a[i0, i1] and index_put_ without accumulation.

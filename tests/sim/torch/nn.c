@@ -1,7 +1,10 @@
 /* nn.c — CPU twins of PyTorch's kernels outside the elementwise, reduction and foreach
  * frameworks: softmax and log-softmax (forward and backward), the negative log-likelihood loss,
- * dropout (Philox random numbers), index_select (embeddings), torch.cat, layer norm's forward
- * and triu/tril. Float32 instantiations only.
+ * dropout (Philox random numbers), index_select (embeddings) and embedding's backward (float,
+ * c10::Half and c10::BFloat16), torch.cat, layer norm and RMS norm (forward and backward, float,
+ * c10::Half and c10::BFloat16) and triu/tril. Float32
+ * instantiations only where a twin does not say otherwise. Kernels none of these match are
+ * passed on to conv.c's resolver (depthwise convolution) and norm.c's (batch norm).
  *
  * Each twin computes what its kernel's contract says from the kernel's own parameters (their
  * order and sizes as PyTorch's sources declare them and the wheel's cubins lay them out), over
@@ -493,134 +496,202 @@ static void run_cat(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   }
 }
 
-/* ---- layer norm (layer_norm_kernel.cu) ---- */
+/* ---- layer norm and RMS norm (layer_norm_kernel.cu) ---- */
 
-/* Mean and 1 / sqrt(biased variance + eps) of each of M rows of N (rms_norm: mean 0, the
- * variance is the mean square). */
-static void row_moments(const float *x, long n, float eps, int rms, float *mean, float *rstd) {
+/* The kernels are templated <T, float, rms_norm> with T float, c10::Half or c10::BFloat16 (p[1]):
+ * X, Y, gamma, beta and the gradients of type T, mean and rstd float, all arithmetic in float
+ * (T_ACC), rounded to T at the store. rms_norm (p[0]) drops the mean: the rows are scaled by
+ * 1 / sqrt(mean square + eps) and there is no beta; mean is then not read or written (PyTorch
+ * passes NULL). */
+
+/* Mean and 1 / sqrt(biased variance + eps) of a row of n values of type dt (rms_norm: mean 0,
+ * the variance is the mean square). */
+static void row_moments(simtw_dt_t dt, const void *x, long n, float eps, int rms, float *mean, float *rstd) {
   double s = 0.0, s2 = 0.0;
-  for (long i = 0; i < n; i++) s += x[i];
+  for (long i = 0; i < n; i++) s += ld(dt, x, i);
   float m = rms ? 0.0f : (float)(s / (double)n);
-  for (long i = 0; i < n; i++) s2 += ((double)x[i] - m) * ((double)x[i] - m);
+  for (long i = 0; i < n; i++) {
+    double d = (double)ld(dt, x, i) - m;
+    s2 += d * d;
+  }
   float var = (float)(s2 / (double)n);
   *mean = m;
   *rstd = 1.0f / sqrtf((var > 0.0f ? var : 0.0f) + eps);
 }
 
-/* vectorized_layer_norm_kernel<float, float, rms_norm>(int N, float eps, X, gamma, beta, mean,
- * rstd, Y): one block per row (grid.x rows); Y = (X - mean) * rstd * gamma + beta, gamma and beta
+/* The element at i of a row (or 1 / 0 when the optional vector is NULL). */
+static float ld_or(simtw_dt_t dt, const void *p, long i, float dflt) { return p ? ld(dt, p, i) : dflt; }
+
+static const void *row_at(simtw_dt_t dt, const void *base, long r, long n) {
+  return (const char *)base + (size_t)r * (size_t)n * simtw_dt_size(dt);
+}
+
+/* vectorized_layer_norm_kernel<T, float, rms_norm>(int N, float eps, X, gamma, beta, mean, rstd,
+ * Y): one block per row (grid.x rows); Y = gamma * (rstd * (X - mean)) + beta, gamma and beta
  * optional (NULL). */
 static void run_ln_vec(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   (void)block;
-  int n = ARG(int, 0);
+  simtw_dt_t dt = (simtw_dt_t)k->p[1];
+  int n = ARG(int, 0), rms = k->p[0];
   float eps = ARG(float, 1);
-  const float *x = ARG(const float *, 2), *g = ARG(const float *, 3), *b = ARG(const float *, 4);
-  float *mean = ARG(float *, 5), *rstd = ARG(float *, 6), *y = ARG(float *, 7);
+  const void *x = ARG(const void *, 2), *g = ARG(const void *, 3), *b = ARG(const void *, 4);
+  float *mean = ARG(float *, 5), *rstd = ARG(float *, 6);
+  void *y = ARG(void *, 7);
   for (unsigned r = 0; r < grid.x; r++) {
     float m, rs;
-    row_moments(x + (size_t)r * n, n, eps, k->p[0], &m, &rs);
-    if (mean) mean[r] = m;
+    const void *xr = row_at(dt, x, r, n);
+    row_moments(dt, xr, n, eps, rms, &m, &rs);
+    if (mean && !rms) mean[r] = m;
     if (rstd) rstd[r] = rs;
     for (int i = 0; i < n; i++) {
-      float v = (x[(size_t)r * n + i] - m) * rs;
-      if (g) v *= g[i];
-      if (b) v += b[i];
-      y[(size_t)r * n + i] = v;
+      float v = rs * (ld(dt, xr, i) - m);
+      if (g) v = ld(dt, g, i) * v;
+      if (b) v += ld(dt, b, i);
+      st(dt, y, (long)r * n + i, v);
     }
   }
 }
 
-/* RowwiseMomentsCUDAKernel<float, float, rms_norm>(int64 M, int64 N, float eps, X, mean, rstd):
- * M rows of N (this wheel's kernels take the row count and stride over rows). */
+/* RowwiseMomentsCUDAKernel<T, float, rms_norm>(int64 M, int64 N, float eps, X, mean, rstd): M
+ * rows of N (this wheel's kernels take the row count and stride over rows). */
 static void run_ln_moments(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   (void)grid, (void)block;
+  simtw_dt_t dt = (simtw_dt_t)k->p[1];
   int64_t m = ARG(int64_t, 0), n = ARG(int64_t, 1);
   float eps = ARG(float, 2);
-  const float *x = ARG(const float *, 3);
+  const void *x = ARG(const void *, 3);
   float *mean = ARG(float *, 4), *rstd = ARG(float *, 5);
-  for (int64_t r = 0; r < m; r++) row_moments(x + r * n, n, eps, k->p[0], &mean[r], &rstd[r]);
+  for (int64_t r = 0; r < m; r++) {
+    float mu, rs;
+    row_moments(dt, row_at(dt, x, r, n), n, eps, k->p[0], &mu, &rs);
+    if (!k->p[0]) mean[r] = mu;
+    rstd[r] = rs;
+  }
 }
 
-/* LayerNormForwardCUDAKernel<float, float, rms_norm>(int64 M, int64 N, X, mean, rstd, gamma,
- * beta, Y). */
+/* LayerNormForwardCUDAKernel<T, float, rms_norm>(int64 M, int64 N, X, mean, rstd, gamma, beta,
+ * Y): Y = (X - mean) * rstd * gamma + beta; rms_norm: X * rstd * gamma. */
 static void run_ln_forward(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
-  (void)k, (void)grid, (void)block;
+  (void)grid, (void)block;
+  simtw_dt_t dt = (simtw_dt_t)k->p[1];
+  int rms = k->p[0];
   int64_t m = ARG(int64_t, 0), n = ARG(int64_t, 1);
-  const float *x = ARG(const float *, 2), *mean = ARG(const float *, 3), *rstd = ARG(const float *, 4);
-  const float *g = ARG(const float *, 5), *b = ARG(const float *, 6);
-  float *y = ARG(float *, 7);
+  const void *x = ARG(const void *, 2);
+  const float *mean = ARG(const float *, 3), *rstd = ARG(const float *, 4);
+  const void *g = ARG(const void *, 5), *b = ARG(const void *, 6);
+  void *y = ARG(void *, 7);
   for (int64_t r = 0; r < m; r++)
     for (int64_t i = 0; i < n; i++) {
-      float v = (x[r * n + i] - mean[r]) * rstd[r];
-      if (g) v *= g[i];
-      if (b) v += b[i];
-      y[r * n + i] = v;
+      float xv = ld(dt, x, r * n + i), gv = ld_or(dt, g, i, 1.0f);
+      float v = rms ? xv * rstd[r] * gv : (xv - mean[r]) * rstd[r] * gv + ld_or(dt, b, i, 0.0f);
+      st(dt, y, r * n + i, v);
     }
 }
 
-/* layer_norm_grad_input_kernel<float, float, false>(dY, X, mean, rstd, gamma, dX, int N) and its
+/* layer_norm_grad_input_kernel<T, float, rms_norm>(dY, X, mean, rstd, gamma, dX, int N) and its
  * _vectorized twin: one block per row (grid.x rows); with g = dY * gamma (gamma NULL: 1),
- * xhat = (X - mean) * rstd, dX = (N g - sum(g) - xhat sum(g xhat)) * rstd / N. */
+ * xhat = (X - mean) * rstd, dX = (N g - xhat sum(g xhat) - sum(g)) * rstd / N; rms_norm: mean 0
+ * and no sum(g) term. */
 static void run_ln_grad_input(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
-  (void)k, (void)block;
-  const float *dy = ARG(const float *, 0), *x = ARG(const float *, 1), *mean = ARG(const float *, 2);
-  const float *rstd = ARG(const float *, 3), *gamma = ARG(const float *, 4);
-  float *dx = ARG(float *, 5);
+  (void)block;
+  simtw_dt_t dt = (simtw_dt_t)k->p[1];
+  int rms = k->p[0];
+  const void *dy = ARG(const void *, 0), *x = ARG(const void *, 1);
+  const float *mean = ARG(const float *, 2), *rstd = ARG(const float *, 3);
+  const void *gamma = ARG(const void *, 4);
+  void *dx = ARG(void *, 5);
   int n = ARG(int, 6);
   for (unsigned r = 0; r < grid.x; r++) {
-    const float *dyr = dy + (size_t)r * n, *xr = x + (size_t)r * n;
-    float s1 = 0.0f, s2 = 0.0f, m = mean[r], rs = rstd[r];
+    const void *dyr = row_at(dt, dy, r, n), *xr = row_at(dt, x, r, n);
+    float s1 = 0.0f, s2 = 0.0f, m = rms ? 0.0f : mean[r], rs = rstd[r];
     for (int i = 0; i < n; i++) {
-      float g = dyr[i] * (gamma ? gamma[i] : 1.0f);
-      s1 += g;
-      s2 += g * (xr[i] - m) * rs;
+      float gv = ld_or(dt, gamma, i, 1.0f), c_loss = ld(dt, dyr, i);
+      if (!rms) s1 += c_loss * gv;
+      s2 += c_loss * gv * (ld(dt, xr, i) - m) * rs;
     }
     float fh = (float)n, term = (1.0f / fh) * rs;
     for (int i = 0; i < n; i++) {
-      float g = dyr[i] * (gamma ? gamma[i] : 1.0f);
-      dx[(size_t)r * n + i] = (fh * g - s1 - (xr[i] - m) * rs * s2) * term;
+      float gv = ld_or(dt, gamma, i, 1.0f);
+      float f = fh * gv * ld(dt, dyr, i);
+      f -= (ld(dt, xr, i) - m) * rs * s2;
+      if (!rms) f -= s1;
+      st(dt, dx, (long)r * n + i, f * term);
     }
   }
 }
 
-/* GammaBetaBackwardCUDAKernelTemplate<float, float, bx, by, rows, check_x, check_y,
- * partial_reduction false>(int64 M, int64 N, dY, X, mean, rstd, dgamma, dbeta): the column sums
- * dgamma[j] = sum_i dY[i][j] (X[i][j] - mean[i]) rstd[i] and dbeta[j] = sum_i dY[i][j], either
- * pointer NULL when not wanted. (The partial-reduction instantiations, which leave per-block sums
- * for another kernel, have no twin.) */
+/* GammaBetaBackwardCUDAKernelTemplate<T, float, block_dim_x, block_dim_y, rows_per_block_y,
+ * partial_reduction, aligned_grid, rms_norm>(int64 M, int64 N, dY, X, mean, rstd, dgamma,
+ * dbeta): the column sums dgamma[j] = sum_i dY[i][j] (X[i][j] - mean[i]) rstd[i] and
+ * dbeta[j] = sum_i dY[i][j] (rms_norm: mean 0, no dbeta), either pointer NULL when not wanted.
+ * With partial_reduction each thread row ty = blockIdx.y * blockDim.y + threadIdx.y writes its
+ * own sums to row ty of dgamma and dbeta (PyTorch sums those rows after): its rows are the tiles
+ * of rows_per_block_y starting at blockIdx.y's, every gridDim.y-th, each thread taking
+ * rows_per_block_y / blockDim.y consecutive rows of a tile; with a single thread row that is the
+ * whole column. Without it the block reduces its thread rows into row 0. */
 static void run_ln_gamma_beta(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
-  (void)k, (void)grid, (void)block;
+  simtw_dt_t dt = (simtw_dt_t)k->p[1];
+  int rms = k->p[0], partial = k->p[2], rows_per_block = k->p[3];
   int64_t m = ARG(int64_t, 0), n = ARG(int64_t, 1);
-  const float *dy = ARG(const float *, 2), *x = ARG(const float *, 3), *mean = ARG(const float *, 4);
-  const float *rstd = ARG(const float *, 5);
-  float *dg = ARG(float *, 6), *db = ARG(float *, 7);
-  for (int64_t j = 0; j < n; j++) {
-    float sg = 0.0f, sb = 0.0f;
-    for (int64_t i = 0; i < m; i++) {
-      sg += dy[i * n + j] * (x[i * n + j] - mean[i]) * rstd[i];
-      sb += dy[i * n + j];
+  const void *dy = ARG(const void *, 2), *x = ARG(const void *, 3);
+  const float *mean = ARG(const float *, 4), *rstd = ARG(const float *, 5);
+  void *dg = ARG(void *, 6), *db = ARG(void *, 7);
+  unsigned gy = partial ? grid.y : 1, by = partial ? block.y : 1;
+  int64_t rows_per_thread = partial ? rows_per_block / (int)block.y : rows_per_block;
+  int64_t tile_step = partial ? (int64_t)rows_per_block * grid.y : rows_per_block;
+  for (unsigned yb = 0; yb < gy; yb++)
+    for (unsigned ty = 0; ty < by; ty++) {
+      int64_t out_row = (int64_t)yb * by + ty;
+      for (int64_t j = 0; j < n; j++) {
+        float sg = 0.0f, sb = 0.0f;
+        for (int64_t t0 = (int64_t)yb * rows_per_block; t0 < m; t0 += tile_step)
+          for (int64_t i = t0 + ty * rows_per_thread; i < t0 + (ty + 1) * rows_per_thread && i < m; i++) {
+            float d = ld(dt, dy, i * n + j);
+            sg += d * (ld(dt, x, i * n + j) - (rms ? 0.0f : mean[i])) * rstd[i];
+            sb += d;
+          }
+        if (dg) st(dt, dg, out_row * n + j, sg);
+        if (db && !rms) st(dt, db, out_row * n + j, sb);
+      }
     }
-    if (dg) dg[j] = sg;
-    if (db) db[j] = sb;
-  }
 }
 
 /* ---- embedding backward (Embedding.cu) ---- */
 
-/* embedding_backward_feature_kernel<float, float, long>(const long *indices, const float *grad,
- * float *grad_weight, int n, int64 stride, int padding_idx): for every position j whose index is
- * not padding_idx, grad_weight[indices[j]] += grad[j] (rows of stride values), in position
- * order. */
+/* embedding_backward_feature_kernel<T, float, index_t>(const index_t *indices, const T *grad,
+ * T *grad_weight, int n, int64 stride, int padding_idx), T float, c10::Half or c10::BFloat16
+ * (p[1]), index_t int or int64 (p[0] bytes): the positions are taken in chunks of blockDim.y
+ * consecutive ones; within a chunk the gradients of the positions naming the same row (not
+ * padding_idx) are summed in float, in position order, and that sum, rounded to T, is added (in
+ * T) to the row of grad_weight (rows of stride values); the chunks in order. */
 static void run_embedding_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
-  (void)k, (void)grid, (void)block;
-  const int64_t *idx = ARG(const int64_t *, 0);
-  const float *grad = ARG(const float *, 1);
-  float *gw = ARG(float *, 2);
-  int n = ARG(int, 3), pad = ARG(int, 5);
+  (void)grid;
+  simtw_dt_t dt = (simtw_dt_t)k->p[1];
+  const char *idx = ARG(const char *, 0);
+  const void *grad = ARG(const void *, 1);
+  void *gw = ARG(void *, 2);
+  int n = ARG(int, 3), pad = ARG(int, 5), is = k->p[0];
   int64_t stride = ARG(int64_t, 4);
-  for (int j = 0; j < n; j++) {
-    if (idx[j] == pad) continue;
-    for (int64_t f = 0; f < stride; f++) gw[idx[j] * stride + f] += grad[(int64_t)j * stride + f];
+  int chunk = block.y ? (int)block.y : 1;
+  for (int c0 = 0; c0 < n; c0 += chunk) {
+    int c1 = c0 + chunk < n ? c0 + chunk : n;
+    for (int j = c0; j < c1; j++) {
+      int64_t row = is == 8 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
+      int first = 1;
+      for (int i = c0; i < j && first; i++)
+        first = (is == 8 ? ((const int64_t *)idx)[i] : ((const int32_t *)idx)[i]) != row;
+      /* the kernel compares the indices as int */
+      if ((int)row == pad || !first) continue;
+      for (int64_t f = 0; f < stride; f++) {
+        float acc = ld(dt, grad, (long)((int64_t)j * stride + f));
+        for (int i = j + 1; i < c1; i++)
+          if ((is == 8 ? ((const int64_t *)idx)[i] : ((const int32_t *)idx)[i]) == row)
+            acc += ld(dt, grad, (long)((int64_t)i * stride + f));
+        long at = (long)(row * stride + f);
+        float part = (float)simtw_cast(simtw_fval(acc), dt).f;
+        st(dt, gw, at, ld(dt, gw, at) + part);
+      }
+    }
   }
 }
 
@@ -740,6 +811,16 @@ static int nll_type(const char *s, const char *rest, simtw_nn_t *k) {
   return strncmp(e, rest, strlen(rest)) == 0;
 }
 
+/* The layer norm kernels' <T, float, ...> (p at the kernel's name): T float, c10::Half or
+ * c10::BFloat16 into p[1], the accumulate type float. */
+static int ln_types(const char *p, simtw_nn_t *k) {
+  const char *e;
+  simtw_dt_t dt = simtw_dt_parse(strchr(p, '<') + 1, &e);
+  if (dt != DT_F32 && dt != DT_F16 && dt != DT_BF16) return 0;
+  k->p[1] = dt;
+  return strncmp(e, ", float, ", 9) == 0;
+}
+
 int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
   const char *p;
   int v;
@@ -802,19 +883,23 @@ int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
     const char *o = strchr(p, '<');
     if (targ(o, 2, &k->p[1]) && targ(o, 3, &k->p[2]) && targ(o, 4, &k->p[3]) && k->p[1] >= 1 && k->p[1] <= 4)
       k->run = run_cat;
-  } else if ((p = strstr(dm, "::vectorized_layer_norm_kernel<float, float, ")) && targ(strchr(p, '<'), 2, &k->p[0])) {
+  } else if ((p = strstr(dm, "::vectorized_layer_norm_kernel<")) && ln_types(p, k) && targ(strchr(p, '<'), 2, &k->p[0])) {
     k->run = run_ln_vec;
-  } else if ((p = strstr(dm, "::RowwiseMomentsCUDAKernel<float, float, ")) && targ(strchr(p, '<'), 2, &k->p[0])) {
+  } else if ((p = strstr(dm, "::RowwiseMomentsCUDAKernel<")) && ln_types(p, k) && targ(strchr(p, '<'), 2, &k->p[0])) {
     k->run = run_ln_moments;
-  } else if ((p = strstr(dm, "::LayerNormForwardCUDAKernel<float, float, ")) && targ(strchr(p, '<'), 2, &v) && v == 0) {
+  } else if ((p = strstr(dm, "::LayerNormForwardCUDAKernel<")) && ln_types(p, k) && targ(strchr(p, '<'), 2, &k->p[0])) {
     k->run = run_ln_forward;
-  } else if (strstr(dm, "::layer_norm_grad_input_kernel<float, float, false>(") ||
-             strstr(dm, "::layer_norm_grad_input_kernel_vectorized<float, float, false>(")) {
+  } else if (((p = strstr(dm, "::layer_norm_grad_input_kernel<")) || (p = strstr(dm, "::layer_norm_grad_input_kernel_vectorized<"))) &&
+             ln_types(p, k) && targ(strchr(p, '<'), 2, &k->p[0])) {
     k->run = run_ln_grad_input;
-  } else if ((p = strstr(dm, "::GammaBetaBackwardCUDAKernelTemplate<float, float, ")) && targ(strchr(p, '<'), 7, &v) && v == 0) {
+  } else if ((p = strstr(dm, "::GammaBetaBackwardCUDAKernelTemplate<")) && ln_types(p, k) && targ(strchr(p, '<'), 4, &k->p[3]) &&
+             targ(strchr(p, '<'), 5, &k->p[2]) && targ(strchr(p, '<'), 7, &k->p[0]) && k->p[3] > 0) {
     k->run = run_ln_gamma_beta;
-  } else if (strstr(dm, "::embedding_backward_feature_kernel<float, float, long>(")) {
-    k->run = run_embedding_bw;
+  } else if ((p = strstr(dm, "::embedding_backward_feature_kernel<")) && ln_types(p, k)) {
+    /* <T, float, int|long> */
+    const char *e = strstr(p, ", float, ") + 9;
+    k->p[0] = strncmp(e, "long>(", 6) == 0 ? 8 : strncmp(e, "int>(", 5) == 0 ? 4 : 0;
+    if (k->p[0]) k->run = run_embedding_bw;
   } else if ((p = strstr(dm, "at::native::triu_tril_kernel<")) && strstr(p, ", int, ")) {
     const char *o = strchr(p, '<'), *e;
     simtw_dt_t dt = simtw_dt_parse(o + 1, &e);
@@ -823,5 +908,6 @@ int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
   } else if (strcmp(dm, "at::native::amp_update_scale_cuda_kernel(float*, int*, float const*, double, double, int)") == 0) {
     k->run = run_amp_update_scale;
   }
-  return k->run != NULL;
+  if (k->run) return 1;
+  return simtw_conv_resolve(dm, k) || simtw_norm_resolve(dm, k);
 }

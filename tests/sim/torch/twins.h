@@ -70,6 +70,14 @@ int simtw_pool_resolve(const char *dm, simtw_nn_t *k);
 /* The same for scatter.c's kernels (gather, scatter, scatter_add). */
 int simtw_scatter_resolve(const char *dm, simtw_nn_t *k);
 
+/* Resolvers reached through the ones above (pool.c's and nn.c's answer with them when their own
+ * kernels do not match): resample.c's reflection padding, nearest and bilinear upsampling and
+ * softmax over a non-last dimension (through simtw_pool_resolve); conv.c's depthwise
+ * convolution and norm.c's batch norm (through simtw_nn_resolve). */
+int simtw_resample_resolve(const char *dm, simtw_nn_t *k);
+int simtw_conv_resolve(const char *dm, simtw_nn_t *k);
+int simtw_norm_resolve(const char *dm, simtw_nn_t *k);
+
 /* OffsetCalculator<n, uint32_t> at oc (twins.c): the byte offset of linear element idx in tensor
  * arg (of n), and the calculator's size in bytes. */
 uint64_t simtw_oc_get(const char *oc, int n, int arg, uint32_t idx);
