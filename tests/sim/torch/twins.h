@@ -1,8 +1,10 @@
 /* twins.h — what the files of the CPU twins of PyTorch's kernels share: element types and their
  * conversions (dtype.c), the twin record, and the resolvers of the kernels outside the
  * elementwise, reduction and foreach frameworks of twins.c (nn.c: softmax, losses, dropout,
- * indexing, concatenation, normalisation; pool.c: 2-D max and average pooling; scatter.c:
- * scatter, gather and advanced indexing), and the OffsetCalculator reader they share.
+ * indexing, concatenation, normalisation, reaching norm.c (layer, RMS, batch and group norm)
+ * and conv.c (depthwise convolution); pool.c: pooling, reaching resample.c (adaptive pooling,
+ * padding, upsampling); scatter.c: scatter, gather and advanced indexing; scan.c: cumulative
+ * sums and products), and the OffsetCalculator reader they share.
  *
  * Internal to libtorchtwins.so (its version script exports simtw_twin only).
  */
