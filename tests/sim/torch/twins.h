@@ -1,7 +1,7 @@
 /* twins.h — what the files of the CPU twins of PyTorch's kernels share: element types and their
  * conversions (dtype.c), the twin record, and the resolvers of the kernels outside the
  * elementwise, reduction and foreach frameworks of twins.c (nn.c: softmax, losses, dropout,
- * indexing, concatenation, normalisation, reaching norm.c (layer, RMS, batch and group norm)
+ * indexing, concatenation, layer and RMS norm, reaching norm.c (batch and group norm)
  * and conv.c (depthwise convolution); pool.c: pooling, reaching resample.c (adaptive pooling,
  * padding, upsampling); scatter.c: scatter, gather and advanced indexing; scan.c: cumulative
  * sums and products), and the OffsetCalculator reader they share.
