@@ -33,7 +33,9 @@
 #
 # Variables: ASAN_BUILD (default build-asan), TSAN_BUILD (default build-tsan), CHECK_BUILD
 # (default build-check, for the generated headers the analysers read), SAN_JOBS (parallel jobs of
-# the build, and tests run at once; default: number of CPUs), CPPCHECK, CLANG_TIDY.
+# the build, and tests run at once; default: number of CPUs), SAN_TESTS (run only the tests whose
+# names contain one of these words, as tests/run-tests takes them; default: all), CPPCHECK,
+# CLANG_TIDY.
 
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
@@ -71,7 +73,7 @@ define san-run
 	    $(MAKE) -j$(SAN_JOBS) BUILD=$(1) san-build
 	rm -rf $(1)/san && mkdir -p $(1)/san
 	@status=0; \
-	env $(5) AG_SAN_PRELOAD='$(4)' AG_TEST_JOBS=$(SAN_JOBS) BUILD=$(1) CUDA_HOME=$(CUDA_HOME) tests/run-tests || status=$$?; \
+	env $(5) AG_SAN_PRELOAD='$(4)' AG_TEST_JOBS=$(SAN_JOBS) BUILD=$(1) CUDA_HOME=$(CUDA_HOME) tests/run-tests $(SAN_TESTS) || status=$$?; \
 	if [ -n "$$(ls -A $(1)/san)" ]; then \
 	    for f in $(1)/san/*; do echo "==== $$f"; cat "$$f"; done; \
 	    echo "sanitizer reports in $(1)/san (see above)"; status=1; \
