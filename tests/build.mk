@@ -31,39 +31,40 @@ $(BUILD)/tests/progs/%: tests/progs/%.cu $(wildcard tests/*.h tests/sim/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(AG_NVCCFLAGS) $(NVCCFLAGS) -o $@ $< $(AG_NVLIBS) -lpthread
 
+# Kernel images depend on this file too: a change of their architectures rebuilds them.
 # Cubins that tests load on the device are built for the simulated device's architecture
 # (tests/sim/driver/drv.h: compute capability 9.0, an H100's or H200's): a driver runs a cubin only
 # on the major architecture it was built for, and the simulated one refuses others as a real one
 # does. Fatbins carry sm_75 and sm_80 code and compute_80 PTX, which a 9.0 device compiles.
 AG_DEV_SM := 90
-$(BUILD)/tests/kernels/%.cubin: tests/kernels/%.cu
+$(BUILD)/tests/kernels/%.cubin: tests/kernels/%.cu tests/build.mk
 	@mkdir -p $(dir $@)
 	$(NVCC) -cubin -arch=sm_$(AG_DEV_SM) -o $@ $<
 
 # The parser's tests read this one without loading it, as sm_80 code.
-$(BUILD)/tests/kernels/elf-kernels.cubin: tests/kernels/elf-kernels.cu
+$(BUILD)/tests/kernels/elf-kernels.cubin: tests/kernels/elf-kernels.cu tests/build.mk
 	@mkdir -p $(dir $@)
 	$(NVCC) -cubin -arch=sm_80 -o $@ $<
 
 # Images a device of compute capability 9.0 must refuse or compile: an sm_80 cubin, and PTX alone.
-$(BUILD)/tests/kernels/%.sm80.cubin: tests/kernels/%.cu
+$(BUILD)/tests/kernels/%.sm80.cubin: tests/kernels/%.cu tests/build.mk
 	@mkdir -p $(dir $@)
 	$(NVCC) -cubin -arch=sm_80 -o $@ $<
 
-$(BUILD)/tests/kernels/%.ptx.fatbin: tests/kernels/%.cu
+$(BUILD)/tests/kernels/%.ptx.fatbin: tests/kernels/%.cu tests/build.mk
 	@mkdir -p $(dir $@)
 	$(NVCC) -fatbin -gencode arch=compute_80,code=compute_80 -o $@ $<
 
-$(BUILD)/tests/kernels/%.fatbin: tests/kernels/%.cu
+$(BUILD)/tests/kernels/%.fatbin: tests/kernels/%.cu tests/build.mk
 	@mkdir -p $(dir $@)
 	$(NVCC) -fatbin -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ $<
 
-$(BUILD)/tests/kernels/%.z.fatbin: tests/kernels/%.cu
+$(BUILD)/tests/kernels/%.z.fatbin: tests/kernels/%.cu tests/build.mk
 	@mkdir -p $(dir $@)
 	$(NVCC) -fatbin -Xfatbin -compress-all -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ $<
 
 # LZ4 entries, as nvcc before 12.8 wrote them (PyTorch 2.5's wheels carry them).
-$(BUILD)/tests/kernels/%.lz4.fatbin: tests/kernels/%.cu
+$(BUILD)/tests/kernels/%.lz4.fatbin: tests/kernels/%.cu tests/build.mk
 	@mkdir -p $(dir $@)
 	$(NVCC) -fatbin -compress-mode=speed -Xfatbin -compress-all -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ $<
 

@@ -89,8 +89,9 @@ static void gate_close(void) {
 }
 static void gate_open(void) { *(volatile int *)flag = 1; }
 
-/* A graph of n lc_add nodes in a chain, captured from the stream; the nodes in *nodes. */
-static cudaGraphExec_t make_graph(int n, cudaGraphNode_t *nodes, unsigned long long v) {
+/* A graph of n lc_add nodes in a chain, captured from the stream, instantiated; with `nodes`,
+ * its nodes there and the graph (which they belong to) in *keep, else the graph is destroyed. */
+static cudaGraphExec_t make_graph(int n, cudaGraphNode_t *nodes, cudaGraph_t *keep, unsigned long long v) {
   cudaGraph_t g;
   CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   for (int i = 0; i < n; i++) lc_add<<<1, 32, 0, s>>>(acc, i % 8, v);
@@ -102,12 +103,10 @@ static cudaGraphExec_t make_graph(int n, cudaGraphNode_t *nodes, unsigned long l
   }
   cudaGraphExec_t e;
   CHECK_CUDA(cudaGraphInstantiate(&e, g, 0));
-  if (nodes) {
-    /* Exec nodes are addressed through the graph's nodes: keep the graph (leaked on purpose,
-     * the process ends soon). */
-  } else {
+  if (nodes)
+    *keep = g; /* exec nodes are addressed through the graph's nodes */
+  else
     CHECK_CUDA(cudaGraphDestroy(g));
-  }
   return e;
 }
 
@@ -138,7 +137,7 @@ int main(int argc, char **argv) {
 
   /* Host: one graph launch of n nodes. */
   for (int n = 1; n <= MAX_NODES; n *= 2) {
-    cudaGraphExec_t e = make_graph(n, NULL, 1);
+    cudaGraphExec_t e = make_graph(n, NULL, NULL, 1);
     for (int r = 0; r < rounds; r++) {
       gate_close();
       double t0 = now_ns();
@@ -154,7 +153,8 @@ int main(int argc, char **argv) {
 
   /* Host: node updates and enables, on a graph of 16 nodes. */
   cudaGraphNode_t nodes[MAX_NODES];
-  cudaGraphExec_t e16 = make_graph(16, nodes, 1);
+  cudaGraph_t g16, gupd;
+  cudaGraphExec_t e16 = make_graph(16, nodes, &g16, 1);
   cudaKernelNodeParams p;
   CHECK_CUDA(cudaGraphKernelNodeGetParams(nodes[0], &p));
   int slot = 0;
@@ -188,7 +188,7 @@ int main(int argc, char **argv) {
     t[r] = now_ns() - t0;
   }
   printf("launch-costs: step_ns_launches=%.0f", median(t, rounds));
-  cudaGraphExec_t whole = make_graph(STEP, NULL, 1);
+  cudaGraphExec_t whole = make_graph(STEP, NULL, NULL, 1);
   for (int r = 0; r < rounds; r++) {
     double t0 = now_ns();
     CHECK_CUDA(cudaGraphLaunch(whole, s));
@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
   }
   printf(" step_ns_graph=%.0f", median(t, rounds));
   for (int c = 1; c <= 32; c *= 2) {
-    cudaGraphExec_t part = make_graph(c, NULL, 1);
+    cudaGraphExec_t part = make_graph(c, NULL, NULL, 1);
     for (int r = 0; r < rounds; r++) {
       double t0 = now_ns();
       for (int i = 0; i < STEP / c; i++) CHECK_CUDA(cudaGraphLaunch(part, s));
@@ -210,7 +210,7 @@ int main(int argc, char **argv) {
     CHECK_CUDA(cudaGraphExecDestroy(part));
   }
   cudaGraphNode_t sn[STEP];
-  cudaGraphExec_t upd = make_graph(STEP, sn, 1);
+  cudaGraphExec_t upd = make_graph(STEP, sn, &gupd, 1);
   for (int u = 8; u <= 32; u *= 4) {
     unsigned long long v = 1;
     for (int r = 0; r < rounds; r++) {
@@ -237,5 +237,14 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 8; i++) sum += h[i];
   CHECK(sum == expect_sum);
   printf("launch-costs: check=%016llx\n", sum);
+  CHECK_CUDA(cudaGraphExecDestroy(e16));
+  CHECK_CUDA(cudaGraphExecDestroy(whole));
+  CHECK_CUDA(cudaGraphExecDestroy(upd));
+  CHECK_CUDA(cudaGraphDestroy(g16));
+  CHECK_CUDA(cudaGraphDestroy(gupd));
+  CHECK_CUDA(cudaStreamDestroy(s));
+  CHECK_CUDA(cudaFreeHost(flag));
+  CHECK_CUDA(cudaFree(acc));
+  free(t);
   return 0;
 }

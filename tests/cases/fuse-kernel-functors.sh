@@ -32,8 +32,8 @@ check() {
   if [ $# -gt 0 ]; then
     ag_expect "$AG_STATS" "$@"
   else
-    ag_expect "$AG_STATS" "graph_launches == $REPLAYS" "fp['$broken'] == 0" \
-      "fp['$other'] == graph_launches"
+    ag_expect "$AG_STATS" "$(ag_graph_launches $REPLAYS)" "fp['$broken'] == 0" \
+      "$(ag_per_replay "fp['$other']" $REPLAYS)"
   fi
 }
 

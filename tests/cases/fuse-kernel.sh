@@ -16,33 +16,33 @@ REPLAYS=22
 
 # Off by default: graphs, but nothing fused.
 AG_EXPECT_REPLAY=1 ag_compare_prog k-fuse train
-ag_expect "$AG_STATS" "fused == 0" "graph_launches == $REPLAYS" "replayed == 6 * graph_launches"
+ag_expect "$AG_STATS" "fused == 0" "$(ag_graph_launches $REPLAYS)" "replayed == 6 * $REPLAYS"
 # The chains of elementwise kernels (src/chain.h) are counted whether or not anything is fused:
 # the four operations are one chain (each reads what the one before wrote, over the same N).
-ag_expect "$AG_STATS" "st['elementwise'] == 4 * graph_launches" "st['chained'] == 4 * graph_launches"
+ag_expect "$AG_STATS" "$(ag_per_replay "st['elementwise'] / 4" $REPLAYS)" "$(ag_per_replay "st['chained'] / 4" $REPLAYS)"
 AUTOGRAPH_FUSE=off ag_rerun k-fuse off train
-ag_expect "$AG_STATS" "fused == 0" "graph_launches == $REPLAYS"
+ag_expect "$AG_STATS" "fused == 0" "$(ag_graph_launches $REPLAYS)"
 
 # Both patterns, every replay.
 AUTOGRAPH_FUSE=exact ag_rerun k-fuse exact train
-ag_expect "$AG_STATS" "graph_launches == $REPLAYS" "replayed == 6 * graph_launches" \
-  "fp['torch_add_relu'] == graph_launches" "fp['torch_mul_add'] == graph_launches" \
-  "fused == 2 * graph_launches" "demotions == 0"
+ag_expect "$AG_STATS" "$(ag_graph_launches $REPLAYS)" "replayed == 6 * $REPLAYS" \
+  "$(ag_per_replay "fp['torch_add_relu']" $REPLAYS)" "$(ag_per_replay "fp['torch_mul_add']" $REPLAYS)" \
+  "$(ag_per_replay "fused / 2" $REPLAYS)" "demotions == 0"
 # Chunks as small as they go (a 1 us budget: a chunk ends at nearly every launch) never split
 # a pair a pattern replaces: every replay still runs both fused nodes.
 AUTOGRAPH_FUSE=exact AUTOGRAPH_CHUNK_US=1 ag_rerun k-fuse exact-chunks train
-ag_expect "$AG_STATS" "replayed == 6 * $REPLAYS" "fp['torch_add_relu'] == $REPLAYS" \
-  "fp['torch_mul_add'] == $REPLAYS" "graph_launches > $REPLAYS" "demotions == 0"
+ag_expect "$AG_STATS" "replayed == 6 * $REPLAYS" "$(ag_per_replay "fp['torch_add_relu']" $REPLAYS)" \
+  "$(ag_per_replay "fp['torch_mul_add']" $REPLAYS)" "graph_launches > $REPLAYS" "demotions == 0"
 # `all` includes `exact`.
 AUTOGRAPH_FUSE=all ag_rerun k-fuse all train
-ag_expect "$AG_STATS" "fused == 2 * $REPLAYS"
+ag_expect "$AG_STATS" "$(ag_per_replay "fused / 2" $REPLAYS)"
 
 # The fused module cannot be loaded: nothing is substituted, the graphs still replay.
 AUTOGRAPH_FUSE=exact SIM_FAIL=cuModuleLoadData:1+ ag_rerun k-fuse noload train
-ag_expect "$AG_STATS" "fused == 0" "graph_launches == $REPLAYS"
+ag_expect "$AG_STATS" "fused == 0" "$(ag_graph_launches $REPLAYS)"
 # One fused kernel missing from it: only that pattern is off.
 AUTOGRAPH_FUSE=exact SIM_FAIL=cuModuleGetFunction:1 ag_rerun k-fuse nofunc train
-ag_expect "$AG_STATS" "fp['torch_add_relu'] == 0" "fp['torch_mul_add'] == $REPLAYS"
+ag_expect "$AG_STATS" "fp['torch_add_relu'] == 0" "$(ag_per_replay "fp['torch_mul_add']" $REPLAYS)"
 
 # Buffers alternating between two sets: the fused nodes are updated at every replay (their
 # parameters rebuilt through the same rule) and still counted.
@@ -50,7 +50,7 @@ AG_EXPECT_REPLAY=1 ag_compare_prog k-fuse alt
 ag_expect "$AG_STATS" "fused == 0"
 base_updates=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["updates"])' "$AG_STATS")
 AUTOGRAPH_FUSE=exact ag_rerun k-fuse alt-exact alt
-ag_expect "$AG_STATS" "graph_launches == $REPLAYS" "fused == 2 * graph_launches" \
+ag_expect "$AG_STATS" "$(ag_graph_launches $REPLAYS)" "$(ag_per_replay "fused / 2" $REPLAYS)" \
   "updates >= 3 * graph_launches - 3" "updates < $base_updates"
 
 # Each broken variant leaves its pattern unfused (the other one still matches).
@@ -60,13 +60,13 @@ for v in relu-other:torch_add_relu:torch_mul_add count:torch_add_relu:torch_mul_
   IFS=: read -r mode broken other <<<"$v"
   AG_EXPECT_REPLAY=1 ag_compare_prog k-fuse "$mode"
   AUTOGRAPH_FUSE=exact ag_rerun k-fuse "$mode-exact" "$mode"
-  ag_expect "$AG_STATS" "graph_launches == $REPLAYS" "fp['$broken'] == 0" \
-    "fp['$other'] == graph_launches"
+  ag_expect "$AG_STATS" "$(ag_graph_launches $REPLAYS)" "fp['$broken'] == 0" \
+    "$(ag_per_replay "fp['$other']" $REPLAYS)"
   # Where the relu reads another buffer, the add stands alone (a chain of 3 is left); where it
   # covers one element less, the add and the relu both do (mul and add: a chain of 2).
   case $mode in
-  relu-other) ag_expect "$AG_STATS" "st['elementwise'] == 4 * graph_launches" "st['chained'] == 3 * graph_launches" ;;
-  count) ag_expect "$AG_STATS" "st['elementwise'] == 4 * graph_launches" "st['chained'] == 2 * graph_launches" ;;
+  relu-other) ag_expect "$AG_STATS" "$(ag_per_replay "st['elementwise'] / 4" $REPLAYS)" "$(ag_per_replay "st['chained'] / 3" $REPLAYS)" ;;
+  count) ag_expect "$AG_STATS" "$(ag_per_replay "st['elementwise'] / 4" $REPLAYS)" "$(ag_per_replay "st['chained'] / 2" $REPLAYS)" ;;
   esac
 done
 
@@ -74,7 +74,7 @@ done
 # rebuilt without substitution and the sequence keeps replaying.
 AG_EXPECT_REPLAY=1 ag_compare_prog k-fuse alias
 AUTOGRAPH_FUSE=exact ag_rerun k-fuse alias-exact alias
-ag_expect "$AG_STATS" "graph_launches == $REPLAYS" "fp['torch_add_relu'] == 10" \
-  "fp['torch_mul_add'] == 10" "demotions == 0"
+ag_expect "$AG_STATS" "$(ag_graph_launches $REPLAYS)" "$(ag_per_replay "fp['torch_add_relu']" 10)" \
+  "$(ag_per_replay "fp['torch_mul_add']" 10)" "demotions == 0"
 
 echo "fuse-kernel: identical output in every mode, fused counts as expected"

@@ -236,6 +236,16 @@ ag_rerun() {
   AG_STATS=$d/$tag.json
 }
 
+# Expressions for ag_expect where a program replays a known number of steps. A hold that reaches
+# its bound (the host paused for several times its usual pace: a loaded machine, a sanitizer)
+# sends the held part of a step out early, as a prefix replay: that step takes one graph launch
+# more, and a fused pair the cut fell inside runs as its originals. So:
+# ag_graph_launches N — graph_launches is N, plus at most one per such hold (st['hold_timeouts']);
+# ag_per_replay EXPR N — EXPR (something counted once per whole replay) is N, less at most one
+# per such hold.
+ag_graph_launches() { echo "$1 <= graph_launches <= $1 + st['hold_timeouts']"; }
+ag_per_replay() { echo "$2 - st['hold_timeouts'] <= $1 <= $2"; }
+
 # ag_expect STATS_JSON EXPR… — each Python expression holds over the statistics. Names: every
 # top-level integer field (launches, replayed, graphs, graph_launches, updates, passthrough,
 # sequences, demotions, evictions, fused; 0 when absent), fb (fallbacks: a mapping whose missing
