@@ -119,7 +119,8 @@ endif
 
 # What of PyTorch the simulator runs (tests/torch/coverage.py, docs/pytorch-on-the-simulator.md):
 # the wheel's kernel families with and without a twin, and the catalogue of operations in
-# float32, float16 and bfloat16 against the CPU. Needs `tools/setup --torch`.
+# float32, float16 and bfloat16 against the CPU, its table also in $(BUILD)/torch-coverage.md (as
+# the docs show it). Needs `tools/setup --torch`.
 .PHONY: torch-coverage
 torch-coverage: all $(BUILD)/autograph-inspect
-	BUILD=$(BUILD) tools/torch-sim python tests/torch/coverage.py
+	BUILD=$(BUILD) tools/torch-sim python tests/torch/coverage.py --markdown $(BUILD)/torch-coverage.md

@@ -18,7 +18,8 @@ CPU twins of its kernels:
              runs.
 
 Both by default. Exit status 0 whatever the shares (a measure, not a check); 2 for a bad command
-line. --json OUT also writes the results as JSON.
+line. --json OUT also writes the results as JSON; --markdown OUT the operations' table as the
+docs show it.
 """
 import argparse
 import collections
@@ -355,6 +356,8 @@ def main():
                     help="dtypes of the operations, comma-separated (default %(default)s)")
     ap.add_argument("--only", help="only these operations, comma-separated")
     ap.add_argument("--json", help="also write the results as JSON here")
+    ap.add_argument("--markdown", help="also write the operations' table (as in "
+                    "docs/pytorch-on-the-simulator.md) here")
     a = ap.parse_args()
     try:
         dtypes = [getattr(torch, d) for d in a.dtypes.split(",")]
@@ -377,7 +380,26 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)
+    if a.markdown and "ops" in out:
+        with open(a.markdown, "w") as f:
+            f.write(markdown(out["ops"]["results"]))
     return 0
+
+
+def markdown(results):
+    """The operations' table: one row per operation, one column per dtype; a cell is ok, the
+    family of the kernel without a twin, or what else went wrong."""
+    dts = list(dict.fromkeys(r["dtype"] for r in results))
+    rows = collections.OrderedDict()
+    for r in results:
+        st = r["status"]
+        cell = ("ok" if st == "ok" else "`" + st[len("no twin: "):] + "`" if st.startswith("no twin: ")
+                else "no twin (as above)" if st.startswith("no twin") else
+                "MISMATCH" if st.startswith("MISMATCH") else st[len("error: "):][:50])
+        rows.setdefault(r["op"], {})[r["dtype"]] = cell.replace("|", "\\|")
+    lines = ["| operation | " + " | ".join(dts) + " |", "|---" * (len(dts) + 1) + "|"]
+    lines += ["| `%s` | %s |" % (op, " | ".join(c.get(d, "-") for d in dts)) for op, c in rows.items()]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
