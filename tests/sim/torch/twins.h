@@ -79,6 +79,8 @@ int simtw_scatter_resolve(const char *dm, simtw_nn_t *k);
 int simtw_resample_resolve(const char *dm, simtw_nn_t *k);
 int simtw_conv_resolve(const char *dm, simtw_nn_t *k);
 int simtw_norm_resolve(const char *dm, simtw_nn_t *k);
+/* rnn.c's fused LSTM and GRU cells (through simtw_nn_resolve). */
+int simtw_rnn_resolve(const char *dm, simtw_nn_t *k);
 
 /* OffsetCalculator<n, uint32_t> at oc (twins.c): the byte offset of linear element idx in tensor
  * arg (of n), and the calculator's size in bytes. */
