@@ -59,6 +59,11 @@ def parse_args(name, description, steps, batch_size, extra=None):
                    help="CPU threads for PyTorch (default: PyTorch's choice)")
     p.add_argument("--compile", action="store_true",
                    help='use torch.compile(mode="reduce-overhead") (PyTorch 2.x)')
+    p.add_argument("--profile", metavar="TRACE.json",
+                   help="record the timed steps with torch.profiler (CPU and, on cuda, CUDA "
+                        "activity; one ProfilerStep# per step) and write its Chrome trace here, "
+                        "the input of autograph-predict and autograph-report --kineto; the "
+                        "profiler's own cost is in the step times")
     if extra:
         extra(p)
     args = p.parse_args()
@@ -128,11 +133,27 @@ def run_steps(args, dev, step):
     _sync(dev)
     warmup_s = time.perf_counter() - t0
     times = []
+    prof = None
+    if getattr(args, "profile", None):
+        from torch.profiler import ProfilerActivity, profile
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+        prof = profile(activities=acts)
+        prof.__enter__()
     for i in range(args.warmup, args.warmup + args.steps):
         t = time.perf_counter()
-        step(i)
-        _sync(dev)
+        if prof:
+            # The step's range, named as torch.profiler's schedule names it (what
+            # autograph-predict reads as a step).
+            with torch.profiler.record_function(f"ProfilerStep#{i}"):
+                step(i)
+                _sync(dev)
+        else:
+            step(i)
+            _sync(dev)
         times.append(time.perf_counter() - t)
+    if prof:
+        prof.__exit__(None, None, None)
+        prof.export_chrome_trace(args.profile)
     return warmup_s, times
 
 

@@ -74,4 +74,22 @@ for script in "$AG_ROOT"/examples/*.py; do
   n=$((n + 1))
 done
 [ "$n" = 5 ] || ag_fail "expected 5 examples, ran $n"
+# --profile (examples/common.py): the same result, and a Chrome trace with one ProfilerStep# range
+# per timed step, which autograph-predict reads.
+# shellcheck disable=SC2206
+args=("${common[@]}" ${size[mlp]})
+ag_run "$d/mlp.prof" env LD_PRELOAD="$AG_PRELOAD_BASE" "$py" "$AG_ROOT/examples/mlp.py" "${args[@]}" --profile "$d/mlp.trace.json"
+[ "$(cat "$d/mlp.prof.rc")" = 0 ] || { tail -n 20 "$d/mlp.prof.err" >&2; ag_fail "mlp --profile exited $(cat "$d/mlp.prof.rc")"; }
+grep -Ev '^(warmup_s|median_step_ms):' "$d/mlp.prof.out" | cmp -s - "$d/mlp.plain.cmp" || ag_fail "mlp --profile: another result"
+python3 - "$d/mlp.trace.json" <<'PY' || ag_fail "mlp --profile: not the trace expected"
+import json, sys
+t = json.load(open(sys.argv[1]))
+# Kineto's format (an object with traceEvents), or a bare list of events from a PyTorch built
+# without Kineto (Debian's python3-torch).
+ev = t["traceEvents"] if isinstance(t, dict) else t
+steps = sorted(e["name"] for e in ev if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#"))
+ops = sum(1 for e in ev if e.get("ph") == "X" and e.get("name", "").startswith("aten::"))
+print(f"mlp --profile: {steps}, {ops} operator rows")
+sys.exit(0 if steps == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"] and ops > 0 else 1)
+PY
 echo "examples-torch: all $n examples unchanged with the library"
