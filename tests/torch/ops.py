@@ -460,13 +460,37 @@ for ctr, key, want in [((0, 0, 0, 0), (0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4
 n_ok += 1
 print("ok philox known answers")
 
-# A kernel without a CPU twin (sort's bitonic sort): the launch fails, never silently.
+# Sorting short slices (bitonic sort) and top-k (single-block selection), in the three float
+# types: values as the CPU's, ties included (repeated values, a NaN, -0 and +0); the indices
+# always pick the values out of the input. Which of tied values' indices comes first is the
+# bitonic network's (torch.sort is not stable by default), so only the values are compared.
+for dt in (torch.float32, torch.float16, torch.bfloat16):
+    name = str(dt)[6:]
+    s = torch.randint(0, 4, (5, 13), generator=gen).to(dt)
+    s[1, 3], s[2, 0], s[2, 1] = float("nan"), -0.0, 0.0
+    for desc in (False, True):
+        check(f"sort_{name}{'_descending' if desc else ''}", lambda: s.cuda().sort(1, descending=desc).values.nan_to_num(9),
+              lambda: s.sort(dim=1, descending=desc).values.nan_to_num(9), rtol=0, atol=0)
+        check(f"sort_indices_{name}{'_descending' if desc else ''}",
+              lambda: s.gather(1, s.cuda().sort(1, descending=desc).indices.cpu()).nan_to_num(9),
+              lambda: s.sort(dim=1, descending=desc).values.nan_to_num(9), rtol=0, atol=0)
+    check(f"sort_strided_{name}", lambda: s.cuda().t().sort(0).values.nan_to_num(9),
+          lambda: s.t().sort(0).values.nan_to_num(9), rtol=0, atol=0)
+    for largest in (True, False):
+        which = "largest" if largest else "smallest"
+        check(f"topk_{which}_{name}", lambda: s.cuda().topk(4, 1, largest=largest).values.nan_to_num(9),
+              lambda: s.topk(4, 1, largest=largest).values.nan_to_num(9), rtol=0, atol=0)
+        check(f"topk_{which}_unsorted_indices_{name}",
+              lambda: s.gather(1, s.cuda().topk(4, 1, largest=largest, sorted=False).indices.cpu()).sort(1).values.nan_to_num(9),
+              lambda: s.topk(4, 1, largest=largest).values.sort(1).values.nan_to_num(9), rtol=0, atol=0)
+
+# A kernel without a CPU twin (kthvalue's selection): the launch fails, never silently.
 try:
-    torch.sort(x.cuda(), 1)[0].cpu()
+    torch.kthvalue(x.cuda(), 2, 1)[0].cpu()
 except Exception as e:  # torch.AcceleratorError
     assert "no kernel image" in str(e), str(e)
-    print("ok no_twin: sort fails with the no-kernel-image error")
+    print("ok no_twin: kthvalue fails with the no-kernel-image error")
 else:
-    print("FAIL no_twin: sort ran without a twin")
+    print("FAIL no_twin: kthvalue ran without a twin")
     sys.exit(1)
 print(f"ops: {n_ok} ok")

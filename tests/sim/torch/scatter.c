@@ -157,6 +157,7 @@ int simtw_scatter_resolve(const char *dm, simtw_nn_t *k) {
   const char *p, *e;
   int is_float;
   memset(k, 0, sizeof *k);
+  if (simtw_sort_resolve(dm, k)) return 1;
   if (strncmp(dm, INDEX_PREFIX, strlen(INDEX_PREFIX)) == 0) {
     p = dm + strlen(INDEX_PREFIX);
     if (strncmp(p, "index_put_kernel_impl<", 22) == 0) {
