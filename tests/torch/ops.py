@@ -484,6 +484,33 @@ for dt in (torch.float32, torch.float16, torch.bfloat16):
               lambda: s.gather(1, s.cuda().topk(4, 1, largest=largest, sorted=False).indices.cpu()).sort(1).values.nan_to_num(9),
               lambda: s.topk(4, 1, largest=largest).values.sort(1).values.nan_to_num(9), rtol=0, atol=0)
 
+# index_copy_ and index_fill_ (also index_copy's backward), and the scatter-add behind gather's,
+# index_select's and index_add's backward in the half types (an atomic add rounding each sum).
+def grad_typed(dev, f, *inputs):
+    """grad_of's gradients, the output's weights in its own dtype."""
+    ts = [t.detach().to(dev).clone().requires_grad_() for t in inputs]
+    out = f(*ts)
+    out.backward(torch.linspace(-1, 2, out.numel()).reshape(out.shape).to(dev, out.dtype))
+    return torch.cat([t.grad.reshape(-1) for t in ts])
+
+
+for dt, tol in ((torch.float32, 1e-6), (torch.float16, 1e-3), (torch.bfloat16, 1e-2)):
+    name = str(dt)[6:]
+    a, b = torch.randn(6, 7, generator=gen).to(dt), torch.randn(2, 7, generator=gen).to(dt)
+    ci, fi = torch.tensor([4, 1]), torch.tensor([5, -1, 2])
+    check(f"index_copy_{name}", lambda: a.cuda().index_copy(0, ci.cuda(), b.cuda()), lambda: a.index_copy(0, ci, b),
+          rtol=0, atol=0)
+    check(f"index_fill_{name}", lambda: a.cuda().t().index_fill(1, fi.cuda(), -2.5), lambda: a.t().index_fill(1, fi, -2.5),
+          rtol=0, atol=0)
+    gi = torch.tensor([[0, 6, 6], [2, 2, 2], [1, 0, 5], [3, 3, 0], [6, 5, 4], [0, 0, 0]])
+    si = torch.tensor([3, 0, 3, 5, 3])
+    for what, f, args in [("index_copy", lambda t, u: t.index_copy(0, ci.to(t.device), u), (a, b)),
+                          ("gather", lambda t: t.gather(1, gi.to(t.device)), (a,)),
+                          ("index_select", lambda t: t.index_select(0, si.to(t.device)), (a,)),
+                          ("index_add", lambda t, u: t.index_add(0, ci.to(t.device), u), (a, b))]:
+        check(f"{what}_backward_{name}", lambda: grad_typed("cuda", f, *args), lambda: grad_typed("cpu", f, *args),
+              rtol=tol, atol=tol)
+
 # A kernel without a CPU twin (kthvalue's selection): the launch fails, never silently.
 try:
     torch.kthvalue(x.cuda(), 2, 1)[0].cpu()

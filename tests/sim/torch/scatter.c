@@ -1,7 +1,7 @@
 /* scatter.c — CPU twins of PyTorch's scatter/gather kernels (ScatterGatherKernel.cu):
  * torch.gather, scatter_ with a tensor or a scalar source, and scatter_add_ (which is also
  * gather's backward, as gather is scatter's); and of advanced indexing (IndexKernel.cu): a[idx]
- * with index tensors and index_put_ without accumulation.
+ * with index tensors, index_put_ without accumulation, index_copy_ and index_fill_.
  *
  * All of them are one template, _scatter_gather_elementwise_kernel<128, 8, loop>(int N, loop),
  * whose loop lambda comes from _cuda_scatter_gather_internal_kernel<is_scatter_like, scalar_t,
@@ -23,12 +23,15 @@
  * 544 numel, 552 the scalar (scalar_t's bytes).
  *
  * TensorAssign is instantiated on OpaqueType<size> (any element type of that size: a byte copy);
- * the twins cover it for 1, 2, 4 and 8 bytes, and ReduceAdd for float. Elements run in index
- * order: where several write one place, the last one's value stays (assign) and the sum is in
- * index order (add); the GPU's order is unspecified in both (PyTorch documents scatter_ with
+ * the twins cover it for 1, 2, 4 and 8 bytes, and ReduceAdd for float, c10::Half and
+ * c10::BFloat16 (an atomic add whose sum is rounded once to the element type: the twin rounds the
+ * exact sum, as double holds it or double rounding through it is innocuous). Elements run in
+ * index order: where several write one place, the last one's value stays (assign) and the sum is
+ * in index order (add); the GPU's order is unspecified in both (PyTorch documents scatter_ with
  * repeated indices as nondeterministic).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,7 +63,7 @@ static char *rdptr(const char *p) {
   return v;
 }
 
-/* k->p: [0] SG_*, [1] element size, [2] 1 for ReduceAdd on float (else assign), [3] index size. */
+/* k->p: [0] SG_*, [1] element size, [2] the element type for ReduceAdd (0: assign), [3] index size. */
 static void run_scatter_gather(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   (void)grid, (void)block;
   int kind = k->p[0], es = k->p[1], add = k->p[2], is = k->p[3];
@@ -79,12 +82,9 @@ static void run_scatter_gather(const simtw_nn_t *k, dim3 grid, dim3 block, void 
     const char *src = kind == SG_FILL ? src_ptr : src_ptr + simtw_oc_get(l, nops, 1, (uint32_t)i);
     if (kind == SG_GATHER) src += idx * index_stride * es;
     else dst += idx * index_stride * es;
-    if (add) {
-      float a, b;
-      memcpy(&a, dst, 4);
-      memcpy(&b, src, 4);
-      a += b;
-      memcpy(dst, &a, 4);
+    if (add) { /* the exact sum rounded once, as the device's atomic add rounds it */
+      simtw_dt_t dt = (simtw_dt_t)add;
+      simtw_store(dt, dst, simtw_fval(simtw_load(dt, dst).f + simtw_load(dt, src).f));
     } else {
       memmove(dst, src, (size_t)es);
     }
@@ -131,7 +131,65 @@ static void run_index(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   }
 }
 
-/* The element size of "at::native::OpaqueType<N>" or "float" at s (then *end after it), else 0. */
+/* index_elementwise_kernel<128, 4, index_copy_kernel_impl<OpaqueType<size>>::lambda(int)>(int64 N,
+ * lambda) (index_copy_): the host restrides self so that self, index and source walk source's
+ * shape, self's dimension dim with stride 0; element i then copies *source(i) to
+ * self(i) + index[i] * self_dim_stride elements. The lambda, as the wheel lays it out (its
+ * 648 bytes; the fields in the order the loop uses them, as the other index lambdas have them):
+ * OffsetCalculator<3> (604 bytes: self, index, source), then at 608 self_ptr, 616 idx_ptr,
+ * 624 source_ptr, 632 int64 self_dim_size, 640 int64 self_dim_stride. An index outside
+ * [0, self_dim_size) is the kernel's device-side assertion; the twin stops there too. With
+ * repeated indices the last element in order stays (the GPU's choice is unspecified). */
+static void run_index_copy(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)grid, (void)block;
+  int es = k->p[1];
+  int64_t n = *(int64_t *)args[0];
+  const char *l = args[1];
+  size_t base = (simtw_oc_size(3) + 7) & ~(size_t)7;
+  char *self_ptr = rdptr(l + base);
+  const char *idx_ptr = rdptr(l + base + 8), *src_ptr = rdptr(l + base + 16);
+  int64_t size = rd64(l + base + 24), stride = rd64(l + base + 32);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t idx = rd64(idx_ptr + simtw_oc_get(l, 3, 1, (uint32_t)i));
+    if (idx < 0 || idx >= size) {
+      fprintf(stderr, "sim: %s: index %lld outside [0, %lld): the kernel's assertion; stopped\n", k->name,
+              (long long)idx, (long long)size);
+      abort();
+    }
+    memmove(self_ptr + simtw_oc_get(l, 3, 0, (uint32_t)i) + idx * stride * es,
+            src_ptr + simtw_oc_get(l, 3, 2, (uint32_t)i), (size_t)es);
+  }
+}
+
+/* index_elementwise_kernel<128, 4, index_fill_kernel_impl<OpaqueType<size>>::lambda(int)>(int64 N,
+ * lambda) (index_fill_, and index_copy's backward): self restrided as for index_copy, element i
+ * stores the fill value at self(i) + index[i] * self_dim_stride elements, a negative index
+ * counting from self_dim_size. The lambda (544 bytes, fields in the order of use):
+ * OffsetCalculator<2> (504 bytes: self, index), then at 504 self_ptr, 512 idx_ptr, 520 int64
+ * self_dim_size, 528 int64 self_dim_stride, 536 the fill value (size bytes). */
+static void run_index_fill(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)grid, (void)block;
+  int es = k->p[1];
+  int64_t n = *(int64_t *)args[0];
+  const char *l = args[1];
+  size_t base = (simtw_oc_size(2) + 7) & ~(size_t)7;
+  char *self_ptr = rdptr(l + base);
+  const char *idx_ptr = rdptr(l + base + 8);
+  int64_t size = rd64(l + base + 16), stride = rd64(l + base + 24);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t idx = rd64(idx_ptr + simtw_oc_get(l, 2, 1, (uint32_t)i));
+    if (idx < -size || idx >= size) {
+      fprintf(stderr, "sim: %s: index %lld outside [-%lld, %lld): the kernel's assertion; stopped\n", k->name,
+              (long long)idx, (long long)size, (long long)size);
+      abort();
+    }
+    if (idx < 0) idx += size;
+    memcpy(self_ptr + simtw_oc_get(l, 2, 0, (uint32_t)i) + idx * stride * es, l + base + 32, (size_t)es);
+  }
+}
+
+/* The element size of "at::native::OpaqueType<N>", "float", "c10::Half" or "c10::BFloat16" at s
+ * (then *end after it), else 0; *is_float the floating type (else 0). */
 static int elem(const char *s, const char **end, int *is_float) {
   *is_float = 0;
   if (strncmp(s, "at::native::OpaqueType<", 23) == 0) {
@@ -141,10 +199,10 @@ static int elem(const char *s, const char **end, int *is_float) {
     *end = e + 1;
     return n;
   }
-  if (strncmp(s, "float", 5) == 0) {
-    *is_float = 1;
-    *end = s + 5;
-    return 4;
+  simtw_dt_t dt = simtw_dt_parse(s, end);
+  if (dt == DT_F32 || dt == DT_F16 || dt == DT_BF16) {
+    *is_float = (int)dt;
+    return (int)simtw_dt_size(dt);
   }
   return 0;
 }
@@ -153,11 +211,30 @@ static int elem(const char *s, const char **end, int *is_float) {
 
 #define INDEX_PREFIX "void at::native::index_elementwise_kernel<128, 4, at::native::gpu_index_kernel<at::native::"
 
+#define INDEX_COPY_PREFIX "void at::native::index_elementwise_kernel<128, 4, at::native::index_copy_kernel_impl<"
+#define INDEX_FILL_PREFIX "void at::native::index_elementwise_kernel<128, 4, at::native::index_fill_kernel_impl<"
+
 int simtw_scatter_resolve(const char *dm, simtw_nn_t *k) {
   const char *p, *e;
   int is_float;
   memset(k, 0, sizeof *k);
   if (simtw_sort_resolve(dm, k)) return 1;
+  if (strncmp(dm, INDEX_FILL_PREFIX, strlen(INDEX_FILL_PREFIX)) == 0) {
+    p = dm + strlen(INDEX_FILL_PREFIX);
+    static const char args_[] = " >(at::TensorIterator&, long, long, long, at::native::OpaqueType<";
+    size_t na = sizeof args_ - 1;
+    if ((k->p[1] = elem(p, &e, &is_float)) && !is_float && strncmp(e, args_, na) == 0 &&
+        atoi(e + na) == k->p[1] && strncmp(e + na + 1, ">)::{lambda(int)#1}>(", 21) == 0)
+      k->run = run_index_fill;
+    return k->run != NULL;
+  }
+  if (strncmp(dm, INDEX_COPY_PREFIX, strlen(INDEX_COPY_PREFIX)) == 0) {
+    p = dm + strlen(INDEX_COPY_PREFIX);
+    if ((k->p[1] = elem(p, &e, &is_float)) && !is_float &&
+        strncmp(e, " >(at::TensorIterator&, long, long, long)::{lambda(int)#1}>(", 60) == 0)
+      k->run = run_index_copy;
+    return k->run != NULL;
+  }
   if (strncmp(dm, INDEX_PREFIX, strlen(INDEX_PREFIX)) == 0) {
     p = dm + strlen(INDEX_PREFIX);
     if (strncmp(p, "index_put_kernel_impl<", 22) == 0) {
@@ -198,7 +275,7 @@ int simtw_scatter_resolve(const char *dm, simtw_nn_t *k) {
   if (!is_float && strncmp(e, "at::native::TensorAssign>(", 26) == 0) {
     k->run = run_scatter_gather;
   } else if (is_float && k->p[0] == SG_SCATTER && strncmp(e, "at::native::ReduceAdd>(", 23) == 0) {
-    k->p[2] = 1;
+    k->p[2] = is_float;
     k->run = run_scatter_gather;
   }
   return k->run != NULL;
