@@ -511,6 +511,19 @@ for dt, tol in ((torch.float32, 1e-6), (torch.float16, 1e-3), (torch.bfloat16, 1
         check(f"{what}_backward_{name}", lambda: grad_typed("cuda", f, *args), lambda: grad_typed("cpu", f, *args),
               rtol=tol, atol=tol)
 
+# index_put_ with accumulate=True: cub's radix sort of the destination rows (stable), then the
+# sorted accumulation; the same path without accumulation under deterministic algorithms.
+for dt, tol in ((torch.float32, 1e-6), (torch.float16, 1e-3), (torch.bfloat16, 1e-2)):
+    name = str(dt)[6:]
+    a, v = torch.randn(7, 5, generator=gen).to(dt), torch.randn(9, 5, generator=gen).to(dt)
+    pi = torch.tensor([0, 2, 0, 6, 2, 2, 1, 0, -1])
+    check(f"index_put_accumulate_{name}", lambda: a.cuda().index_put((pi.cuda(),), v.cuda(), accumulate=True),
+          lambda: a.float().index_put((pi,), v.float(), accumulate=True).to(dt), rtol=tol, atol=tol)
+    torch.use_deterministic_algorithms(True)
+    check(f"index_put_deterministic_{name}", lambda: a.cuda().index_put((pi.cuda(),), v.cuda()),
+          lambda: a.index_put((pi,), v), rtol=0, atol=0)
+    torch.use_deterministic_algorithms(False)
+
 # A kernel without a CPU twin (kthvalue's selection): the launch fails, never silently.
 try:
     torch.kthvalue(x.cuda(), 2, 1)[0].cpu()

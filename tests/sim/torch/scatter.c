@@ -1,7 +1,8 @@
 /* scatter.c — CPU twins of PyTorch's scatter/gather kernels (ScatterGatherKernel.cu):
  * torch.gather, scatter_ with a tensor or a scalar source, and scatter_add_ (which is also
  * gather's backward, as gather is scatter's); and of advanced indexing (IndexKernel.cu): a[idx]
- * with index tensors, index_put_ without accumulation, index_copy_ and index_fill_.
+ * with index tensors, index_put_ (with accumulation: its sorted backward-style kernel), index_copy_
+ * and index_fill_.
  *
  * All of them are one template, _scatter_gather_elementwise_kernel<128, 8, loop>(int N, loop),
  * whose loop lambda comes from _cuda_scatter_gather_internal_kernel<is_scatter_like, scalar_t,
@@ -188,6 +189,56 @@ static void run_index_fill(const simtw_nn_t *k, dim3 grid, dim3 block, void **ar
   }
 }
 
+/* indexing_backward_kernel_small_stride<T>(const int64 *sorted_indices, const int64 *indices,
+ * const T *grad_output, T *grad_weight, int64 numel, int64 stride, int64 stride_before,
+ * int64 outer_dim, bool accumulate) (Indexing.cu; index_put_ with accumulate=True, after cub's
+ * radix sort has sorted the destination rows with their positions): for z < outer_dim (blockIdx.z
+ * onward, every gridDim.z-th), row idx = blockIdx.x * blockDim.y + threadIdx.y that begins a run
+ * of equal sorted_indices, feature tidx = threadIdx.x < stride: with accumulate,
+ * gradient = 0.f + each grad_output[indices[idx + i] * stride + z * numel * stride + tidx] * 1.f
+ * in run order (float, the opmath of float, Half and BFloat16), then
+ * grad_weight[sorted_indices[idx] * stride + z * stride_before + tidx] = T(float(that) +
+ * gradient); without, the run's last grad_output row is stored. The twin does the same float
+ * operations in the same order. A block narrower than stride would leave features unwritten; it
+ * has no twin. */
+static void run_indexing_backward_small(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  simtw_dt_t dt = (simtw_dt_t)k->p[0];
+  size_t es = simtw_dt_size(dt);
+  const int64_t *sorted = *(const int64_t **)args[0], *pos = *(const int64_t **)args[1];
+  const char *go = *(const char **)args[2];
+  char *gw = *(char **)args[3];
+  int64_t numel = *(int64_t *)args[4], stride = *(int64_t *)args[5], sb = *(int64_t *)args[6];
+  int64_t outer = *(int64_t *)args[7];
+  int acc = *(unsigned char *)args[8] != 0;
+  if ((int64_t)block.x < stride || grid.z == 0) {
+    fprintf(stderr, "sim: %s: %u threads in x for a stride of %lld, which has no twin; not run\n", k->name, block.x,
+            (long long)stride);
+    abort();
+  }
+  int64_t rows = (int64_t)grid.x * block.y;
+  for (int64_t z = 0; z < outer; z++) /* blockIdx.z's loops together cover every z once */
+    for (int64_t idx = 0; idx < rows && idx < numel; idx++) {
+      if (idx > 0 && sorted[idx] == sorted[idx - 1]) continue;
+      int64_t dup = 1;
+      while (idx + dup < numel && sorted[idx + dup] == sorted[idx]) dup++;
+      int64_t wrow = sorted[idx] * stride + z * sb;
+      for (int64_t t = 0; t < stride; t++) {
+        char *w = gw + es * (size_t)(wrow + t);
+        if (!acc) {
+          const char *g = go + es * (size_t)(pos[idx + dup - 1] * stride + z * numel * stride + t);
+          simtw_store(dt, w, simtw_fval((float)simtw_load(dt, g).f));
+          continue;
+        }
+        float gradient = 0.0f;
+        for (int64_t i = 0; i < dup; i++) {
+          const char *g = go + es * (size_t)(pos[idx + i] * stride + z * numel * stride + t);
+          gradient += (float)simtw_load(dt, g).f * 1.0f;
+        }
+        simtw_store(dt, w, simtw_fval((float)simtw_load(dt, w).f + gradient));
+      }
+    }
+}
+
 /* The element size of "at::native::OpaqueType<N>", "float", "c10::Half" or "c10::BFloat16" at s
  * (then *end after it), else 0; *is_float the floating type (else 0). */
 static int elem(const char *s, const char **end, int *is_float) {
@@ -219,6 +270,15 @@ int simtw_scatter_resolve(const char *dm, simtw_nn_t *k) {
   int is_float;
   memset(k, 0, sizeof *k);
   if (simtw_sort_resolve(dm, k)) return 1;
+  static const char ibk[] = "void (anonymous namespace)::indexing_backward_kernel_small_stride<";
+  if (strncmp(dm, ibk, sizeof ibk - 1) == 0) {
+    simtw_dt_t dt = simtw_dt_parse(dm + sizeof ibk - 1, &e);
+    if ((dt == DT_F32 || dt == DT_F16 || dt == DT_BF16) && strncmp(e, ">(long const*, long const*, ", 28) == 0) {
+      k->p[0] = (int)dt;
+      k->run = run_indexing_backward_small;
+    }
+    return k->run != NULL;
+  }
   if (strncmp(dm, INDEX_FILL_PREFIX, strlen(INDEX_FILL_PREFIX)) == 0) {
     p = dm + strlen(INDEX_FILL_PREFIX);
     static const char args_[] = " >(at::TensorIterator&, long, long, long, at::native::OpaqueType<";

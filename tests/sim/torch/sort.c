@@ -212,6 +212,66 @@ static void run_topk(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   free(sorted);
 }
 
+/* ---- cub's single-tile radix sort ---- */
+
+/* DeviceRadixSortSingleTileKernel<Policy, SortOrder, KeyT, ValueT, OffsetT, identity_decomposer>(
+ * const KeyT *keys_in, KeyT *keys_out, const ValueT *values_in, ValueT *values_out,
+ * OffsetT num_items, int current_bit, int end_bit, decomposer): one block sorts all num_items
+ * (cub launches it only when they fit one tile) by the bits [current_bit, end_bit) of each key's
+ * radix form (the bits of an unsigned key, a signed one's with the sign bit flipped), ascending
+ * (SortOrder 0) or descending (1). Radix sorting is stable: keys whose digits tie keep their
+ * input order, in either direction. ValueT is cub's NullType (keys only) or
+ * at::cuda::cub::detail::OpaqueType<size> (a value moved with its key). */
+typedef struct {
+  uint64_t digit;
+  uint64_t pos;
+} st_rs_t;
+
+static int st_rs_desc;
+
+static int st_rs_cmp(const void *a, const void *b) {
+  const st_rs_t *x = a, *y = b;
+  if (x->digit != y->digit) return (x->digit < y->digit) == !st_rs_desc ? -1 : 1;
+  return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* k->p: [0] key size, [1] 1 for a signed key, [2] descending, [3] value size (0: none). */
+static void run_radix_single_tile(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  (void)grid, (void)block;
+  int ks = k->p[0], is_signed = k->p[1], vs = k->p[3];
+  const char *kin = *(const char **)args[0], *vin = *(const char **)args[2];
+  char *kout = *(char **)args[1], *vout = *(char **)args[3];
+  uint64_t n = *(uint64_t *)args[4];
+  int begin = *(int *)args[5], end = *(int *)args[6];
+  if (begin < 0 || end > 8 * ks || begin > end) {
+    fprintf(stderr, "sim: %s: bits [%d, %d) of a %d-byte key, which has no twin; not run\n", k->name, begin, end, ks);
+    abort();
+  }
+  st_rs_t *v = malloc((n ? n : 1) * sizeof *v);
+  char *kt = malloc((n ? n : 1) * (size_t)ks), *vt = malloc((n ? n : 1) * (size_t)(vs ? vs : 1));
+  if (!v || !kt || !vt) abort();
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t bits = 0;
+    memcpy(&bits, kin + i * (uint64_t)ks, (size_t)ks); /* little-endian: the low bytes */
+    if (is_signed) bits ^= 1ull << (8 * ks - 1);
+    uint64_t mask = end - begin >= 64 ? ~0ull : (1ull << (end - begin)) - 1;
+    v[i].digit = (bits >> begin) & mask;
+    v[i].pos = i;
+  }
+  st_rs_desc = k->p[2];
+  qsort(v, n, sizeof *v, st_rs_cmp);
+  /* through copies: keys_out may be keys_in (cub's double buffer alternates them) */
+  for (uint64_t i = 0; i < n; i++) {
+    memcpy(kt + i * (uint64_t)ks, kin + v[i].pos * (uint64_t)ks, (size_t)ks);
+    if (vs) memcpy(vt + i * (uint64_t)vs, vin + v[i].pos * (uint64_t)vs, (size_t)vs);
+  }
+  memcpy(kout, kt, n * (size_t)ks);
+  if (vs) memcpy(vout, vt, n * (size_t)vs);
+  free(v);
+  free(kt);
+  free(vt);
+}
+
 /* ---- resolver ---- */
 
 /* An integer at *s followed by sep; advances *s past both. */
@@ -227,7 +287,60 @@ static int st_int(const char **s, const char *sep, int *v) {
 
 static int st_key_dt(simtw_dt_t dt) { return dt == DT_F32 || dt == DT_F16 || dt == DT_BF16; }
 
+/* The key type of cub's radix sort at s: its size and signedness; 0 for others. */
+static int st_rs_key(const char *s, const char **end, int *is_signed) {
+  static const struct {
+    const char *name;
+    int size, is_signed;
+  } keys[] = {{"unsigned char", 1, 0}, {"signed char", 1, 1}, {"unsigned short", 2, 0}, {"short", 2, 1},
+              {"unsigned int", 4, 0},  {"int", 4, 1},         {"unsigned long", 8, 0},  {"long", 8, 1}};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    size_t n = strlen(keys[i].name);
+    if (strncmp(s, keys[i].name, n) == 0 && s[n] == ',') {
+      *end = s + n;
+      *is_signed = keys[i].is_signed;
+      return keys[i].size;
+    }
+  }
+  return 0;
+}
+
 int simtw_sort_resolve(const char *dm, simtw_nn_t *k) {
+  static const char rs[] = "void at_cuda_detail::cub::detail::radix_sort::DeviceRadixSortSingleTileKernel<";
+  if (strncmp(dm, rs, sizeof rs - 1) == 0) {
+    /* the policy (its tile's shape does not change the result), then the order */
+    const char *p = strstr(dm, ">::Policy"), *e;
+    if (!p) return 0;
+    p += 9;
+    while (*p >= '0' && *p <= '9') p++;
+    int desc, is_signed, ks, vs = 0;
+    static const char order[] = ", (at_cuda_detail::cub::SortOrder)";
+    if (strncmp(p, order, sizeof order - 1) != 0) return 0;
+    p += sizeof order - 1;
+    if ((*p != '0' && *p != '1') || strncmp(p + 1, ", ", 2) != 0) return 0;
+    desc = *p == '1';
+    p += 3;
+    if (!(ks = st_rs_key(p, &e, &is_signed))) return 0;
+    p = e + 2;
+    if (strncmp(p, "at_cuda_detail::cub::NullType, ", 31) == 0) {
+      p += 31;
+    } else if (strncmp(p, "at::cuda::cub::detail::OpaqueType<", 34) == 0) {
+      vs = atoi(p + 34);
+      if ((vs != 1 && vs != 2 && vs != 4 && vs != 8) || strncmp(p + 35, ">, ", 3) != 0) return 0;
+      p += 38;
+    } else {
+      return 0;
+    }
+    static const char tail[] = "unsigned long long, at_cuda_detail::cub::detail::identity_decomposer_t>(";
+    if (strncmp(p, tail, sizeof tail - 1) != 0) return 0;
+    k->run = run_radix_single_tile;
+    k->p[0] = ks;
+    k->p[1] = is_signed;
+    k->p[2] = desc;
+    k->p[3] = vs;
+    return 1;
+  }
+
   static const char bitonic[] = "void at::native::bitonicSortKVInPlace<";
   static const char topk[] = "void at::native::sbtopk::gatherTopK<";
   const char *p, *e;
