@@ -524,6 +524,23 @@ for dt, tol in ((torch.float32, 1e-6), (torch.float16, 1e-3), (torch.bfloat16, 1
           lambda: a.index_put((pi,), v), rtol=0, atol=0)
     torch.use_deterministic_algorithms(False)
 
+# Convolutions in half and bfloat16 through the simulated cuDNN's backend API (float products
+# and sums, each result rounded once): forward, data and filter gradients against the CPU's.
+for dt, tol in ((torch.float16, 2e-3), (torch.bfloat16, 2e-2)):
+    name = str(dt)[6:]
+    img, filt = torch.randn(2, 3, 6, 5, generator=gen).to(dt), torch.randn(4, 3, 3, 3, generator=gen).to(dt)
+    for what, f in [("conv2d", lambda a, b: F.conv2d(a, b, padding=1)),
+                    ("conv2d_strided", lambda a, b: F.conv2d(a, b, stride=2, dilation=1)),
+                    ("conv_transpose2d", lambda a, b: F.conv_transpose2d(a, b, stride=2))]:
+        if what == "conv_transpose2d":
+            a_in = torch.randn(2, 4, 5, 4, generator=gen).to(dt)
+        else:
+            a_in = img
+        check(f"{what}_{name}", lambda: f(a_in.cuda(), filt.cuda()), lambda: f(a_in.float(), filt.float()).to(dt),
+              rtol=tol, atol=tol)
+        check(f"{what}_backward_{name}", lambda: grad_typed("cuda", f, a_in, filt),
+              lambda: grad_typed("cpu", lambda a, b: f(a.float(), b.float()), a_in, filt).to(dt), rtol=4 * tol, atol=4 * tol)
+
 # A kernel without a CPU twin (kthvalue's selection): the launch fails, never silently.
 try:
     torch.kthvalue(x.cuda(), 2, 1)[0].cpu()
