@@ -541,6 +541,17 @@ for dt, tol in ((torch.float16, 2e-3), (torch.bfloat16, 2e-2)):
         check(f"{what}_backward_{name}", lambda: grad_typed("cuda", f, a_in, filt),
               lambda: grad_typed("cpu", lambda a, b: f(a.float(), b.float()), a_in, filt).to(dt), rtol=4 * tol, atol=4 * tol)
 
+# embedding_bag's forward in sum and mean modes, with and without a padding row (its backward
+# has no twin yet).
+for dt, tol in ((torch.float32, 1e-6), (torch.float16, 1e-3), (torch.bfloat16, 1e-2)):
+    name = str(dt)[6:]
+    ew, ei, eo = torch.randn(10, 6, generator=gen).to(dt), torch.tensor([3, 7, 3, 0, 9, 7, 7, 1]), torch.tensor([0, 3, 3, 5])
+    for mode in ("sum", "mean"):
+        for pad in (None, 7):
+            check(f"embedding_bag_{mode}{'_padding' if pad else ''}_{name}",
+                  lambda: F.embedding_bag(ei.cuda(), ew.cuda(), eo.cuda(), mode=mode, padding_idx=pad),
+                  lambda: F.embedding_bag(ei, ew.float(), eo, mode=mode, padding_idx=pad).to(dt), rtol=tol, atol=tol)
+
 # A kernel without a CPU twin (kthvalue's selection): the launch fails, never silently.
 try:
     torch.kthvalue(x.cuda(), 2, 1)[0].cpu()

@@ -269,7 +269,7 @@ int simtw_scatter_resolve(const char *dm, simtw_nn_t *k) {
   const char *p, *e;
   int is_float;
   memset(k, 0, sizeof *k);
-  if (simtw_sort_resolve(dm, k)) return 1;
+  if (simtw_sort_resolve(dm, k) || simtw_embbag_resolve(dm, k)) return 1;
   static const char ibk[] = "void (anonymous namespace)::indexing_backward_kernel_small_stride<";
   if (strncmp(dm, ibk, sizeof ibk - 1) == 0) {
     simtw_dt_t dt = simtw_dt_parse(dm + sizeof ibk - 1, &e);

@@ -94,5 +94,7 @@ int simtw_scan_resolve(const char *dm, simtw_nn_t *k);
 /* sort.c: torch.sort's bitonic sort of short slices and torch.topk's single-block selection
  * (reached through simtw_scatter_resolve). */
 int simtw_sort_resolve(const char *dm, simtw_nn_t *k);
+/* embbag.c: embedding_bag's forward in sum and mean modes (reached the same way). */
+int simtw_embbag_resolve(const char *dm, simtw_nn_t *k);
 
 #endif
