@@ -227,11 +227,10 @@ typedef struct {
   uint64_t pos;
 } st_rs_t;
 
-static int st_rs_desc;
-
+/* Ascending by digit, then by input position: a stable order. */
 static int st_rs_cmp(const void *a, const void *b) {
   const st_rs_t *x = a, *y = b;
-  if (x->digit != y->digit) return (x->digit < y->digit) == !st_rs_desc ? -1 : 1;
+  if (x->digit != y->digit) return x->digit < y->digit ? -1 : 1;
   return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
@@ -256,9 +255,9 @@ static void run_radix_single_tile(const simtw_nn_t *k, dim3 grid, dim3 block, vo
     if (is_signed) bits ^= 1ull << (8 * ks - 1);
     uint64_t mask = end - begin >= 64 ? ~0ull : (1ull << (end - begin)) - 1;
     v[i].digit = (bits >> begin) & mask;
+    if (k->p[2]) v[i].digit = mask - v[i].digit; /* descending: the complement's ascending order */
     v[i].pos = i;
   }
-  st_rs_desc = k->p[2];
   qsort(v, n, sizeof *v, st_rs_cmp);
   /* through copies: keys_out may be keys_in (cub's double buffer alternates them) */
   for (uint64_t i = 0; i < n; i++) {
