@@ -460,13 +460,105 @@ for ctr, key, want in [((0, 0, 0, 0), (0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4
 n_ok += 1
 print("ok philox known answers")
 
-# A kernel without a CPU twin (sort's bitonic sort): the launch fails, never silently.
+# Sorting short slices (bitonic sort) and top-k (single-block selection), in the three float
+# types: values as the CPU's, ties included (repeated values, a NaN, -0 and +0); the indices
+# always pick the values out of the input. Which of tied values' indices comes first is the
+# bitonic network's (torch.sort is not stable by default), so only the values are compared.
+for dt in (torch.float32, torch.float16, torch.bfloat16):
+    name = str(dt)[6:]
+    s = torch.randint(0, 4, (5, 13), generator=gen).to(dt)
+    s[1, 3], s[2, 0], s[2, 1] = float("nan"), -0.0, 0.0
+    for desc in (False, True):
+        check(f"sort_{name}{'_descending' if desc else ''}", lambda: s.cuda().sort(1, descending=desc).values.nan_to_num(9),
+              lambda: s.sort(dim=1, descending=desc).values.nan_to_num(9), rtol=0, atol=0)
+        check(f"sort_indices_{name}{'_descending' if desc else ''}",
+              lambda: s.gather(1, s.cuda().sort(1, descending=desc).indices.cpu()).nan_to_num(9),
+              lambda: s.sort(dim=1, descending=desc).values.nan_to_num(9), rtol=0, atol=0)
+    check(f"sort_strided_{name}", lambda: s.cuda().t().sort(0).values.nan_to_num(9),
+          lambda: s.t().sort(0).values.nan_to_num(9), rtol=0, atol=0)
+    for largest in (True, False):
+        which = "largest" if largest else "smallest"
+        check(f"topk_{which}_{name}", lambda: s.cuda().topk(4, 1, largest=largest).values.nan_to_num(9),
+              lambda: s.topk(4, 1, largest=largest).values.nan_to_num(9), rtol=0, atol=0)
+        check(f"topk_{which}_unsorted_indices_{name}",
+              lambda: s.gather(1, s.cuda().topk(4, 1, largest=largest, sorted=False).indices.cpu()).sort(1).values.nan_to_num(9),
+              lambda: s.topk(4, 1, largest=largest).values.sort(1).values.nan_to_num(9), rtol=0, atol=0)
+
+# index_copy_ and index_fill_ (also index_copy's backward), and the scatter-add behind gather's,
+# index_select's and index_add's backward in the half types (an atomic add rounding each sum).
+def grad_typed(dev, f, *inputs):
+    """grad_of's gradients, the output's weights in its own dtype."""
+    ts = [t.detach().to(dev).clone().requires_grad_() for t in inputs]
+    out = f(*ts)
+    out.backward(torch.linspace(-1, 2, out.numel()).reshape(out.shape).to(dev, out.dtype))
+    return torch.cat([t.grad.reshape(-1) for t in ts])
+
+
+for dt, tol in ((torch.float32, 1e-6), (torch.float16, 1e-3), (torch.bfloat16, 1e-2)):
+    name = str(dt)[6:]
+    a, b = torch.randn(6, 7, generator=gen).to(dt), torch.randn(2, 7, generator=gen).to(dt)
+    ci, fi = torch.tensor([4, 1]), torch.tensor([5, -1, 2])
+    check(f"index_copy_{name}", lambda: a.cuda().index_copy(0, ci.cuda(), b.cuda()), lambda: a.index_copy(0, ci, b),
+          rtol=0, atol=0)
+    check(f"index_fill_{name}", lambda: a.cuda().t().index_fill(1, fi.cuda(), -2.5), lambda: a.t().index_fill(1, fi, -2.5),
+          rtol=0, atol=0)
+    gi = torch.tensor([[0, 6, 6], [2, 2, 2], [1, 0, 5], [3, 3, 0], [6, 5, 4], [0, 0, 0]])
+    si = torch.tensor([3, 0, 3, 5, 3])
+    for what, f, args in [("index_copy", lambda t, u: t.index_copy(0, ci.to(t.device), u), (a, b)),
+                          ("gather", lambda t: t.gather(1, gi.to(t.device)), (a,)),
+                          ("index_select", lambda t: t.index_select(0, si.to(t.device)), (a,)),
+                          ("index_add", lambda t, u: t.index_add(0, ci.to(t.device), u), (a, b))]:
+        check(f"{what}_backward_{name}", lambda: grad_typed("cuda", f, *args), lambda: grad_typed("cpu", f, *args),
+              rtol=tol, atol=tol)
+
+# index_put_ with accumulate=True: cub's radix sort of the destination rows (stable), then the
+# sorted accumulation; the same path without accumulation under deterministic algorithms.
+for dt, tol in ((torch.float32, 1e-6), (torch.float16, 1e-3), (torch.bfloat16, 1e-2)):
+    name = str(dt)[6:]
+    a, v = torch.randn(7, 5, generator=gen).to(dt), torch.randn(9, 5, generator=gen).to(dt)
+    pi = torch.tensor([0, 2, 0, 6, 2, 2, 1, 0, -1])
+    check(f"index_put_accumulate_{name}", lambda: a.cuda().index_put((pi.cuda(),), v.cuda(), accumulate=True),
+          lambda: a.float().index_put((pi,), v.float(), accumulate=True).to(dt), rtol=tol, atol=tol)
+    torch.use_deterministic_algorithms(True)
+    check(f"index_put_deterministic_{name}", lambda: a.cuda().index_put((pi.cuda(),), v.cuda()),
+          lambda: a.index_put((pi,), v), rtol=0, atol=0)
+    torch.use_deterministic_algorithms(False)
+
+# Convolutions in half and bfloat16 through the simulated cuDNN's backend API (float products
+# and sums, each result rounded once): forward, data and filter gradients against the CPU's.
+for dt, tol in ((torch.float16, 2e-3), (torch.bfloat16, 2e-2)):
+    name = str(dt)[6:]
+    img, filt = torch.randn(2, 3, 6, 5, generator=gen).to(dt), torch.randn(4, 3, 3, 3, generator=gen).to(dt)
+    for what, f in [("conv2d", lambda a, b: F.conv2d(a, b, padding=1)),
+                    ("conv2d_strided", lambda a, b: F.conv2d(a, b, stride=2, dilation=1)),
+                    ("conv_transpose2d", lambda a, b: F.conv_transpose2d(a, b, stride=2))]:
+        if what == "conv_transpose2d":
+            a_in = torch.randn(2, 4, 5, 4, generator=gen).to(dt)
+        else:
+            a_in = img
+        check(f"{what}_{name}", lambda: f(a_in.cuda(), filt.cuda()), lambda: f(a_in.float(), filt.float()).to(dt),
+              rtol=tol, atol=tol)
+        check(f"{what}_backward_{name}", lambda: grad_typed("cuda", f, a_in, filt),
+              lambda: grad_typed("cpu", lambda a, b: f(a.float(), b.float()), a_in, filt).to(dt), rtol=4 * tol, atol=4 * tol)
+
+# embedding_bag's forward in sum and mean modes, with and without a padding row (its backward
+# has no twin yet).
+for dt, tol in ((torch.float32, 1e-6), (torch.float16, 1e-3), (torch.bfloat16, 1e-2)):
+    name = str(dt)[6:]
+    ew, ei, eo = torch.randn(10, 6, generator=gen).to(dt), torch.tensor([3, 7, 3, 0, 9, 7, 7, 1]), torch.tensor([0, 3, 3, 5])
+    for mode in ("sum", "mean"):
+        for pad in (None, 7):
+            check(f"embedding_bag_{mode}{'_padding' if pad else ''}_{name}",
+                  lambda: F.embedding_bag(ei.cuda(), ew.cuda(), eo.cuda(), mode=mode, padding_idx=pad),
+                  lambda: F.embedding_bag(ei, ew.float(), eo, mode=mode, padding_idx=pad).to(dt), rtol=tol, atol=tol)
+
+# A kernel without a CPU twin (kthvalue's selection): the launch fails, never silently.
 try:
-    torch.sort(x.cuda(), 1)[0].cpu()
+    torch.kthvalue(x.cuda(), 2, 1)[0].cpu()
 except Exception as e:  # torch.AcceleratorError
     assert "no kernel image" in str(e), str(e)
-    print("ok no_twin: sort fails with the no-kernel-image error")
+    print("ok no_twin: kthvalue fails with the no-kernel-image error")
 else:
-    print("FAIL no_twin: sort ran without a twin")
+    print("FAIL no_twin: kthvalue ran without a twin")
     sys.exit(1)
 print(f"ops: {n_ok} ok")

@@ -289,8 +289,13 @@ static cudnnStatus_t fin_op(bk_desc_t *b, bk_kind_t kind) {
   const bk_convp_t *c = &cv->conv;
   if (o->x.nbdims != 4 || o->w.nbdims != 4 || o->y.nbdims != 4) return CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
   if (o->x.dtype != o->w.dtype || o->x.dtype != o->y.dtype) return CUDNN_STATUS_BAD_PARAM;
-  if (o->x.dtype != CUDNN_DATA_FLOAT || c->compute != CUDNN_DATA_FLOAT)
-    return CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE;
+  /* float, half or bfloat16 data, computed in float (PyTorch's configuration for all three) */
+  int dt;
+  if (o->x.dtype == CUDNN_DATA_FLOAT) dt = CUDNNSIM_F32;
+  else if (o->x.dtype == CUDNN_DATA_HALF) dt = CUDNNSIM_F16;
+  else if (o->x.dtype == CUDNN_DATA_BFLOAT16) dt = CUDNNSIM_BF16;
+  else return CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE;
+  if (c->compute != CUDNN_DATA_FLOAT) return CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE;
   for (int i = 0; i < 4; i++)
     if (o->x.dims[i] > 0x7fffffff || o->w.dims[i] > 0x7fffffff || o->y.dims[i] > 0x7fffffff)
       return CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
@@ -312,6 +317,7 @@ static cudnnStatus_t fin_op(bk_desc_t *b, bk_kind_t kind) {
   p->dil_h = (int)c->dil[0], p->dil_w = (int)c->dil[1];
   p->flip = c->mode == CUDNN_CONVOLUTION;
   p->groups = (int)(cin / cpg);
+  p->dtype = dt;
   return CUDNN_STATUS_SUCCESS;
 }
 

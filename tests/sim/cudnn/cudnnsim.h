@@ -39,6 +39,11 @@
 #define CUDNNSIM_FN static inline
 #endif
 
+#include "../common/halfconv.h"
+
+/* Element types of the backend API's convolutions (the legacy API's are float). */
+enum { CUDNNSIM_F32 = 0, CUDNNSIM_F16 = 1, CUDNNSIM_BF16 = 2 };
+
 /* Stores one output element. On the CPU, as a relaxed atomic 32-bit store: a device's store to
  * mapped host memory is one untorn 32-bit write a host may watch while the kernel runs (a host
  * polling the output with atomic loads, as a program waiting on mapped memory does), and a plain
@@ -54,6 +59,29 @@ CUDNNSIM_FN void cudnnsim_store(float *p, float v) {
 #endif
 }
 
+/* The 16-bit store of a half-precision output element, as cudnnsim_store's 32-bit one. */
+CUDNNSIM_FN void cudnnsim_store16(unsigned short *p, unsigned short v) {
+#if defined(__CUDACC__)
+  *p = v;
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+/* Stores v as element off of p, of type dt, rounded to nearest even for the half types. */
+CUDNNSIM_FN void cudnnsim_st(void *p, int dt, long long off, float v) {
+  if (dt == CUDNNSIM_F16) cudnnsim_store16((unsigned short *)p + off, simh_float_to_half(v));
+  else if (dt == CUDNNSIM_BF16) cudnnsim_store16((unsigned short *)p + off, simh_float_to_bf16(v));
+  else cudnnsim_store((float *)p + off, v);
+}
+
+/* Element off of p, of type dt (CUDNNSIM_F32, _F16 or _BF16), widened to float (exactly). */
+CUDNNSIM_FN float cudnnsim_ld(const void *p, int dt, long long off) {
+  if (dt == CUDNNSIM_F16) return simh_half_to_float(((const unsigned short *)p)[off]);
+  if (dt == CUDNNSIM_BF16) return simh_bf16_to_float(((const unsigned short *)p)[off]);
+  return ((const float *)p)[off];
+}
+
 /* A 4-d tensor: dimensions and element strides. A stride of 0 broadcasts that dimension. */
 typedef struct cudnnsim_t4 {
   int n, c, h, w;
@@ -66,7 +94,10 @@ typedef struct cudnnsim_conv {
   int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
   int flip; /* CUDNN_CONVOLUTION (true convolution) flips the filter; cross-correlation does not */
   int groups; /* C = groups * f.c input channels, K = groups * (K / groups) filters; 1 legacy */
+  int dtype;  /* CUDNNSIM_F32 (the legacy API's only type), CUDNNSIM_F16 or CUDNNSIM_BF16: the
+               * element type of x, f and y, which compute in float all the same */
 } cudnnsim_conv_t;
+
 
 /* An activation: mode is a cudnnActivationMode_t, coef the clipping ceiling or ELU's alpha. */
 typedef struct cudnnsim_act {
@@ -120,7 +151,7 @@ CUDNNSIM_FN long long cudnnsim_off(const cudnnsim_t4_t *t, int n, int c, int h, 
 
 /* The convolution sum for output (n, k, p, q): the one accumulation both conv kernels use. Filter
  * k of group g = k / (K / groups) sees input channels g * f.c ... g * f.c + f.c - 1. */
-CUDNNSIM_FN float cudnnsim_conv_acc(const cudnnsim_conv_t *p, const float *x, const float *f,
+CUDNNSIM_FN float cudnnsim_conv_acc(const cudnnsim_conv_t *p, const void *x, const void *f,
                                     int n, int k, int oh, int ow) {
   float acc = 0.0f;
   int cbase = (k / (p->f.n / p->groups)) * p->f.c;
@@ -133,8 +164,8 @@ CUDNNSIM_FN float cudnnsim_conv_acc(const cudnnsim_conv_t *p, const float *x, co
         int iw = ow * p->stride_w - p->pad_w + s * p->dil_w;
         if (iw < 0 || iw >= p->x.w) continue;
         int fs = p->flip ? p->f.w - 1 - s : s;
-        float prod =
-            x[cudnnsim_off(&p->x, n, cbase + c, ih, iw)] * f[cudnnsim_off(&p->f, k, c, fr, fs)];
+        float prod = cudnnsim_ld(x, p->dtype, cudnnsim_off(&p->x, n, cbase + c, ih, iw)) *
+                     cudnnsim_ld(f, p->dtype, cudnnsim_off(&p->f, k, c, fr, fs));
         acc = acc + prod;
       }
     }
@@ -174,12 +205,18 @@ CUDNNSIM_FN float cudnnsim_act_apply(const cudnnsim_act_t *a, float v) {
 
 /* ---- One output element of each kernel; thread i of the launch computes element i. ---- */
 
+/* The previous value of output element off (of p's type), read only when beta is not 0. */
+CUDNNSIM_FN float cudnnsim_old(const cudnnsim_conv_t *p, const void *y, long long off, float beta) {
+  return beta == 0.0f ? 0.0f : cudnnsim_ld(y, p->dtype, off);
+}
+
 CUDNNSIM_FN void cudnnsim_conv_elem(const cudnnsim_conv_t *p, float alpha, float beta,
-                                    const float *x, const float *f, float *y, long long i) {
+                                    const void *x, const void *f, void *y, long long i) {
   int n, k, oh, ow;
   cudnnsim_coords(&p->y, i, &n, &k, &oh, &ow);
-  float *yp = y + cudnnsim_off(&p->y, n, k, oh, ow);
-  cudnnsim_store(yp, cudnnsim_blend(cudnnsim_conv_acc(p, x, f, n, k, oh, ow), alpha, yp, beta));
+  long long yo = cudnnsim_off(&p->y, n, k, oh, ow);
+  float old = cudnnsim_old(p, y, yo, beta);
+  cudnnsim_st(y, p->dtype, yo, cudnnsim_blend(cudnnsim_conv_acc(p, x, f, n, k, oh, ow), alpha, &old, beta));
 }
 
 CUDNNSIM_FN void cudnnsim_add_elem(const cudnnsim_t4_t *a, const cudnnsim_t4_t *c, float alpha,
@@ -220,7 +257,7 @@ CUDNNSIM_FN void cudnnsim_cba_elem(const cudnnsim_conv_t *p, const cudnnsim_t4_t
  * added in turn (oh, ow the output whose window puts tap r, s on h, w; taps with no such output
  * are skipped); dx = blend(acc, alpha, dx, beta). */
 CUDNNSIM_FN void cudnnsim_conv_bwd_data_elem(const cudnnsim_conv_t *p, float alpha, float beta,
-                                             const float *dy, const float *f, float *dx,
+                                             const void *dy, const void *f, void *dx,
                                              long long i) {
   int n, c, h, w;
   cudnnsim_coords(&p->x, i, &n, &c, &h, &w);
@@ -239,13 +276,15 @@ CUDNNSIM_FN void cudnnsim_conv_bwd_data_elem(const cudnnsim_conv_t *p, float alp
         int ow = tw / p->stride_w;
         if (ow >= p->y.w) continue;
         int fs = p->flip ? p->f.w - 1 - s : s;
-        float prod = dy[cudnnsim_off(&p->y, n, k, oh, ow)] * f[cudnnsim_off(&p->f, k, cf, fr, fs)];
+        float prod = cudnnsim_ld(dy, p->dtype, cudnnsim_off(&p->y, n, k, oh, ow)) *
+                     cudnnsim_ld(f, p->dtype, cudnnsim_off(&p->f, k, cf, fr, fs));
         acc = acc + prod;
       }
     }
   }
-  float *dp = dx + cudnnsim_off(&p->x, n, c, h, w);
-  *dp = cudnnsim_blend(acc, alpha, dp, beta);
+  long long xo = cudnnsim_off(&p->x, n, c, h, w);
+  float old = cudnnsim_old(p, dx, xo, beta);
+  cudnnsim_st(dx, p->dtype, xo, cudnnsim_blend(acc, alpha, &old, beta));
 }
 
 /* Element i (KCRS order of the filter) of the filter gradient: over n, then oh, then ow
@@ -253,7 +292,7 @@ CUDNNSIM_FN void cudnnsim_conv_bwd_data_elem(const cudnnsim_conv_t *p, float alp
  * dy[n,k,oh,ow] * x[n,c,ih,iw] added in turn; dw = blend(acc, alpha, dw, beta). With
  * CUDNN_CONVOLUTION the element is the flipped tap's. */
 CUDNNSIM_FN void cudnnsim_conv_bwd_filter_elem(const cudnnsim_conv_t *p, float alpha, float beta,
-                                               const float *x, const float *dy, float *dw,
+                                               const void *x, const void *dy, void *dw,
                                                long long i) {
   int k, c, fr, fs;
   cudnnsim_coords(&p->f, i, &k, &c, &fr, &fs);
@@ -267,13 +306,15 @@ CUDNNSIM_FN void cudnnsim_conv_bwd_filter_elem(const cudnnsim_conv_t *p, float a
       for (int ow = 0; ow < p->y.w; ow++) {
         int iw = ow * p->stride_w - p->pad_w + s * p->dil_w;
         if (iw < 0 || iw >= p->x.w) continue;
-        float prod = dy[cudnnsim_off(&p->y, n, k, oh, ow)] * x[cudnnsim_off(&p->x, n, cx, ih, iw)];
+        float prod = cudnnsim_ld(dy, p->dtype, cudnnsim_off(&p->y, n, k, oh, ow)) *
+                     cudnnsim_ld(x, p->dtype, cudnnsim_off(&p->x, n, cx, ih, iw));
         acc = acc + prod;
       }
     }
   }
-  float *dp = dw + cudnnsim_off(&p->f, k, c, fr, fs);
-  *dp = cudnnsim_blend(acc, alpha, dp, beta);
+  long long fo = cudnnsim_off(&p->f, k, c, fr, fs);
+  float old = cudnnsim_old(p, dw, fo, beta);
+  cudnnsim_st(dw, p->dtype, fo, cudnnsim_blend(acc, alpha, &old, beta));
 }
 
 /* ---- Batch normalization ---- */

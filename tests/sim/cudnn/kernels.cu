@@ -12,7 +12,7 @@ __device__ __forceinline__ long long cudnnsim_tid(void) {
 }
 
 extern "C" __global__ void cudnnsim_conv2d_fwd(cudnnsim_conv_t p, float alpha, float beta,
-                                               const float *x, const float *f, float *y) {
+                                               const void *x, const void *f, void *y) {
   long long i = cudnnsim_tid();
   if (i < cudnnsim_count(&p.y)) cudnnsim_conv_elem(&p, alpha, beta, x, f, y, i);
 }
@@ -40,13 +40,13 @@ extern "C" __global__ void cudnnsim_conv_bias_act_fwd(cudnnsim_conv_t p, cudnnsi
 }
 
 extern "C" __global__ void cudnnsim_conv2d_bwd_data(cudnnsim_conv_t p, float alpha, float beta,
-                                                    const float *dy, const float *f, float *dx) {
+                                                    const void *dy, const void *f, void *dx) {
   long long i = cudnnsim_tid();
   if (i < cudnnsim_count(&p.x)) cudnnsim_conv_bwd_data_elem(&p, alpha, beta, dy, f, dx, i);
 }
 
 extern "C" __global__ void cudnnsim_conv2d_bwd_filter(cudnnsim_conv_t p, float alpha, float beta,
-                                                      const float *x, const float *dy, float *dw) {
+                                                      const void *x, const void *dy, void *dw) {
   long long i = cudnnsim_tid();
   if (i < cudnnsim_count(&p.f)) cudnnsim_conv_bwd_filter_elem(&p, alpha, beta, x, dy, dw, i);
 }

@@ -13,8 +13,8 @@
 SIM_KERNEL(cudnnsim_conv2d_fwd) {
   cudnnsim_conv_t p = SIM_ARG(0, cudnnsim_conv_t);
   float alpha = SIM_ARG(1, float), beta = SIM_ARG(2, float);
-  const float *x = SIM_ARG(3, const float *), *f = SIM_ARG(4, const float *);
-  float *y = SIM_ARG(5, float *);
+  const void *x = SIM_ARG(3, const void *), *f = SIM_ARG(4, const void *);
+  void *y = SIM_ARG(5, void *);
   long long count = cudnnsim_count(&p.y);
   SIM_FOR_EACH_THREAD(i) {
     if ((long long)i < count) cudnnsim_conv_elem(&p, alpha, beta, x, f, y, (long long)i);
@@ -62,8 +62,8 @@ SIM_KERNEL(cudnnsim_conv_bias_act_fwd) {
 SIM_KERNEL(cudnnsim_conv2d_bwd_data) {
   cudnnsim_conv_t p = SIM_ARG(0, cudnnsim_conv_t);
   float alpha = SIM_ARG(1, float), beta = SIM_ARG(2, float);
-  const float *dy = SIM_ARG(3, const float *), *f = SIM_ARG(4, const float *);
-  float *dx = SIM_ARG(5, float *);
+  const void *dy = SIM_ARG(3, const void *), *f = SIM_ARG(4, const void *);
+  void *dx = SIM_ARG(5, void *);
   long long count = cudnnsim_count(&p.x);
   SIM_FOR_EACH_THREAD(i) {
     if ((long long)i < count) cudnnsim_conv_bwd_data_elem(&p, alpha, beta, dy, f, dx, (long long)i);
@@ -73,8 +73,8 @@ SIM_KERNEL(cudnnsim_conv2d_bwd_data) {
 SIM_KERNEL(cudnnsim_conv2d_bwd_filter) {
   cudnnsim_conv_t p = SIM_ARG(0, cudnnsim_conv_t);
   float alpha = SIM_ARG(1, float), beta = SIM_ARG(2, float);
-  const float *x = SIM_ARG(3, const float *), *dy = SIM_ARG(4, const float *);
-  float *dw = SIM_ARG(5, float *);
+  const void *x = SIM_ARG(3, const void *), *dy = SIM_ARG(4, const void *);
+  void *dw = SIM_ARG(5, void *);
   long long count = cudnnsim_count(&p.f);
   SIM_FOR_EACH_THREAD(i) {
     if ((long long)i < count) cudnnsim_conv_bwd_filter_elem(&p, alpha, beta, x, dy, dw, (long long)i);

@@ -93,4 +93,10 @@ void simtw_philox(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
 /* The same for scan.c's kernels (cumsum and cumprod along a dimension). */
 int simtw_scan_resolve(const char *dm, simtw_nn_t *k);
 
+/* sort.c: torch.sort's bitonic sort of short slices and torch.topk's single-block selection
+ * (reached through simtw_scatter_resolve). */
+int simtw_sort_resolve(const char *dm, simtw_nn_t *k);
+/* embbag.c: embedding_bag's forward in sum and mean modes (reached the same way). */
+int simtw_embbag_resolve(const char *dm, simtw_nn_t *k);
+
 #endif
