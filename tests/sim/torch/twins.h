@@ -91,4 +91,7 @@ void simtw_philox(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
 /* The same for scan.c's kernels (cumsum and cumprod along a dimension). */
 int simtw_scan_resolve(const char *dm, simtw_nn_t *k);
 
+/* The same for multiout.c's kernels (batch norm's update of the running statistics). */
+int simtw_multiout_resolve(const char *dm, simtw_nn_t *k);
+
 #endif
