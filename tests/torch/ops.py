@@ -510,4 +510,31 @@ for dt in (torch.float32, torch.float16, torch.bfloat16):
     for name, f, shapes in norm_cases:
         check(f"{name}_{tag}", lambda: norm_run("cuda", dt, f, shapes), lambda: norm_run("cpu", dt, f, shapes), rtol=rtol, atol=atol)
     check(f"batch_norm2d_running_stats_{tag}", lambda: bn_stats_run("cuda", dt), lambda: bn_stats_run("cpu", dt), rtol=rtol, atol=atol)
+# Mixed precision: a small model whose parameters are float16 or bfloat16, trained with the
+# foreach optimizers (AdamW, Adam, SGD with momentum) after clip_grad_norm_ (foreach and not):
+# the foreach kernels in the half types, against the same steps on the CPU.
+def train_half(dev, dt, opt_name):
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)).to(dt).to(dev)
+    params = model.parameters()
+    opt = (torch.optim.AdamW(params, lr=0.01, eps=1e-3, foreach=True) if opt_name == "adamw" else
+           torch.optim.Adam(params, lr=0.01, eps=1e-3, foreach=True) if opt_name == "adam" else
+           torch.optim.SGD(params, lr=0.1, momentum=0.9, foreach=True))
+    g = torch.Generator().manual_seed(3)
+    a, target = torch.randn(16, 5, generator=g).to(dt).to(dev), torch.randn(16, 3, generator=g).to(dt).to(dev)
+    for _ in range(3):
+        opt.zero_grad()
+        loss = F.mse_loss(model(a), target)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5, foreach=True)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.4, foreach=False)
+        opt.step()
+    return torch.cat([p_.detach().float().cpu().reshape(-1) for p_ in model.parameters()])
+
+
+for dt in (torch.float16, torch.bfloat16):
+    rtol, atol = HALF_TOL[dt]
+    for opt_name in ("adamw", "adam", "sgd"):
+        check(f"train_{opt_name}_foreach_{str(dt).replace('torch.', '')}", lambda: train_half("cuda", dt, opt_name),
+              lambda: train_half("cpu", dt, opt_name), rtol=rtol, atol=atol)
 print(f"ops: {n_ok} ok")

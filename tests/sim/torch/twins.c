@@ -1084,7 +1084,7 @@ static void run_reduce(const twin_t *t, void **args) {
   }
 }
 
-/* ---- multi_tensor_apply_kernel<Metadata, Functor<float, depth, r_args, res_arg>, Op, args…> ----
+/* ---- multi_tensor_apply_kernel<Metadata, Functor<T, depth, r_args, res_arg>, Op, args…> ----
  *
  * MultiTensorApply.cuh: the metadata lists, for up to max_tensors tensors of `depth` lists, each
  * list's addresses, each tensor's numel, and for each of the launch's blocks (up to max_blocks)
@@ -1093,13 +1093,15 @@ static void run_reduce(const twin_t *t, void **args) {
  * start_tensor_this_launch. The functor reads lists 0..r_args-1 and writes list res_arg. In this
  * wheel max_blocks is 2240 with 16-bit block_to_tensor (max_tensors exceeds 255); max_tensors
  * depends on depth and is recovered from the metadata's size (the offset of the next argument),
- * and the twin refuses a launch whose block table is not well formed rather than guess. */
+ * and the twin refuses a launch whose block table is not well formed rather than guess. The
+ * element type T is float, c10::Half or c10::BFloat16: the functors compute in its opmath type
+ * float (the scalars they take are floats) and round once at the store. */
 #define MTA_CHUNK 65536
 #define MTA_BLOCKS 2240
 
 enum { MF_UNARY, MF_LIST_ALPHA, MF_SCALAR, MF_SCALAR_LIST, MF_LIST, MF_SCALAR_TENSOR,
        MF_POINTWISE_SCALAR, MF_POINTWISE_SCALAR_LIST, MF_LERP_SCALAR, MF_LERP_LIST,
-       MF_LERP_SCALAR_LIST, MF_LPNORM };
+       MF_LERP_SCALAR_LIST, MF_LPNORM, MF_POINTWISE_0D };
 enum { MO_PLUS, MO_MINUS, MO_MUL, MO_DIV, MO_NEG, MO_SQRT, MO_EXP, MO_COPY, MO_LERP, MO_UNSCALE, MO_MAXIMUM, MO_MINIMUM };
 
 static float mta_op(int op, float a, float b) {
@@ -1126,7 +1128,7 @@ static float lerpf(float self, float end, float w) {
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 /* _foreach_norm's two kernels. NormType: 0 L0, 1 L1, 2 L2, 3 LInf (the twins: 1 to 3).
- * multi_tensor_apply_kernel<TensorListMetadata<1>, LpNormFunctor<float, NormType, float, 1, 1,
+ * multi_tensor_apply_kernel<TensorListMetadata<1>, LpNormFunctor<T, NormType, out_t, 1, 1,
  * 0>, float *partial, const int64_t *offsets>: each block reduces its chunk (sum of squares, sum
  * of absolute values, or the largest absolute value with NaN winning) into
  * partial[offsets[start_tensor_this_launch + tensor] + chunk] (offsets: the first slot of each
@@ -1135,6 +1137,13 @@ static float lp_step(int nt, float acc, float x) {
   if (nt == 3) return isnan(acc) || isnan(x) ? NAN : fmaxf(acc, fabsf(x));
   return nt == 1 ? acc + fabsf(x) : fmaf(x, x, acc);
 }
+
+/* Element i of a list of element type dt (float, or float16 / bfloat16 widened to their opmath
+ * type float), and its store (one rounding). */
+static float mta_ld(simtw_dt_t dt, const char *p, int64_t i) {
+  return (float)simtw_load(dt, p + simtw_dt_size(dt) * (size_t)i).f;
+}
+static void mta_st(simtw_dt_t dt, char *p, int64_t i, float v) { simtw_store(dt, p + simtw_dt_size(dt) * (size_t)i, simtw_fval(v)); }
 
 static void run_lpnorm(const twin_t *t, dim3 grid, void **args, size_t T, const char *numel,
                        const char *b2t, const char *b2c) {
@@ -1150,22 +1159,22 @@ static void run_lpnorm(const twin_t *t, dim3 grid, void **args, size_t T, const 
     uint16_t ti;
     int chunk;
     int64_t n;
-    const float *x;
+    const char *x;
     memcpy(&ti, b2t + 2 * b, 2);
     memcpy(&chunk, b2c + 4 * b, 4);
     memcpy(&n, numel + 8 * ti, 8);
     memcpy(&x, m + 8 * ti, 8);
     int64_t end = (int64_t)(chunk + 1) * MTA_CHUNK < n ? (int64_t)(chunk + 1) * MTA_CHUNK : n;
     float acc = 0.0f;
-    for (int64_t i = (int64_t)chunk * MTA_CHUNK; i < end; i++) acc = lp_step(t->mta_op, acc, x[i]);
+    for (int64_t i = (int64_t)chunk * MTA_CHUNK; i < end; i++) acc = lp_step(t->mta_op, acc, mta_ld(t->ct, x, i));
     partial[offsets[start + ti] + chunk] = acc;
   }
 }
 
-/* lpnorm_cleanup<float, NormType, float, apply_root, float>(const float *partial,
+/* lpnorm_cleanup<T, NormType, out_t, apply_root, float>(const float *partial,
  * TensorListAddresses out (400 pointers), const int64_t *offsets, int first): block b combines
  * the partials of tensor first + b (sum, or the largest with NaN winning), takes the square root
- * for L2 when apply_root, and stores the float at out[b]. */
+ * for L2 when apply_root, and stores it at out[b] as out_t (float, float16 or bfloat16). */
 static void run_lpnorm_cleanup(const twin_t *t, dim3 grid, void **args) {
   const float *partial;
   const int64_t *offsets;
@@ -1173,12 +1182,12 @@ static void run_lpnorm_cleanup(const twin_t *t, dim3 grid, void **args) {
   memcpy(&offsets, args[2], 8);
   int first = *(const int *)args[3], nt = t->mta_op;
   for (unsigned b = 0; b < grid.x && b < 400; b++) {
-    float *out;
+    char *out;
     memcpy(&out, (const char *)args[1] + 8 * b, 8);
     float acc = 0.0f;
     for (int64_t i = offsets[first + (int)b]; i < offsets[first + (int)b + 1]; i++)
       acc = nt == 3 ? lp_step(3, acc, partial[i]) : acc + partial[i];
-    *out = nt == 2 && t->mta_r ? sqrtf(acc) : acc;
+    mta_st(t->out_dt, out, 0, nt == 2 && t->mta_r ? sqrtf(acc) : acc);
   }
 }
 
@@ -1211,7 +1220,7 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
     return;
   }
   float s0 = 0.0f;
-  const float *stensor = NULL;
+  const char *stensor = NULL;
   int na = t->mta_nargs;
   if (t->mta_fn == MF_SCALAR_TENSOR) {
     memcpy(&stensor, args[3], sizeof stensor);
@@ -1235,7 +1244,7 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
     memcpy(&ti, b2t + 2 * b, 2);
     memcpy(&chunk, b2c + 4 * b, 4);
     memcpy(&n, numel + 8 * ti, 8);
-    float *lists[5] = {0};
+    char *lists[5] = {0};
     int missing = 0;
     for (size_t k = 0; k < d && k < 5; k++) {
       memcpy(&lists[k], m + 8 * (k * T + ti), 8);
@@ -1248,7 +1257,9 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
     if (scalar_list) memcpy(&sv, svals + 4 * ti, 4);
     int64_t end = (int64_t)(chunk + 1) * MTA_CHUNK < n ? (int64_t)(chunk + 1) * MTA_CHUNK : n;
     for (int64_t i = (int64_t)chunk * MTA_CHUNK; i < end; i++) {
-      float x0 = lists[0][i], x1 = t->mta_r > 1 ? lists[1][i] : 0.0f, x2 = t->mta_r > 2 ? lists[2][i] : 0.0f;
+      simtw_dt_t dt = t->ct;
+      float x0 = mta_ld(dt, lists[0], i), x1 = t->mta_r > 1 ? mta_ld(dt, lists[1], i) : 0.0f,
+            x2 = t->mta_r > 2 ? mta_ld(dt, lists[2], i) : 0.0f;
       float v;
       switch (t->mta_fn) {
         case MF_UNARY:
@@ -1263,14 +1274,16 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
         case MF_SCALAR: v = mta_op(t->mta_op, x0, s0); break;
         case MF_SCALAR_LIST: v = mta_op(t->mta_op, x0, sv); break;
         case MF_LIST: v = mta_op(t->mta_op, x0, x1); break;
-        case MF_SCALAR_TENSOR: v = mta_op(t->mta_op, x0, s0 * *stensor); break;
+        case MF_SCALAR_TENSOR: v = mta_op(t->mta_op, x0, s0 * mta_ld(dt, stensor, 0)); break;
         case MF_POINTWISE_SCALAR: v = fmaf(s0, mta_op(t->mta_op, x1, x2), x0); break;
         case MF_POINTWISE_SCALAR_LIST: v = fmaf(sv, mta_op(t->mta_op, x1, x2), x0); break;
+        /* list 1 holds 0-d tensors: its one element stands for every element of the others */
+        case MF_POINTWISE_0D: v = fmaf(s0, mta_op(t->mta_op, mta_ld(dt, lists[1], 0), mta_ld(dt, lists[2], i)), x0); break;
         case MF_LERP_SCALAR: v = lerpf(x0, x1, s0); break;
         case MF_LERP_LIST: v = lerpf(x0, x1, x2); break;
         default: v = lerpf(x0, x1, sv); break;
       }
-      lists[t->mta_res][i] = v;
+      mta_st(t->ct, lists[t->mta_res], i, v);
     }
   }
 }
@@ -1279,17 +1292,18 @@ static const struct {
   const char *name;
   int fn, nargs;
 } MTA_FUNCTORS[] = {
-    {"UnaryOpFunctor<float, ", MF_UNARY, 0},
-    {"BinaryOpListAlphaFunctor<float, ", MF_LIST_ALPHA, 1},
-    {"BinaryOpScalarListFunctor<float, ", MF_SCALAR_LIST, 0},
-    {"BinaryOpScalarTensorFunctor<float, ", MF_SCALAR_TENSOR, 2},
-    {"BinaryOpScalarFunctor<float, ", MF_SCALAR, 1},
-    {"BinaryOpListFunctor<float, ", MF_LIST, 0},
-    {"PointwiseOpScalarListFunctor<float, ", MF_POINTWISE_SCALAR_LIST, 0},
-    {"PointwiseOpScalarFunctor<float, ", MF_POINTWISE_SCALAR, 1},
-    {"TernaryOpScalarListFunctor<float, ", MF_LERP_SCALAR_LIST, 0},
-    {"TernaryOpScalarFunctor<float, ", MF_LERP_SCALAR, 1},
-    {"TernaryOpListFunctor<float, ", MF_LERP_LIST, 0},
+    {"UnaryOpFunctor<", MF_UNARY, 0},
+    {"BinaryOpListAlphaFunctor<", MF_LIST_ALPHA, 1},
+    {"BinaryOpScalarListFunctor<", MF_SCALAR_LIST, 0},
+    {"BinaryOpScalarTensorFunctor<", MF_SCALAR_TENSOR, 2},
+    {"BinaryOpScalarFunctor<", MF_SCALAR, 1},
+    {"BinaryOpListFunctor<", MF_LIST, 0},
+    {"PointwiseOpScalarListFunctor<", MF_POINTWISE_SCALAR_LIST, 0},
+    {"PointwiseOpScalarFunctor<", MF_POINTWISE_SCALAR, 1},
+    {"PointwiseOpScalar0dTensorFunctor<", MF_POINTWISE_0D, 1},
+    {"TernaryOpScalarListFunctor<", MF_LERP_SCALAR_LIST, 0},
+    {"TernaryOpScalarFunctor<", MF_LERP_SCALAR, 1},
+    {"TernaryOpListFunctor<", MF_LERP_LIST, 0},
 };
 static const struct {
   const char *name;
@@ -1302,6 +1316,8 @@ static const struct {
     {"at::native::LerpFunctor<float>", MO_LERP},
     {"at::native::maximum<float>", MO_MAXIMUM}, {"at::native::minimum<float>", MO_MINIMUM},
 };
+
+static int mta_elem(simtw_dt_t dt) { return dt == DT_F32 || dt == DT_F16 || dt == DT_BF16; }
 
 /* Fills t from a demangled multi_tensor_apply_kernel name; 0 when it has no twin. */
 static int resolve_mta(const char *dm, twin_t *t) {
@@ -1319,10 +1335,13 @@ static int resolve_mta(const char *dm, twin_t *t) {
   } else {
     return 0;
   }
-  int lpn;
-  if (t->mta_depth == 1 && !t->mta_scalar_list &&
-      sscanf(p, "TensorListMetadata<1>, at::native::LpNormFunctor<float, (at::native::NormType)%d, ", &lpn) == 1 &&
-      lpn >= 1 && lpn <= 3 && strstr(p, ", float, 1, 1, 0>, float*, long const*>(")) {
+  int lpn, lpo = 0;
+  const char *lp = "TensorListMetadata<1>, at::native::LpNormFunctor<", *e;
+  if (t->mta_depth == 1 && !t->mta_scalar_list && strncmp(p, lp, strlen(lp)) == 0 &&
+      mta_elem(t->ct = simtw_dt_parse(p + strlen(lp), &e)) &&
+      sscanf(e, ", (at::native::NormType)%d, %n", &lpn, &lpo) == 1 && lpo &&
+      mta_elem(simtw_dt_parse(e + lpo, &e)) && /* out_t: the partials are its opmath type float */
+      lpn >= 1 && lpn <= 3 && strncmp(e, ", 1, 1, 0>, float*, long const*>(", 33) == 0) {
     t->fw = FW_MTA;
     t->mta_fn = MF_LPNORM;
     t->mta_op = lpn;
@@ -1336,16 +1355,20 @@ static int resolve_mta(const char *dm, twin_t *t) {
     if (strncmp(p, MTA_FUNCTORS[i].name, strlen(MTA_FUNCTORS[i].name)) == 0) fi = (int)i;
   if (fi < 0) return 0;
   p += strlen(MTA_FUNCTORS[fi].name);
+  /* the element type; the operations compute in its opmath type float */
+  if (!mta_elem(t->ct = simtw_dt_parse(p, &p)) || strncmp(p, ", ", 2) != 0) return 0;
+  p += 2;
   int depth, r, res;
   if (sscanf(p, "%d, %d, %d>, ", &depth, &r, &res) != 3 || depth != t->mta_depth || r < 1 ||
       r > 3 || res < 0 || res >= depth || depth > 5)
     return 0;
+  if (MTA_FUNCTORS[fi].fn == MF_POINTWISE_0D && (depth < 3 || r != 2)) return 0;
   if (!(p = strstr(p, ">, "))) return 0;
   p += 3;
   int op = -1;
   size_t oplen = 0;
   const char *unscale = "at::native::_amp_foreach_non_finite_check_and_unscale_cuda_(";
-  if (MTA_FUNCTORS[fi].fn == MF_UNARY && strncmp(p, unscale, strlen(unscale)) == 0 &&
+  if (MTA_FUNCTORS[fi].fn == MF_UNARY && t->ct == DT_F32 && strncmp(p, unscale, strlen(unscale)) == 0 &&
       strstr(p, "::{lambda()#2}::operator()() const::{lambda(float)#1}>(")) {
     t->fw = FW_MTA; /* the float instantiation (#2 of the dispatch), the lambda its third argument */
     t->mta_fn = MF_UNARY;
@@ -1363,7 +1386,9 @@ static int resolve_mta(const char *dm, twin_t *t) {
   /* The trailing arguments must be exactly those the functor takes. */
   const char *after = p + oplen;
   if (*after == ' ') after++; /* "Sqrt<float> >(" */
-  const char *want = MTA_FUNCTORS[fi].nargs == 0 ? ">(" : MTA_FUNCTORS[fi].nargs == 1 ? ", float>(" : ", float*, float>(";
+  /* BinaryOpScalarTensorFunctor's scalar tensor is of the element type */
+  const char *want = MTA_FUNCTORS[fi].nargs == 0 ? ">(" : MTA_FUNCTORS[fi].nargs == 1 ? ", float>(" :
+                     t->ct == DT_F16 ? ", c10::Half*, float>(" : t->ct == DT_BF16 ? ", c10::BFloat16*, float>(" : ", float*, float>(";
   if (strncmp(after, want, strlen(want)) != 0) return 0;
   t->fw = FW_MTA;
   t->mta_fn = MTA_FUNCTORS[fi].fn;
@@ -1726,10 +1751,15 @@ static twin_t *resolve(const char *name) {
              simtw_scan_resolve(dm, &t.nn) || simtw_multiout_resolve(dm, &t.nn)) {
     t.fw = FW_NN;
     t.op = &OPS[0];
-  } else if (strncmp(dm, "void at::native::lpnorm_cleanup<float, (at::native::NormType)", 61) == 0) {
+  } else if (strncmp(dm, "void at::native::lpnorm_cleanup<", 32) == 0) {
+    /* the input's element type (float, float16, bfloat16: float partials), the output's */
     char root[8] = "";
-    if (sscanf(dm + 61, "%d, float, %5[a-z], float>(", &t.mta_op, root) == 2 && t.mta_op >= 1 &&
-        t.mta_op <= 3 && (!strcmp(root, "true") || !strcmp(root, "false")) &&
+    const char *e, *q = NULL;
+    int nc = 0;
+    if (mta_elem(simtw_dt_parse(dm + 32, &e)) && sscanf(e, ", (at::native::NormType)%d, %n", &t.mta_op, &nc) == 1 && nc)
+      q = e + nc;
+    if (q && mta_elem(t.out_dt = simtw_dt_parse(q, &e)) && sscanf(e, ", %5[a-z], float>(", root) == 1 &&
+        t.mta_op >= 1 && t.mta_op <= 3 && (!strcmp(root, "true") || !strcmp(root, "false")) &&
         strstr(dm, ">(float const*, at::native::TensorListAddresses, long const*, int)")) {
       t.fw = FW_LPCLEAN;
       t.mta_r = strcmp(root, "true") == 0; /* apply_root */
