@@ -510,6 +510,8 @@ for dt in (torch.float32, torch.float16, torch.bfloat16):
     for name, f, shapes in norm_cases:
         check(f"{name}_{tag}", lambda: norm_run("cuda", dt, f, shapes), lambda: norm_run("cpu", dt, f, shapes), rtol=rtol, atol=atol)
     check(f"batch_norm2d_running_stats_{tag}", lambda: bn_stats_run("cuda", dt), lambda: bn_stats_run("cpu", dt), rtol=rtol, atol=atol)
+
+
 # Mixed precision: a small model whose parameters are float16 or bfloat16, trained with the
 # foreach optimizers (AdamW, Adam, SGD with momentum) after clip_grad_norm_ (foreach and not):
 # the foreach kernels in the half types, against the same steps on the CPU.
@@ -537,4 +539,21 @@ for dt in (torch.float16, torch.bfloat16):
     for opt_name in ("adamw", "adam", "sgd"):
         check(f"train_{opt_name}_foreach_{str(dt).replace('torch.', '')}", lambda: train_half("cuda", dt, opt_name),
               lambda: train_half("cpu", dt, opt_name), rtol=rtol, atol=atol)
+
+
+def addc_0d(dev, dt):
+    """_foreach_addcmul_ and _foreach_addcdiv_ whose tensor1 list holds 0-d tensors."""
+    g = torch.Generator().manual_seed(4)
+    a = [torch.randn(7, generator=g).to(dt).to(dev) for _ in range(3)]
+    s_ = [torch.randn((), generator=g).to(dt).to(dev) for _ in range(3)]
+    c = [(torch.rand(7, generator=g) + 0.5).to(dt).to(dev) for _ in range(3)]
+    torch._foreach_addcmul_(a, s_, c, value=0.7)
+    b = [t.clone() for t in a]
+    torch._foreach_addcdiv_(b, s_, c, value=-0.3)
+    return torch.cat([t.float().cpu() for t in a + b])
+
+
+for dt in (torch.float32, torch.float16, torch.bfloat16):
+    rtol, atol = HALF_TOL[dt]
+    check(f"foreach_addcmul_addcdiv_0d_{str(dt).replace('torch.', '')}", lambda: addc_0d("cuda", dt), lambda: addc_0d("cpu", dt), rtol=rtol, atol=atol)
 print(f"ops: {n_ok} ok")

@@ -1381,7 +1381,7 @@ static int resolve_mta(const char *dm, twin_t *t) {
   for (size_t i = 0; i < sizeof MTA_OPS / sizeof MTA_OPS[0] && op < 0; i++)
     if (strncmp(p, MTA_OPS[i].name, (oplen = strlen(MTA_OPS[i].name))) == 0) op = MTA_OPS[i].op;
   if (op < 0) return 0;
-  int lerp = MTA_FUNCTORS[fi].fn >= MF_LERP_SCALAR;
+  int lerp = MTA_FUNCTORS[fi].fn >= MF_LERP_SCALAR && MTA_FUNCTORS[fi].fn <= MF_LERP_SCALAR_LIST;
   if (lerp != (op == MO_LERP)) return 0;
   /* The trailing arguments must be exactly those the functor takes. */
   const char *after = p + oplen;
