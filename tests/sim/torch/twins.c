@@ -1233,7 +1233,8 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
    * to 1 by a value that is not finite. */
   float *found_inf = NULL;
   const float *inv_scale = NULL;
-  if (t->mta_op == MO_UNSCALE) {
+  const int unscale = t->mta_op == MO_UNSCALE; /* read once: the element loads below are calls */
+  if (unscale) {
     memcpy(&found_inf, args[2], sizeof found_inf);
     memcpy(&inv_scale, (const char *)args[2] + 8, sizeof inv_scale);
   }
@@ -1263,7 +1264,7 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
       float v;
       switch (t->mta_fn) {
         case MF_UNARY:
-          if (t->mta_op == MO_UNSCALE) {
+          if (unscale) {
             if (!isfinite(x0)) *found_inf = 1.0f;
             v = *inv_scale == 1.0f ? x0 : x0 * *inv_scale;
           } else {
