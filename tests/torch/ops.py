@@ -561,4 +561,91 @@ except Exception as e:  # torch.AcceleratorError
 else:
     print("FAIL no_twin: kthvalue ran without a twin")
     sys.exit(1)
+# Group norm (4-d, 2-d: GroupNorm1dForward/Backward, channels-last) and batch norm in training
+# mode with its running statistics, in float32, float16 and bfloat16: forward and gradients
+# against the CPU within the dtype's rounding.
+HALF_TOL = {torch.float32: (1e-4, 1e-5), torch.float16: (1e-2, 1e-3), torch.bfloat16: (5e-2, 1e-2)}
+
+
+def norm_run(dev, dt, f, shapes):
+    """f's output and the gradients of its inputs (of shapes, dtype dt) on dev, as float32."""
+    g = torch.Generator().manual_seed(5)
+    ts = [torch.randn(*s_, generator=g).to(dt).to(dev).requires_grad_() for s_ in shapes]
+    out = f(*ts)
+    out.backward(torch.randn(out.shape, generator=g).to(dt).to(dev))
+    return torch.cat([out.detach().float().cpu().reshape(-1)] + [t.grad.float().cpu().reshape(-1) for t in ts])
+
+
+def bn_stats_run(dev, dt):
+    """BatchNorm2d in training mode, two steps: output, input gradient, running statistics."""
+    torch.manual_seed(2)
+    m = torch.nn.BatchNorm2d(6).to(dt).to(dev)
+    a = torch.randn(4, 6, 5, 5, generator=torch.Generator().manual_seed(6)).to(dt).to(dev).requires_grad_()
+    for _ in range(2):
+        out = m(a)
+        (out.float() * torch.linspace(-1, 2, out.numel()).view(out.shape).to(dev)).sum().backward()
+    return torch.cat([t.detach().float().cpu().reshape(-1) for t in (out, a.grad, m.running_mean, m.running_var, m.weight.grad)])
+
+
+norm_cases = [("group_norm_affine", lambda a, w_, b_: F.group_norm(a, 3, w_, b_), [(4, 6, 5, 3), (6,), (6,)]),
+              ("group_norm_plain", lambda a: F.group_norm(a, 2), [(2, 4, 3, 3)]),
+              ("group_norm_weight", lambda a, w_: F.group_norm(a, 2, w_), [(2, 4, 3, 3), (4,)]),
+              ("group_norm_channels_last", lambda a, w_, b_: F.group_norm(to_cl(a), 2, w_, b_), [(2, 4, 3, 3), (4,), (4,)]),
+              ("group_norm_1d_affine", lambda a, w_, b_: F.group_norm(a, 3, w_, b_), [(5, 48), (48,), (48,)]),
+              ("group_norm_1d_plain", lambda a: F.group_norm(a, 3), [(5, 48)]),
+              ("group_norm_1d_weight", lambda a, w_: F.group_norm(a, 3, w_), [(5, 48), (48,)]),
+              ("group_norm_1d_bias", lambda a, b_: F.group_norm(a, 3, None, b_), [(5, 48), (48,)]),
+              ("batch_norm_train_stats_free", lambda a: F.batch_norm(a, None, None, training=True), [(4, 3, 5, 5)])]
+for dt in (torch.float32, torch.float16, torch.bfloat16):
+    rtol, atol = HALF_TOL[dt]
+    tag = str(dt).replace("torch.", "")
+    for name, f, shapes in norm_cases:
+        check(f"{name}_{tag}", lambda: norm_run("cuda", dt, f, shapes), lambda: norm_run("cpu", dt, f, shapes), rtol=rtol, atol=atol)
+    check(f"batch_norm2d_running_stats_{tag}", lambda: bn_stats_run("cuda", dt), lambda: bn_stats_run("cpu", dt), rtol=rtol, atol=atol)
+
+
+# Mixed precision: a small model whose parameters are float16 or bfloat16, trained with the
+# foreach optimizers (AdamW, Adam, SGD with momentum) after clip_grad_norm_ (foreach and not):
+# the foreach kernels in the half types, against the same steps on the CPU.
+def train_half(dev, dt, opt_name):
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)).to(dt).to(dev)
+    params = model.parameters()
+    opt = (torch.optim.AdamW(params, lr=0.01, eps=1e-3, foreach=True) if opt_name == "adamw" else
+           torch.optim.Adam(params, lr=0.01, eps=1e-3, foreach=True) if opt_name == "adam" else
+           torch.optim.SGD(params, lr=0.1, momentum=0.9, foreach=True))
+    g = torch.Generator().manual_seed(3)
+    a, target = torch.randn(16, 5, generator=g).to(dt).to(dev), torch.randn(16, 3, generator=g).to(dt).to(dev)
+    for _ in range(3):
+        opt.zero_grad()
+        loss = F.mse_loss(model(a), target)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5, foreach=True)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.4, foreach=False)
+        opt.step()
+    return torch.cat([p_.detach().float().cpu().reshape(-1) for p_ in model.parameters()])
+
+
+for dt in (torch.float16, torch.bfloat16):
+    rtol, atol = HALF_TOL[dt]
+    for opt_name in ("adamw", "adam", "sgd"):
+        check(f"train_{opt_name}_foreach_{str(dt).replace('torch.', '')}", lambda: train_half("cuda", dt, opt_name),
+              lambda: train_half("cpu", dt, opt_name), rtol=rtol, atol=atol)
+
+
+def addc_0d(dev, dt):
+    """_foreach_addcmul_ and _foreach_addcdiv_ whose tensor1 list holds 0-d tensors."""
+    g = torch.Generator().manual_seed(4)
+    a = [torch.randn(7, generator=g).to(dt).to(dev) for _ in range(3)]
+    s_ = [torch.randn((), generator=g).to(dt).to(dev) for _ in range(3)]
+    c = [(torch.rand(7, generator=g) + 0.5).to(dt).to(dev) for _ in range(3)]
+    torch._foreach_addcmul_(a, s_, c, value=0.7)
+    b = [t.clone() for t in a]
+    torch._foreach_addcdiv_(b, s_, c, value=-0.3)
+    return torch.cat([t.float().cpu() for t in a + b])
+
+
+for dt in (torch.float32, torch.float16, torch.bfloat16):
+    rtol, atol = HALF_TOL[dt]
+    check(f"foreach_addcmul_addcdiv_0d_{str(dt).replace('torch.', '')}", lambda: addc_0d("cuda", dt), lambda: addc_0d("cpu", dt), rtol=rtol, atol=atol)
 print(f"ops: {n_ok} ok")

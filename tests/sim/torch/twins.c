@@ -40,7 +40,8 @@
  * where and masked_fill for every element type of dtype.c; bitwise operations, integer division
  * and remainder for the integer types. Also here: gpu_kernel_impl's strided path with dynamic
  * casts (its lambda holds the tensors' dtypes after the functor), flip, and _assert_async. The
- * kernels outside these frameworks are in nn.c, pool.c, scatter.c and scan.c (cumsum, cumprod).
+ * kernels outside these frameworks are in nn.c, pool.c, scatter.c, scan.c (cumsum, cumprod) and
+ * multiout.c (batch norm's update of its running statistics).
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -404,6 +405,37 @@ static float op_smooth_l1_bw_b(const char *f, const float *in) {
   return smooth_l1_bw(cap_t(f, 0, DT_BF16), cap_t(f, 2, DT_BF16), in, rb);
 }
 
+/* Batch and group norm's elementwise lambdas (Normalization.cuh, group_norm_kernel.cu). Their
+ * parameters are of the element type T or of its opmath type float (MIX_T, MIX_ACC entries);
+ * they compute in float, with nvcc's contraction of a * b + c into fmaf. */
+/* batch_norm_calc_invstd's lambda {eps}(T var) -> float: rsqrt(var + eps) */
+static float op_bn_invstd(const char *f, const float *in) { return 1.0f / sqrtf(in[0] + rd(f, 0)); }
+/* (T x, float mean, float rstd): (x - mean) * rstd */
+static float op_gn_norm(const char *f, const float *in) { (void)f; return (in[0] - in[1]) * in[2]; }
+/* (T x, float a, float b): a * x + b */
+static float op_gn_scale(const char *f, const float *in) { (void)f; return fmaf(in[1], in[0], in[2]); }
+/* GroupNorm1dForward's (T x, float mean, float rstd, T gamma): (x - mean) * rstd * gamma */
+static float op_gn1d_gamma(const char *f, const float *in) { (void)f; return (in[0] - in[1]) * in[2] * in[3]; }
+/* (T x, float mean, float rstd, T beta): (x - mean) * rstd + beta */
+static float op_gn1d_beta(const char *f, const float *in) { (void)f; return fmaf(in[0] - in[1], in[2], in[3]); }
+/* (T x, float mean, float rstd, T gamma, T beta): (x - mean) * rstd * gamma + beta */
+static float op_gn1d_affine(const char *f, const float *in) {
+  (void)f;
+  return fmaf((in[0] - in[1]) * in[2], in[3], in[4]);
+}
+/* GroupNormBackwardKernelImplInternal's (T rstd, T gamma) -> float: rstd * gamma */
+static float op_gn_c1(const char *f, const float *in) { (void)f; return in[0] * in[1]; }
+/* c1 * dy + c2 * x + c3, the first product contracted with the sum of the second */
+static float gn_dx(float c1, float dy, float c2, float x, float c3) { return fmaf(c1, dy, c2 * x) + c3; }
+/* (T dy, T x, float c1, float c2, float c3); GroupNorm1dBackward's (T dy, T x, T rstd, float c2,
+ * float c3) with c1 = rstd */
+static float op_gn_dx(const char *f, const float *in) { (void)f; return gn_dx(in[2], in[0], in[3], in[1], in[4]); }
+/* GroupNorm1dBackward's (T dy, T x, T rstd, T gamma, float c2, float c3): c1 = rstd * gamma */
+static float op_gn1d_dx_gamma(const char *f, const float *in) {
+  (void)f;
+  return gn_dx(in[2] * in[3], in[0], in[4], in[1], in[5]);
+}
+
 /* Operations on values of any element type (kinds other than OK_FLOAT); the twin's ct is the
  * functor's own element type, parsed from its name. */
 enum {
@@ -447,145 +479,171 @@ typedef struct op_desc {
    * element type: float for float32, 2 bytes for c10::Half and c10::BFloat16), "" for none.
    * NULL: float32 only (a half instantiation rounds differently, or was not checked). */
   const char *half_caps;
+  /* 0: as above. MIX_T, MIX_ACC: a lambda whose parameters name both the element type T and its
+   * opmath type float (T x, float mean, ...): each argument is read as the type its parameter
+   * names, also in the float16 and bfloat16 instantiations, and the result is T (MIX_T) or
+   * float (MIX_ACC). */
+  int mixed;
 } op_desc_t;
 
+enum { MIX_T = 1, MIX_ACC = 2 };
+/* The most inputs a functor takes. */
+#define MAX_IN 6
+
 static const op_desc_t OPS[] = {
-    {{"FillFunctor<float>"}, 0, 0, op_fill, OK_FLOAT, NULL, NULL},
-    {{"FillFunctor<"}, 0, 0, NULL, OK_FILL, "FillFunctor<", NULL},
-    {{"CUDAFunctorOnSelf_add<float>"}, 1, 0, op_add_self, OK_FLOAT, NULL, "ff"},
-    {{"CUDAFunctor_add<float>"}, 2, 0, op_add, OK_FLOAT, NULL, "f"},
-    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_a, OK_FLOAT, NULL, "ef"},
-    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_b, OK_FLOAT, NULL, "ef"},
-    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_a, OK_FLOAT, NULL, "et"},
-    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_b, OK_FLOAT, NULL, "et"},
-    {{"BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 2, 0, op_mul, OK_FLOAT, NULL, ""},
-    {{"BinaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 2, 0, op_div, OK_FLOAT, NULL, ""},
-    {{"BinaryFunctor<float, float, float, ", "threshold_kernel_impl<float>"}, 2, 0, op_threshold, OK_FLOAT, NULL, "tt"},
-    {{"neg_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_neg, OK_FLOAT, NULL, ""},
-    {{"exp_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_exp, OK_FLOAT, NULL, ""},
-    {{"rsqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_rsqrt, OK_FLOAT, NULL, ""},
-    {{"sqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sqrt, OK_FLOAT, NULL, ""},
-    {{"reciprocal_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_reciprocal, OK_FLOAT, NULL, ""},
-    {{"pow_tensor_tensor_kernel", "{lambda(float, float)#1}"}, 2, 0, op_pow_tt, OK_FLOAT, NULL, NULL},
-    {{"log_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_log, OK_FLOAT, NULL, ""},
-    {{"sigmoid_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_sigmoid_bw, OK_FLOAT, NULL, ""},
-    {{"tanh_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_tanh_bw, OK_FLOAT, NULL, ""},
-    {{"sigmoid_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sigmoid, OK_FLOAT, NULL, ""},
-    {{"tanh_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_tanh, OK_FLOAT, NULL, ""},
+    {{"FillFunctor<float>"}, 0, 0, op_fill, OK_FLOAT, NULL, NULL, 0},
+    {{"FillFunctor<"}, 0, 0, NULL, OK_FILL, "FillFunctor<", NULL, 0},
+    {{"CUDAFunctorOnSelf_add<float>"}, 1, 0, op_add_self, OK_FLOAT, NULL, "ff", 0},
+    {{"CUDAFunctor_add<float>"}, 2, 0, op_add, OK_FLOAT, NULL, "f", 0},
+    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_a, OK_FLOAT, NULL, "ef", 0},
+    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_b, OK_FLOAT, NULL, "ef", 0},
+    {{"AUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_a, OK_FLOAT, NULL, "et", 0},
+    {{"BUnaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 1, 0, op_div_b, OK_FLOAT, NULL, "et", 0},
+    {{"BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 2, 0, op_mul, OK_FLOAT, NULL, "", 0},
+    {{"BinaryFunctor<float, float, float, at::native::binary_internal::DivFunctor<float> >"}, 2, 0, op_div, OK_FLOAT, NULL, "", 0},
+    {{"BinaryFunctor<float, float, float, ", "threshold_kernel_impl<float>"}, 2, 0, op_threshold, OK_FLOAT, NULL, "tt", 0},
+    {{"neg_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_neg, OK_FLOAT, NULL, "", 0},
+    {{"exp_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_exp, OK_FLOAT, NULL, "", 0},
+    {{"rsqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_rsqrt, OK_FLOAT, NULL, "", 0},
+    {{"sqrt_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sqrt, OK_FLOAT, NULL, "", 0},
+    {{"reciprocal_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_reciprocal, OK_FLOAT, NULL, "", 0},
+    {{"pow_tensor_tensor_kernel", "{lambda(float, float)#1}"}, 2, 0, op_pow_tt, OK_FLOAT, NULL, NULL, 0},
+    {{"log_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_log, OK_FLOAT, NULL, "", 0},
+    {{"sigmoid_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_sigmoid_bw, OK_FLOAT, NULL, "", 0},
+    {{"tanh_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_tanh_bw, OK_FLOAT, NULL, "", 0},
+    {{"sigmoid_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sigmoid, OK_FLOAT, NULL, "", 0},
+    {{"tanh_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_tanh, OK_FLOAT, NULL, "", 0},
     /* GeluCUDAKernelImpl dispatches twice: first for GeluType::Tanh, then for None (erf). */
-    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL, NULL},
-    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL, NULL},
-    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_tanh_bw, OK_FLOAT, NULL, NULL},
-    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#3}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_tanh_bw, OK_FLOAT, NULL, ""},
-    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_tanh_bw, OK_FLOAT, NULL, ""},
-    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, NULL},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL, NULL, 0},
+    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL, NULL, 0},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_tanh_bw, OK_FLOAT, NULL, NULL, 0},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#3}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_tanh_bw, OK_FLOAT, NULL, "", 0},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_tanh_bw, OK_FLOAT, NULL, "", 0},
+    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, NULL, 0},
     /* the float16 (#3) and bfloat16 (#4) instantiations of the same dispatches (opmath float) */
-    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL, ""},
-    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL, ""},
-    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL, ""},
-    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL, ""},
-    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#3}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, ""},
-    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, ""},
-    {{"silu_kernel(", "{lambda(float)#1}"}, 1, 0, op_silu, OK_FLOAT, NULL, ""},
-    {{"silu_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_silu_bw, OK_FLOAT, NULL, ""},
-    {{"mish_kernel(", "{lambda(float)#1}"}, 1, 0, op_mish, OK_FLOAT, NULL, ""},
-    {{"mish_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_mish_bw, OK_FLOAT, NULL, ""},
-    {{"hardswish_kernel(", "{lambda(float)#1}"}, 1, 0, op_hardswish, OK_FLOAT, NULL, ""},
-    {{"hardswish_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_hardswish_bw, OK_FLOAT, NULL, ""},
-    {{"launch_clamp_scalar", "{lambda(float)#1}"}, 1, 0, op_clamp, OK_FLOAT, NULL, "iff"},
-    {{"compare_scalar_kernel<float>", "{lambda(float)#1}"}, 1, 1, op_cmp_scalar, OK_FLOAT, NULL, "it"},
-    {{"mse_kernel_cuda", "{lambda(c10::Half, c10::Half)#1}"}, 2, 0, op_mse_h, OK_FLOAT, NULL, NULL},
-    {{"mse_kernel_cuda", "{lambda(c10::BFloat16, c10::BFloat16)#1}"}, 2, 0, op_mse_b, OK_FLOAT, NULL, NULL},
-    {{"mse_backward_cuda_kernel", "{lambda(c10::Half, c10::Half, c10::Half)#1}"}, 3, 0, op_mse_bw_h, OK_FLOAT, NULL, NULL},
-    {{"mse_backward_cuda_kernel", "{lambda(c10::BFloat16, c10::BFloat16, c10::BFloat16)#1}"}, 3, 0, op_mse_bw_b, OK_FLOAT, NULL, NULL},
-    {{"pow_tensor_scalar_kernel_impl<c10::Half, c10::Half>", "{lambda(c10::Half)#2}"}, 1, 0, op_pow3_h, OK_FLOAT, NULL, NULL},
-    {{"pow_tensor_scalar_kernel_impl<c10::BFloat16, c10::BFloat16>", "{lambda(c10::BFloat16)#2}"}, 1, 0, op_pow3_b, OK_FLOAT, NULL, NULL},
-    {{"mse_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_mse, OK_FLOAT, NULL, NULL},
-    {{"mse_backward_cuda_kernel", "{lambda(float, float, float)#1}"}, 3, 0, op_mse_bw, OK_FLOAT, NULL, NULL},
-    {{"AbsFunctor<float>"}, 1, 0, op_abs, OK_FLOAT, NULL, ""},
-    {{"sign_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sign, OK_FLOAT, NULL, ""},
-    {{"BinaryFunctor<bool, bool, bool, ", "logical_and_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_and, OK_FLOAT, NULL, NULL},
-    {{"BinaryFunctor<bool, bool, bool, ", "logical_or_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_or, OK_FLOAT, NULL, NULL},
-    {{"BinaryFunctor<bool, bool, bool, ", "logical_xor_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_xor, OK_FLOAT, NULL, NULL},
-    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#1}"}, 1, 0, op_pow2, OK_FLOAT, NULL, ""},
-    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#2}"}, 1, 0, op_pow3, OK_FLOAT, NULL, NULL},
-    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#3}"}, 1, 0, op_powm2, OK_FLOAT, NULL, NULL},
-    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#4}"}, 1, 0, op_pow, OK_FLOAT, NULL, "t"},
-    {{"masked_scale_kernel<bool, float, float>", "{lambda(float, bool)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL, "f"},
-    {{"masked_scale_kernel<unsigned char, float, float>", "{lambda(float, unsigned char)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL, "f"},
-    {{"lerp_scalar_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_lerp_scalar, OK_FLOAT, NULL, "f"},
-    {{"lerp_tensor_kernel(", "{lambda(float, float, float)#1}"}, 3, 0, op_lerp_tensor, OK_FLOAT, NULL, ""},
-    {{"::hardsigmoid_kernel(", "{lambda(float)#1}"}, 1, 0, op_hardsigmoid, OK_FLOAT, NULL, "ffff"},
-    {{"::hardsigmoid_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_hardsigmoid_bw, OK_FLOAT, NULL, "ffff"},
-    {{"::hardtanh_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_hardtanh_bw, OK_FLOAT, NULL, "ff"},
-    {{"::leaky_relu_kernel(", "{lambda(float)#1}"}, 1, 0, op_leaky_relu, OK_FLOAT, NULL, "f"},
-    {{"::leaky_relu_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_leaky_relu_bw, OK_FLOAT, NULL, "f"},
-    {{"::elu_kernel(", "{lambda(float)#1}"}, 1, 0, op_elu, OK_FLOAT, NULL, "fff"},
-    {{"::elu_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_elu_bw, OK_FLOAT, NULL, "fffe"},
-    {{"::softplus_kernel(", "{lambda(float)#1}"}, 1, 0, op_softplus, OK_FLOAT, NULL, "ff"},
-    {{"::softplus_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_softplus_bw, OK_FLOAT, NULL, "ff"},
-    {{"launch_log_sigmoid_forward_kernel(", "{lambda(float)#1}"}, 1, 0, op_log_sigmoid, OK_FLOAT, NULL, ""},
-    {{"::log_sigmoid_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_log_sigmoid_bw, OK_FLOAT, NULL, ""},
-    {{"::isneginf_kernel_impl(", "{lambda(float)#1}"}, 1, 1, op_isneginf, OK_FLOAT, NULL, ""},
-    {{"::isposinf_kernel_impl(", "{lambda(float)#1}"}, 1, 1, op_isposinf, OK_FLOAT, NULL, ""},
-    {{"^BinaryFunctor<float, float, float, ", "xlogy_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_xlogy, OK_FLOAT, NULL, ""},
-    {{"native::floor_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_floor, OK_FLOAT, NULL, ""},
-    {{"native::ceil_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_ceil, OK_FLOAT, NULL, ""},
-    {{"native::trunc_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_trunc, OK_FLOAT, NULL, ""},
-    {{"native::round_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_round, OK_FLOAT, NULL, ""},
-    {{"native::frac_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_frac, OK_FLOAT, NULL, ""},
-    {{"^BinaryFunctor<float, float, float, ", "maximum_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_maximum, OK_FLOAT, NULL, ""},
-    {{"^BinaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_minimum, OK_FLOAT, NULL, ""},
-    {{"^AUnaryFunctor<float, float, float, ", "maximum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_maximum_s, OK_FLOAT, NULL, "et"},
-    {{"^BUnaryFunctor<float, float, float, ", "maximum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_maximum_s, OK_FLOAT, NULL, "et"},
-    {{"^AUnaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_minimum_s, OK_FLOAT, NULL, "et"},
-    {{"^BUnaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_minimum_s, OK_FLOAT, NULL, "et"},
-    {{"::softshrink_kernel(", "{lambda(float)#1}"}, 1, 0, op_softshrink, OK_FLOAT, NULL, "t"},
-    {{"::hardshrink_kernel(", "{lambda(float)#1}"}, 1, 0, op_hardshrink, OK_FLOAT, NULL, "t"},
-    {{"::shrink_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_shrink_bw, OK_FLOAT, NULL, "t"},
-    {{"native::sin_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_sin, OK_FLOAT, NULL, ""},
-    {{"native::cos_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_cos, OK_FLOAT, NULL, ""},
-    {{"native::log1p_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log1p, OK_FLOAT, NULL, ""},
-    {{"native::expm1_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_expm1, OK_FLOAT, NULL, ""},
-    {{"native::log2_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log2, OK_FLOAT, NULL, ""},
-    {{"native::log10_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log10, OK_FLOAT, NULL, ""},
-    {{"native::erf_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_erf, OK_FLOAT, NULL, ""},
-    {{"native::nan_to_num_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_nan_to_num, OK_FLOAT, NULL, "ttt"},
-    {{"::clamp_kernel_impl(", "{lambda(float, float, float)#1}"}, 3, 0, op_clamp_t, OK_FLOAT, NULL, ""},
-    {{"smooth_l1_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_smooth_l1, OK_FLOAT, NULL, NULL},
-    {{"smooth_l1_kernel_cuda(", "{lambda(c10::Half, c10::Half)#1}"}, 2, 0, op_smooth_l1_h, OK_FLOAT, NULL, NULL},
-    {{"smooth_l1_kernel_cuda(", "{lambda(c10::BFloat16, c10::BFloat16)#1}"}, 2, 0, op_smooth_l1_b, OK_FLOAT, NULL, NULL},
-    {{"smooth_l1_backward_cuda_kernel(", "{lambda(float, float, float)#1}"}, 3, 0, op_smooth_l1_bw, OK_FLOAT, NULL, NULL},
-    {{"smooth_l1_backward_cuda_kernel(", "{lambda(c10::Half, c10::Half, c10::Half)#1}"}, 3, 0, op_smooth_l1_bw_h, OK_FLOAT, NULL, NULL},
-    {{"smooth_l1_backward_cuda_kernel(", "{lambda(c10::BFloat16, c10::BFloat16, c10::BFloat16)#1}"}, 3, 0, op_smooth_l1_bw_b, OK_FLOAT, NULL, NULL},
-    {{"bitwise_not_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_BITNOT, "{lambda(", NULL},
-    {{"compare_scalar_kernel<", "{lambda("}, 1, 1, NULL, OK_CMP_SCALAR, "compare_scalar_kernel<", NULL},
-    {{"^BinaryFunctor<", "remainder_kernel_cuda(", "{lambda("}, 2, 0, NULL, OK_IREM, "{lambda(", NULL},
-    {{"^AUnaryFunctor<", "remainder_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IREM, "{lambda(", NULL},
-    {{"^BUnaryFunctor<", "remainder_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IREM, "{lambda(", NULL},
-    {{"^BinaryFunctor<", "div_trunc_kernel_cuda(", "{lambda("}, 2, 0, NULL, OK_IDIV_TRUNC, "{lambda(", NULL},
-    {{"^AUnaryFunctor<", "div_trunc_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_TRUNC, "{lambda(", NULL},
-    {{"^BUnaryFunctor<", "div_trunc_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_TRUNC, "{lambda(", NULL},
-    {{"^BinaryFunctor<", "div_floor_kernel_cuda(", "{lambda("}, 2, 0, NULL, OK_IDIV_FLOOR, "{lambda(", NULL},
-    {{"^AUnaryFunctor<", "div_floor_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_FLOOR, "{lambda(", NULL},
-    {{"^BUnaryFunctor<", "div_floor_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_FLOOR, "{lambda(", NULL},
-    {{"^BinaryFunctor<", "BitwiseAndFunctor<"}, 2, 0, NULL, OK_BITAND, "BitwiseAndFunctor<", NULL},
-    {{"^BinaryFunctor<", "BitwiseOrFunctor<"}, 2, 0, NULL, OK_BITOR, "BitwiseOrFunctor<", NULL},
-    {{"^BinaryFunctor<", "BitwiseXorFunctor<"}, 2, 0, NULL, OK_BITXOR, "BitwiseXorFunctor<", NULL},
-    {{"reciprocal_kernel_cuda", "{lambda(double)#1}"}, 1, 0, NULL, OK_RECIP_F64, "{lambda(", NULL},
-    {{"direct_copy_kernel_cuda", "{lambda("}, 1, 0, NULL, OK_COPY, "{lambda(", NULL},
-    {{"converting_copy_kernel_cuda<"}, 1, 0, NULL, OK_CONVERT, "converting_copy_kernel_cuda<", NULL},
-    {{"where_kernel_impl", "{lambda(bool, "}, 3, 0, NULL, OK_WHERE, "{lambda(bool, ", NULL},
-    {{"masked_fill_kernel", "{lambda("}, 2, 0, NULL, OK_MASKED_FILL, "{lambda(", NULL},
-    {{"^BinaryFunctor<", "CompareEqFunctor<"}, 2, 1, NULL, OK_CMP_EQ, "CompareEqFunctor<", NULL},
-    {{"^AUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<", NULL},
-    {{"^BUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<", NULL},
-    {{"^CompareFunctor<"}, 2, 1, NULL, OK_CMP, "CompareFunctor<", NULL},
-    {{"^CUDAFunctor_add<"}, 2, 0, NULL, OK_IADD, "CUDAFunctor_add<", NULL},
-    {{"^CUDAFunctorOnSelf_add<"}, 1, 0, NULL, OK_IADD_SELF, "CUDAFunctorOnSelf_add<", NULL},
-    {{"^BinaryFunctor<", "MulFunctor<"}, 2, 0, NULL, OK_IMUL, "MulFunctor<", NULL},
-    {{"^AUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<", NULL},
-    {{"^BUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<", NULL},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL, "", 0},
+    {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL, "", 0},
+    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL, "", 0},
+    {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL, "", 0},
+    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#3}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, "", 0},
+    {{"GeluCUDAKernelImpl(", "{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_tanh, OK_FLOAT, NULL, "", 0},
+    {{"silu_kernel(", "{lambda(float)#1}"}, 1, 0, op_silu, OK_FLOAT, NULL, "", 0},
+    {{"silu_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_silu_bw, OK_FLOAT, NULL, "", 0},
+    {{"mish_kernel(", "{lambda(float)#1}"}, 1, 0, op_mish, OK_FLOAT, NULL, "", 0},
+    {{"mish_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_mish_bw, OK_FLOAT, NULL, "", 0},
+    {{"hardswish_kernel(", "{lambda(float)#1}"}, 1, 0, op_hardswish, OK_FLOAT, NULL, "", 0},
+    {{"hardswish_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_hardswish_bw, OK_FLOAT, NULL, "", 0},
+    {{"launch_clamp_scalar", "{lambda(float)#1}"}, 1, 0, op_clamp, OK_FLOAT, NULL, "iff", 0},
+    {{"compare_scalar_kernel<float>", "{lambda(float)#1}"}, 1, 1, op_cmp_scalar, OK_FLOAT, NULL, "it", 0},
+    {{"mse_kernel_cuda", "{lambda(c10::Half, c10::Half)#1}"}, 2, 0, op_mse_h, OK_FLOAT, NULL, NULL, 0},
+    {{"mse_kernel_cuda", "{lambda(c10::BFloat16, c10::BFloat16)#1}"}, 2, 0, op_mse_b, OK_FLOAT, NULL, NULL, 0},
+    {{"mse_backward_cuda_kernel", "{lambda(c10::Half, c10::Half, c10::Half)#1}"}, 3, 0, op_mse_bw_h, OK_FLOAT, NULL, NULL, 0},
+    {{"mse_backward_cuda_kernel", "{lambda(c10::BFloat16, c10::BFloat16, c10::BFloat16)#1}"}, 3, 0, op_mse_bw_b, OK_FLOAT, NULL, NULL, 0},
+    {{"pow_tensor_scalar_kernel_impl<c10::Half, c10::Half>", "{lambda(c10::Half)#2}"}, 1, 0, op_pow3_h, OK_FLOAT, NULL, NULL, 0},
+    {{"pow_tensor_scalar_kernel_impl<c10::BFloat16, c10::BFloat16>", "{lambda(c10::BFloat16)#2}"}, 1, 0, op_pow3_b, OK_FLOAT, NULL, NULL, 0},
+    {{"mse_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_mse, OK_FLOAT, NULL, NULL, 0},
+    {{"mse_backward_cuda_kernel", "{lambda(float, float, float)#1}"}, 3, 0, op_mse_bw, OK_FLOAT, NULL, NULL, 0},
+    {{"AbsFunctor<float>"}, 1, 0, op_abs, OK_FLOAT, NULL, "", 0},
+    {{"sign_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sign, OK_FLOAT, NULL, "", 0},
+    {{"BinaryFunctor<bool, bool, bool, ", "logical_and_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_and, OK_FLOAT, NULL, NULL, 0},
+    {{"BinaryFunctor<bool, bool, bool, ", "logical_or_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_or, OK_FLOAT, NULL, NULL, 0},
+    {{"BinaryFunctor<bool, bool, bool, ", "logical_xor_kernel_cuda", "{lambda(bool, bool)#1}"}, 2, 1, op_xor, OK_FLOAT, NULL, NULL, 0},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#1}"}, 1, 0, op_pow2, OK_FLOAT, NULL, "", 0},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#2}"}, 1, 0, op_pow3, OK_FLOAT, NULL, NULL, 0},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#3}"}, 1, 0, op_powm2, OK_FLOAT, NULL, NULL, 0},
+    {{"pow_tensor_scalar_kernel_impl<float, float>", "{lambda(float)#4}"}, 1, 0, op_pow, OK_FLOAT, NULL, "t", 0},
+    {{"masked_scale_kernel<bool, float, float>", "{lambda(float, bool)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL, "f", 0},
+    {{"masked_scale_kernel<unsigned char, float, float>", "{lambda(float, unsigned char)#1}"}, 2, 0, op_masked_scale, OK_FLOAT, NULL, "f", 0},
+    {{"lerp_scalar_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_lerp_scalar, OK_FLOAT, NULL, "f", 0},
+    {{"lerp_tensor_kernel(", "{lambda(float, float, float)#1}"}, 3, 0, op_lerp_tensor, OK_FLOAT, NULL, "", 0},
+    {{"::hardsigmoid_kernel(", "{lambda(float)#1}"}, 1, 0, op_hardsigmoid, OK_FLOAT, NULL, "ffff", 0},
+    {{"::hardsigmoid_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_hardsigmoid_bw, OK_FLOAT, NULL, "ffff", 0},
+    {{"::hardtanh_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_hardtanh_bw, OK_FLOAT, NULL, "ff", 0},
+    {{"::leaky_relu_kernel(", "{lambda(float)#1}"}, 1, 0, op_leaky_relu, OK_FLOAT, NULL, "f", 0},
+    {{"::leaky_relu_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_leaky_relu_bw, OK_FLOAT, NULL, "f", 0},
+    {{"::elu_kernel(", "{lambda(float)#1}"}, 1, 0, op_elu, OK_FLOAT, NULL, "fff", 0},
+    {{"::elu_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_elu_bw, OK_FLOAT, NULL, "fffe", 0},
+    {{"::softplus_kernel(", "{lambda(float)#1}"}, 1, 0, op_softplus, OK_FLOAT, NULL, "ff", 0},
+    {{"::softplus_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_softplus_bw, OK_FLOAT, NULL, "ff", 0},
+    {{"launch_log_sigmoid_forward_kernel(", "{lambda(float)#1}"}, 1, 0, op_log_sigmoid, OK_FLOAT, NULL, "", 0},
+    {{"::log_sigmoid_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_log_sigmoid_bw, OK_FLOAT, NULL, "", 0},
+    {{"::isneginf_kernel_impl(", "{lambda(float)#1}"}, 1, 1, op_isneginf, OK_FLOAT, NULL, "", 0},
+    {{"::isposinf_kernel_impl(", "{lambda(float)#1}"}, 1, 1, op_isposinf, OK_FLOAT, NULL, "", 0},
+    {{"^BinaryFunctor<float, float, float, ", "xlogy_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_xlogy, OK_FLOAT, NULL, "", 0},
+    {{"native::floor_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_floor, OK_FLOAT, NULL, "", 0},
+    {{"native::ceil_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_ceil, OK_FLOAT, NULL, "", 0},
+    {{"native::trunc_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_trunc, OK_FLOAT, NULL, "", 0},
+    {{"native::round_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_round, OK_FLOAT, NULL, "", 0},
+    {{"native::frac_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_frac, OK_FLOAT, NULL, "", 0},
+    {{"^BinaryFunctor<float, float, float, ", "maximum_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_maximum, OK_FLOAT, NULL, "", 0},
+    {{"^BinaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_minimum, OK_FLOAT, NULL, "", 0},
+    {{"^AUnaryFunctor<float, float, float, ", "maximum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_maximum_s, OK_FLOAT, NULL, "et", 0},
+    {{"^BUnaryFunctor<float, float, float, ", "maximum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_maximum_s, OK_FLOAT, NULL, "et", 0},
+    {{"^AUnaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_minimum_s, OK_FLOAT, NULL, "et", 0},
+    {{"^BUnaryFunctor<float, float, float, ", "minimum_kernel_cuda(", "{lambda(float, float)#1}"}, 1, 0, op_minimum_s, OK_FLOAT, NULL, "et", 0},
+    {{"::softshrink_kernel(", "{lambda(float)#1}"}, 1, 0, op_softshrink, OK_FLOAT, NULL, "t", 0},
+    {{"::hardshrink_kernel(", "{lambda(float)#1}"}, 1, 0, op_hardshrink, OK_FLOAT, NULL, "t", 0},
+    {{"::shrink_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_shrink_bw, OK_FLOAT, NULL, "t", 0},
+    {{"native::sin_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_sin, OK_FLOAT, NULL, "", 0},
+    {{"native::cos_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_cos, OK_FLOAT, NULL, "", 0},
+    {{"native::log1p_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log1p, OK_FLOAT, NULL, "", 0},
+    {{"native::expm1_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_expm1, OK_FLOAT, NULL, "", 0},
+    {{"native::log2_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log2, OK_FLOAT, NULL, "", 0},
+    {{"native::log10_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log10, OK_FLOAT, NULL, "", 0},
+    {{"native::erf_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_erf, OK_FLOAT, NULL, "", 0},
+    {{"native::nan_to_num_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_nan_to_num, OK_FLOAT, NULL, "ttt", 0},
+    {{"::clamp_kernel_impl(", "{lambda(float, float, float)#1}"}, 3, 0, op_clamp_t, OK_FLOAT, NULL, "", 0},
+    {{"smooth_l1_kernel_cuda(", "{lambda(float, float)#1}"}, 2, 0, op_smooth_l1, OK_FLOAT, NULL, NULL, 0},
+    {{"smooth_l1_kernel_cuda(", "{lambda(c10::Half, c10::Half)#1}"}, 2, 0, op_smooth_l1_h, OK_FLOAT, NULL, NULL, 0},
+    {{"smooth_l1_kernel_cuda(", "{lambda(c10::BFloat16, c10::BFloat16)#1}"}, 2, 0, op_smooth_l1_b, OK_FLOAT, NULL, NULL, 0},
+    {{"smooth_l1_backward_cuda_kernel(", "{lambda(float, float, float)#1}"}, 3, 0, op_smooth_l1_bw, OK_FLOAT, NULL, NULL, 0},
+    {{"smooth_l1_backward_cuda_kernel(", "{lambda(c10::Half, c10::Half, c10::Half)#1}"}, 3, 0, op_smooth_l1_bw_h, OK_FLOAT, NULL, NULL, 0},
+    {{"smooth_l1_backward_cuda_kernel(", "{lambda(c10::BFloat16, c10::BFloat16, c10::BFloat16)#1}"}, 3, 0, op_smooth_l1_bw_b, OK_FLOAT, NULL, NULL, 0},
+    {{"bitwise_not_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_BITNOT, "{lambda(", NULL, 0},
+    {{"compare_scalar_kernel<", "{lambda("}, 1, 1, NULL, OK_CMP_SCALAR, "compare_scalar_kernel<", NULL, 0},
+    {{"^BinaryFunctor<", "remainder_kernel_cuda(", "{lambda("}, 2, 0, NULL, OK_IREM, "{lambda(", NULL, 0},
+    {{"^AUnaryFunctor<", "remainder_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IREM, "{lambda(", NULL, 0},
+    {{"^BUnaryFunctor<", "remainder_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IREM, "{lambda(", NULL, 0},
+    {{"^BinaryFunctor<", "div_trunc_kernel_cuda(", "{lambda("}, 2, 0, NULL, OK_IDIV_TRUNC, "{lambda(", NULL, 0},
+    {{"^AUnaryFunctor<", "div_trunc_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_TRUNC, "{lambda(", NULL, 0},
+    {{"^BUnaryFunctor<", "div_trunc_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_TRUNC, "{lambda(", NULL, 0},
+    {{"^BinaryFunctor<", "div_floor_kernel_cuda(", "{lambda("}, 2, 0, NULL, OK_IDIV_FLOOR, "{lambda(", NULL, 0},
+    {{"^AUnaryFunctor<", "div_floor_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_FLOOR, "{lambda(", NULL, 0},
+    {{"^BUnaryFunctor<", "div_floor_kernel_cuda(", "{lambda("}, 1, 0, NULL, OK_IDIV_FLOOR, "{lambda(", NULL, 0},
+    {{"^BinaryFunctor<", "BitwiseAndFunctor<"}, 2, 0, NULL, OK_BITAND, "BitwiseAndFunctor<", NULL, 0},
+    {{"^BinaryFunctor<", "BitwiseOrFunctor<"}, 2, 0, NULL, OK_BITOR, "BitwiseOrFunctor<", NULL, 0},
+    {{"^BinaryFunctor<", "BitwiseXorFunctor<"}, 2, 0, NULL, OK_BITXOR, "BitwiseXorFunctor<", NULL, 0},
+    {{"reciprocal_kernel_cuda", "{lambda(double)#1}"}, 1, 0, NULL, OK_RECIP_F64, "{lambda(", NULL, 0},
+    {{"direct_copy_kernel_cuda", "{lambda("}, 1, 0, NULL, OK_COPY, "{lambda(", NULL, 0},
+    {{"converting_copy_kernel_cuda<"}, 1, 0, NULL, OK_CONVERT, "converting_copy_kernel_cuda<", NULL, 0},
+    {{"where_kernel_impl", "{lambda(bool, "}, 3, 0, NULL, OK_WHERE, "{lambda(bool, ", NULL, 0},
+    {{"masked_fill_kernel", "{lambda("}, 2, 0, NULL, OK_MASKED_FILL, "{lambda(", NULL, 0},
+    {{"^BinaryFunctor<", "CompareEqFunctor<"}, 2, 1, NULL, OK_CMP_EQ, "CompareEqFunctor<", NULL, 0},
+    {{"^AUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<", NULL, 0},
+    {{"^BUnaryFunctor<", "CompareEqFunctor<"}, 1, 1, NULL, OK_CMP_EQ_SCALAR, "CompareEqFunctor<", NULL, 0},
+    {{"^CompareFunctor<"}, 2, 1, NULL, OK_CMP, "CompareFunctor<", NULL, 0},
+    {{"batch_norm_calc_invstd(", "{lambda(float)#1}"}, 1, 0, op_bn_invstd, OK_FLOAT, NULL, "f", MIX_ACC},
+    /* GroupNormKernelImplInternal's lambdas: #1 the channels-last a * x + b, #2 (x - mean) * rstd
+     * (no weight and no bias), #3 a * x + b */
+    {{"GroupNormKernelImplInternal<float, float>(", "{lambda(float, float, float)#1}"}, 3, 0, op_gn_scale, OK_FLOAT, NULL, "", MIX_T},
+    {{"GroupNormKernelImplInternal<float, float>(", "{lambda(float, float, float)#2}"}, 3, 0, op_gn_norm, OK_FLOAT, NULL, "", MIX_T},
+    {{"GroupNormKernelImplInternal<float, float>(", "{lambda(float, float, float)#3}"}, 3, 0, op_gn_scale, OK_FLOAT, NULL, "", MIX_T},
+    /* GroupNorm1dForward's: gamma (#1 of four parameters), beta (#2), both, neither */
+    {{"GroupNorm1dForward<float, float>(", "{lambda(float, float, float)#1}"}, 3, 0, op_gn_norm, OK_FLOAT, NULL, "", MIX_T},
+    {{"GroupNorm1dForward<float, float>(", "{lambda(float, float, float, float)#1}"}, 4, 0, op_gn1d_gamma, OK_FLOAT, NULL, "", MIX_T},
+    {{"GroupNorm1dForward<float, float>(", "{lambda(float, float, float, float)#2}"}, 4, 0, op_gn1d_beta, OK_FLOAT, NULL, "", MIX_T},
+    {{"GroupNorm1dForward<float, float>(", "{lambda(float, float, float, float, float)#1}"}, 5, 0, op_gn1d_affine, OK_FLOAT, NULL, "", MIX_T},
+    /* GroupNormBackwardKernelImplInternal's: c1, then dX with (#1) and without (#2) gamma */
+    {{"GroupNormBackwardKernelImplInternal<float>(", "{lambda(float, float)#1}"}, 2, 0, op_gn_c1, OK_FLOAT, NULL, "", MIX_ACC},
+    {{"GroupNormBackwardKernelImplInternal<float>(", "{lambda(float, float, float, float, float)#1}"}, 5, 0, op_gn_dx, OK_FLOAT, NULL, "", MIX_T},
+    {{"GroupNormBackwardKernelImplInternal<float>(", "{lambda(float, float, float, float, float)#2}"}, 5, 0, op_gn_dx, OK_FLOAT, NULL, "", MIX_T},
+    {{"GroupNorm1dBackward<float>(", "{lambda(float, float, float, float, float, float)#1}"}, 6, 0, op_gn1d_dx_gamma, OK_FLOAT, NULL, "", MIX_T},
+    {{"GroupNorm1dBackward<float>(", "{lambda(float, float, float, float, float)#1}"}, 5, 0, op_gn_dx, OK_FLOAT, NULL, "", MIX_T},
+    {{"^CUDAFunctor_add<"}, 2, 0, NULL, OK_IADD, "CUDAFunctor_add<", NULL, 0},
+    {{"^CUDAFunctorOnSelf_add<"}, 1, 0, NULL, OK_IADD_SELF, "CUDAFunctorOnSelf_add<", NULL, 0},
+    {{"^BinaryFunctor<", "MulFunctor<"}, 2, 0, NULL, OK_IMUL, "MulFunctor<", NULL, 0},
+    {{"^AUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<", NULL, 0},
+    {{"^BUnaryFunctor<", "MulFunctor<"}, 1, 0, NULL, OK_IMUL_SCALAR, "MulFunctor<", NULL, 0},
 };
 
 static const char *skip_ns(const char *s) {
@@ -696,7 +754,7 @@ typedef struct twin {
   char *name;
   int fw;
   const op_desc_t *op;
-  simtw_dt_t in_dt[3], out_dt, ct; /* the functor's argument and result types */
+  simtw_dt_t in_dt[MAX_IN], out_dt, ct; /* the functor's argument and result types */
   simtw_dt_t half;                  /* DT_F16 or DT_BF16: a half instantiation of an OK_FLOAT op */
   int red, red_shift;               /* the reduction; ReduceOp's bytes beyond arg_t float */
   int red_shift_ptr;                /* the same for the pointers after the calculators */
@@ -778,7 +836,7 @@ static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) 
       return simtw_ival(r);
     }
     default: {
-      float a[3] = {0};
+      float a[MAX_IN] = {0};
       for (int k = 0; k < op->ninputs; k++) a[k] = in[k].is_f ? (float)in[k].f : (float)in[k].i;
       float v = op->fn(f, a);
       return op->out_bool ? simtw_ival(v != 0.0f) : simtw_fval(v);
@@ -816,8 +874,9 @@ static void run_contig(const twin_t *t, void **args) {
   char caps[CAPS_MAX];
   const char *f = caps_f32(t, args[1], caps);
   char *const *data = args[2];
-  int nin = t->op->ninputs < 3 ? t->op->ninputs : 3; /* functors take at most three inputs */
-  simtw_dt_t mem_in[3] = {t->in_dt[0], t->in_dt[1], t->in_dt[2]}, mem_out = t->out_dt;
+  int nin = t->op->ninputs < MAX_IN ? t->op->ninputs : MAX_IN;
+  simtw_dt_t mem_in[MAX_IN], mem_out = t->out_dt;
+  memcpy(mem_in, t->in_dt, sizeof mem_in);
   if (t->fw == FW_CAST) {
     const char *ld = args[5], *st = args[6];
     for (int k = 0; k < nin; k++) mem_in[k] = (simtw_dt_t)(signed char)ld[k];
@@ -832,7 +891,7 @@ static void run_contig(const twin_t *t, void **args) {
       }
     }
   }
-  simtw_val_t in[3] = {0};
+  simtw_val_t in[MAX_IN] = {0};
   for (int i = 0; i < n; i++) {
     for (int k = 0; k < nin; k++)
       in[k] = simtw_cast(simtw_load(mem_in[k], data[1 + k] + simtw_dt_size(mem_in[k]) * (size_t)i), t->in_dt[k]);
@@ -848,17 +907,18 @@ static void run_contig(const twin_t *t, void **args) {
  * (cast_and_store). f's size (t->fsize) comes from its captures. */
 static void run_legacy(const twin_t *t, void **args) {
   int n = *(const int *)args[0];
-  int nin = t->op->ninputs < 3 ? t->op->ninputs : 3; /* functors take at most three inputs */
+  int nin = t->op->ninputs < MAX_IN ? t->op->ninputs : MAX_IN;
   int nt = nin + 1;
   const char *lam = args[1];
   const char *oc = lam;
   size_t data_off = (oc_size(nt) + 7) & ~(size_t)7;
-  char *data[4];
+  char *data[MAX_IN + 1];
   memcpy(data, lam + data_off, 8 * (size_t)nt); /* device pointers: 8 bytes */
   char caps[CAPS_MAX];
   const char *f0 = lam + data_off + 8 * (size_t)nt;
   const char *f = caps_f32(t, f0, caps);
-  simtw_dt_t mem[4] = {t->out_dt, t->in_dt[0], t->in_dt[1], t->in_dt[2]};
+  simtw_dt_t mem[MAX_IN + 1] = {t->out_dt};
+  for (int k = 0; k < MAX_IN; k++) mem[1 + k] = t->in_dt[k];
   if (t->fw == FW_LEGACY_CAST) {
     for (int k = 0; k < nt; k++) {
       mem[k] = (simtw_dt_t)(signed char)f0[t->fsize + (size_t)k];
@@ -868,7 +928,7 @@ static void run_legacy(const twin_t *t, void **args) {
       }
     }
   }
-  simtw_val_t in[3] = {0};
+  simtw_val_t in[MAX_IN] = {0};
   for (int i = 0; i < n; i++) {
     for (int k = 0; k < nin; k++)
       in[k] = simtw_cast(simtw_load(mem[1 + k], data[1 + k] + oc_get(oc, nt, 1 + k, (uint32_t)i)), t->in_dt[k]);
@@ -1024,7 +1084,7 @@ static void run_reduce(const twin_t *t, void **args) {
   }
 }
 
-/* ---- multi_tensor_apply_kernel<Metadata, Functor<float, depth, r_args, res_arg>, Op, args…> ----
+/* ---- multi_tensor_apply_kernel<Metadata, Functor<T, depth, r_args, res_arg>, Op, args…> ----
  *
  * MultiTensorApply.cuh: the metadata lists, for up to max_tensors tensors of `depth` lists, each
  * list's addresses, each tensor's numel, and for each of the launch's blocks (up to max_blocks)
@@ -1033,13 +1093,15 @@ static void run_reduce(const twin_t *t, void **args) {
  * start_tensor_this_launch. The functor reads lists 0..r_args-1 and writes list res_arg. In this
  * wheel max_blocks is 2240 with 16-bit block_to_tensor (max_tensors exceeds 255); max_tensors
  * depends on depth and is recovered from the metadata's size (the offset of the next argument),
- * and the twin refuses a launch whose block table is not well formed rather than guess. */
+ * and the twin refuses a launch whose block table is not well formed rather than guess. The
+ * element type T is float, c10::Half or c10::BFloat16: the functors compute in its opmath type
+ * float (the scalars they take are floats) and round once at the store. */
 #define MTA_CHUNK 65536
 #define MTA_BLOCKS 2240
 
 enum { MF_UNARY, MF_LIST_ALPHA, MF_SCALAR, MF_SCALAR_LIST, MF_LIST, MF_SCALAR_TENSOR,
        MF_POINTWISE_SCALAR, MF_POINTWISE_SCALAR_LIST, MF_LERP_SCALAR, MF_LERP_LIST,
-       MF_LERP_SCALAR_LIST, MF_LPNORM };
+       MF_LERP_SCALAR_LIST, MF_LPNORM, MF_POINTWISE_0D };
 enum { MO_PLUS, MO_MINUS, MO_MUL, MO_DIV, MO_NEG, MO_SQRT, MO_EXP, MO_COPY, MO_LERP, MO_UNSCALE, MO_MAXIMUM, MO_MINIMUM };
 
 static float mta_op(int op, float a, float b) {
@@ -1066,7 +1128,7 @@ static float lerpf(float self, float end, float w) {
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 /* _foreach_norm's two kernels. NormType: 0 L0, 1 L1, 2 L2, 3 LInf (the twins: 1 to 3).
- * multi_tensor_apply_kernel<TensorListMetadata<1>, LpNormFunctor<float, NormType, float, 1, 1,
+ * multi_tensor_apply_kernel<TensorListMetadata<1>, LpNormFunctor<T, NormType, out_t, 1, 1,
  * 0>, float *partial, const int64_t *offsets>: each block reduces its chunk (sum of squares, sum
  * of absolute values, or the largest absolute value with NaN winning) into
  * partial[offsets[start_tensor_this_launch + tensor] + chunk] (offsets: the first slot of each
@@ -1075,6 +1137,13 @@ static float lp_step(int nt, float acc, float x) {
   if (nt == 3) return isnan(acc) || isnan(x) ? NAN : fmaxf(acc, fabsf(x));
   return nt == 1 ? acc + fabsf(x) : fmaf(x, x, acc);
 }
+
+/* Element i of a list of element type dt (float, or float16 / bfloat16 widened to their opmath
+ * type float), and its store (one rounding). */
+static float mta_ld(simtw_dt_t dt, const char *p, int64_t i) {
+  return (float)simtw_load(dt, p + simtw_dt_size(dt) * (size_t)i).f;
+}
+static void mta_st(simtw_dt_t dt, char *p, int64_t i, float v) { simtw_store(dt, p + simtw_dt_size(dt) * (size_t)i, simtw_fval(v)); }
 
 static void run_lpnorm(const twin_t *t, dim3 grid, void **args, size_t T, const char *numel,
                        const char *b2t, const char *b2c) {
@@ -1090,22 +1159,22 @@ static void run_lpnorm(const twin_t *t, dim3 grid, void **args, size_t T, const 
     uint16_t ti;
     int chunk;
     int64_t n;
-    const float *x;
+    const char *x;
     memcpy(&ti, b2t + 2 * b, 2);
     memcpy(&chunk, b2c + 4 * b, 4);
     memcpy(&n, numel + 8 * ti, 8);
     memcpy(&x, m + 8 * ti, 8);
     int64_t end = (int64_t)(chunk + 1) * MTA_CHUNK < n ? (int64_t)(chunk + 1) * MTA_CHUNK : n;
     float acc = 0.0f;
-    for (int64_t i = (int64_t)chunk * MTA_CHUNK; i < end; i++) acc = lp_step(t->mta_op, acc, x[i]);
+    for (int64_t i = (int64_t)chunk * MTA_CHUNK; i < end; i++) acc = lp_step(t->mta_op, acc, mta_ld(t->ct, x, i));
     partial[offsets[start + ti] + chunk] = acc;
   }
 }
 
-/* lpnorm_cleanup<float, NormType, float, apply_root, float>(const float *partial,
+/* lpnorm_cleanup<T, NormType, out_t, apply_root, float>(const float *partial,
  * TensorListAddresses out (400 pointers), const int64_t *offsets, int first): block b combines
  * the partials of tensor first + b (sum, or the largest with NaN winning), takes the square root
- * for L2 when apply_root, and stores the float at out[b]. */
+ * for L2 when apply_root, and stores it at out[b] as out_t (float, float16 or bfloat16). */
 static void run_lpnorm_cleanup(const twin_t *t, dim3 grid, void **args) {
   const float *partial;
   const int64_t *offsets;
@@ -1113,12 +1182,12 @@ static void run_lpnorm_cleanup(const twin_t *t, dim3 grid, void **args) {
   memcpy(&offsets, args[2], 8);
   int first = *(const int *)args[3], nt = t->mta_op;
   for (unsigned b = 0; b < grid.x && b < 400; b++) {
-    float *out;
+    char *out;
     memcpy(&out, (const char *)args[1] + 8 * b, 8);
     float acc = 0.0f;
     for (int64_t i = offsets[first + (int)b]; i < offsets[first + (int)b + 1]; i++)
       acc = nt == 3 ? lp_step(3, acc, partial[i]) : acc + partial[i];
-    *out = nt == 2 && t->mta_r ? sqrtf(acc) : acc;
+    mta_st(t->out_dt, out, 0, nt == 2 && t->mta_r ? sqrtf(acc) : acc);
   }
 }
 
@@ -1151,7 +1220,7 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
     return;
   }
   float s0 = 0.0f;
-  const float *stensor = NULL;
+  const char *stensor = NULL;
   int na = t->mta_nargs;
   if (t->mta_fn == MF_SCALAR_TENSOR) {
     memcpy(&stensor, args[3], sizeof stensor);
@@ -1164,7 +1233,8 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
    * to 1 by a value that is not finite. */
   float *found_inf = NULL;
   const float *inv_scale = NULL;
-  if (t->mta_op == MO_UNSCALE) {
+  const int unscale = t->mta_op == MO_UNSCALE; /* read once: the element loads below are calls */
+  if (unscale) {
     memcpy(&found_inf, args[2], sizeof found_inf);
     memcpy(&inv_scale, (const char *)args[2] + 8, sizeof inv_scale);
   }
@@ -1175,7 +1245,7 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
     memcpy(&ti, b2t + 2 * b, 2);
     memcpy(&chunk, b2c + 4 * b, 4);
     memcpy(&n, numel + 8 * ti, 8);
-    float *lists[5] = {0};
+    char *lists[5] = {0};
     int missing = 0;
     for (size_t k = 0; k < d && k < 5; k++) {
       memcpy(&lists[k], m + 8 * (k * T + ti), 8);
@@ -1188,11 +1258,13 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
     if (scalar_list) memcpy(&sv, svals + 4 * ti, 4);
     int64_t end = (int64_t)(chunk + 1) * MTA_CHUNK < n ? (int64_t)(chunk + 1) * MTA_CHUNK : n;
     for (int64_t i = (int64_t)chunk * MTA_CHUNK; i < end; i++) {
-      float x0 = lists[0][i], x1 = t->mta_r > 1 ? lists[1][i] : 0.0f, x2 = t->mta_r > 2 ? lists[2][i] : 0.0f;
+      simtw_dt_t dt = t->ct;
+      float x0 = mta_ld(dt, lists[0], i), x1 = t->mta_r > 1 ? mta_ld(dt, lists[1], i) : 0.0f,
+            x2 = t->mta_r > 2 ? mta_ld(dt, lists[2], i) : 0.0f;
       float v;
       switch (t->mta_fn) {
         case MF_UNARY:
-          if (t->mta_op == MO_UNSCALE) {
+          if (unscale) {
             if (!isfinite(x0)) *found_inf = 1.0f;
             v = *inv_scale == 1.0f ? x0 : x0 * *inv_scale;
           } else {
@@ -1203,14 +1275,16 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
         case MF_SCALAR: v = mta_op(t->mta_op, x0, s0); break;
         case MF_SCALAR_LIST: v = mta_op(t->mta_op, x0, sv); break;
         case MF_LIST: v = mta_op(t->mta_op, x0, x1); break;
-        case MF_SCALAR_TENSOR: v = mta_op(t->mta_op, x0, s0 * *stensor); break;
+        case MF_SCALAR_TENSOR: v = mta_op(t->mta_op, x0, s0 * mta_ld(dt, stensor, 0)); break;
         case MF_POINTWISE_SCALAR: v = fmaf(s0, mta_op(t->mta_op, x1, x2), x0); break;
         case MF_POINTWISE_SCALAR_LIST: v = fmaf(sv, mta_op(t->mta_op, x1, x2), x0); break;
+        /* list 1 holds 0-d tensors: its one element stands for every element of the others */
+        case MF_POINTWISE_0D: v = fmaf(s0, mta_op(t->mta_op, mta_ld(dt, lists[1], 0), mta_ld(dt, lists[2], i)), x0); break;
         case MF_LERP_SCALAR: v = lerpf(x0, x1, s0); break;
         case MF_LERP_LIST: v = lerpf(x0, x1, x2); break;
         default: v = lerpf(x0, x1, sv); break;
       }
-      lists[t->mta_res][i] = v;
+      mta_st(t->ct, lists[t->mta_res], i, v);
     }
   }
 }
@@ -1219,17 +1293,18 @@ static const struct {
   const char *name;
   int fn, nargs;
 } MTA_FUNCTORS[] = {
-    {"UnaryOpFunctor<float, ", MF_UNARY, 0},
-    {"BinaryOpListAlphaFunctor<float, ", MF_LIST_ALPHA, 1},
-    {"BinaryOpScalarListFunctor<float, ", MF_SCALAR_LIST, 0},
-    {"BinaryOpScalarTensorFunctor<float, ", MF_SCALAR_TENSOR, 2},
-    {"BinaryOpScalarFunctor<float, ", MF_SCALAR, 1},
-    {"BinaryOpListFunctor<float, ", MF_LIST, 0},
-    {"PointwiseOpScalarListFunctor<float, ", MF_POINTWISE_SCALAR_LIST, 0},
-    {"PointwiseOpScalarFunctor<float, ", MF_POINTWISE_SCALAR, 1},
-    {"TernaryOpScalarListFunctor<float, ", MF_LERP_SCALAR_LIST, 0},
-    {"TernaryOpScalarFunctor<float, ", MF_LERP_SCALAR, 1},
-    {"TernaryOpListFunctor<float, ", MF_LERP_LIST, 0},
+    {"UnaryOpFunctor<", MF_UNARY, 0},
+    {"BinaryOpListAlphaFunctor<", MF_LIST_ALPHA, 1},
+    {"BinaryOpScalarListFunctor<", MF_SCALAR_LIST, 0},
+    {"BinaryOpScalarTensorFunctor<", MF_SCALAR_TENSOR, 2},
+    {"BinaryOpScalarFunctor<", MF_SCALAR, 1},
+    {"BinaryOpListFunctor<", MF_LIST, 0},
+    {"PointwiseOpScalarListFunctor<", MF_POINTWISE_SCALAR_LIST, 0},
+    {"PointwiseOpScalarFunctor<", MF_POINTWISE_SCALAR, 1},
+    {"PointwiseOpScalar0dTensorFunctor<", MF_POINTWISE_0D, 1},
+    {"TernaryOpScalarListFunctor<", MF_LERP_SCALAR_LIST, 0},
+    {"TernaryOpScalarFunctor<", MF_LERP_SCALAR, 1},
+    {"TernaryOpListFunctor<", MF_LERP_LIST, 0},
 };
 static const struct {
   const char *name;
@@ -1242,6 +1317,8 @@ static const struct {
     {"at::native::LerpFunctor<float>", MO_LERP},
     {"at::native::maximum<float>", MO_MAXIMUM}, {"at::native::minimum<float>", MO_MINIMUM},
 };
+
+static int mta_elem(simtw_dt_t dt) { return dt == DT_F32 || dt == DT_F16 || dt == DT_BF16; }
 
 /* Fills t from a demangled multi_tensor_apply_kernel name; 0 when it has no twin. */
 static int resolve_mta(const char *dm, twin_t *t) {
@@ -1259,10 +1336,13 @@ static int resolve_mta(const char *dm, twin_t *t) {
   } else {
     return 0;
   }
-  int lpn;
-  if (t->mta_depth == 1 && !t->mta_scalar_list &&
-      sscanf(p, "TensorListMetadata<1>, at::native::LpNormFunctor<float, (at::native::NormType)%d, ", &lpn) == 1 &&
-      lpn >= 1 && lpn <= 3 && strstr(p, ", float, 1, 1, 0>, float*, long const*>(")) {
+  int lpn, lpo = 0;
+  const char *lp = "TensorListMetadata<1>, at::native::LpNormFunctor<", *e;
+  if (t->mta_depth == 1 && !t->mta_scalar_list && strncmp(p, lp, strlen(lp)) == 0 &&
+      mta_elem(t->ct = simtw_dt_parse(p + strlen(lp), &e)) &&
+      sscanf(e, ", (at::native::NormType)%d, %n", &lpn, &lpo) == 1 && lpo &&
+      mta_elem(simtw_dt_parse(e + lpo, &e)) && /* out_t: the partials are its opmath type float */
+      lpn >= 1 && lpn <= 3 && strncmp(e, ", 1, 1, 0>, float*, long const*>(", 33) == 0) {
     t->fw = FW_MTA;
     t->mta_fn = MF_LPNORM;
     t->mta_op = lpn;
@@ -1276,16 +1356,20 @@ static int resolve_mta(const char *dm, twin_t *t) {
     if (strncmp(p, MTA_FUNCTORS[i].name, strlen(MTA_FUNCTORS[i].name)) == 0) fi = (int)i;
   if (fi < 0) return 0;
   p += strlen(MTA_FUNCTORS[fi].name);
+  /* the element type; the operations compute in its opmath type float */
+  if (!mta_elem(t->ct = simtw_dt_parse(p, &p)) || strncmp(p, ", ", 2) != 0) return 0;
+  p += 2;
   int depth, r, res;
   if (sscanf(p, "%d, %d, %d>, ", &depth, &r, &res) != 3 || depth != t->mta_depth || r < 1 ||
       r > 3 || res < 0 || res >= depth || depth > 5)
     return 0;
+  if (MTA_FUNCTORS[fi].fn == MF_POINTWISE_0D && (depth < 3 || r != 2)) return 0;
   if (!(p = strstr(p, ">, "))) return 0;
   p += 3;
   int op = -1;
   size_t oplen = 0;
   const char *unscale = "at::native::_amp_foreach_non_finite_check_and_unscale_cuda_(";
-  if (MTA_FUNCTORS[fi].fn == MF_UNARY && strncmp(p, unscale, strlen(unscale)) == 0 &&
+  if (MTA_FUNCTORS[fi].fn == MF_UNARY && t->ct == DT_F32 && strncmp(p, unscale, strlen(unscale)) == 0 &&
       strstr(p, "::{lambda()#2}::operator()() const::{lambda(float)#1}>(")) {
     t->fw = FW_MTA; /* the float instantiation (#2 of the dispatch), the lambda its third argument */
     t->mta_fn = MF_UNARY;
@@ -1298,12 +1382,14 @@ static int resolve_mta(const char *dm, twin_t *t) {
   for (size_t i = 0; i < sizeof MTA_OPS / sizeof MTA_OPS[0] && op < 0; i++)
     if (strncmp(p, MTA_OPS[i].name, (oplen = strlen(MTA_OPS[i].name))) == 0) op = MTA_OPS[i].op;
   if (op < 0) return 0;
-  int lerp = MTA_FUNCTORS[fi].fn >= MF_LERP_SCALAR;
+  int lerp = MTA_FUNCTORS[fi].fn >= MF_LERP_SCALAR && MTA_FUNCTORS[fi].fn <= MF_LERP_SCALAR_LIST;
   if (lerp != (op == MO_LERP)) return 0;
   /* The trailing arguments must be exactly those the functor takes. */
   const char *after = p + oplen;
   if (*after == ' ') after++; /* "Sqrt<float> >(" */
-  const char *want = MTA_FUNCTORS[fi].nargs == 0 ? ">(" : MTA_FUNCTORS[fi].nargs == 1 ? ", float>(" : ", float*, float>(";
+  /* BinaryOpScalarTensorFunctor's scalar tensor is of the element type */
+  const char *want = MTA_FUNCTORS[fi].nargs == 0 ? ">(" : MTA_FUNCTORS[fi].nargs == 1 ? ", float>(" :
+                     t->ct == DT_F16 ? ", c10::Half*, float>(" : t->ct == DT_BF16 ? ", c10::BFloat16*, float>(" : ", float*, float>(";
   if (strncmp(after, want, strlen(want)) != 0) return 0;
   t->fw = FW_MTA;
   t->mta_fn = MTA_FUNCTORS[fi].fn;
@@ -1419,7 +1505,7 @@ static int set_types(twin_t *t, const char *f, size_t len) {
   if (!s) return 0;
   int ok = 1;
   const char *e;
-  for (int k = 0; k < 3; k++) t->in_dt[k] = DT_F32;
+  for (int k = 0; k < MAX_IN; k++) t->in_dt[k] = DT_F32;
   t->ct = DT_F32;
   const char *lam = NULL, *p = s;
   while ((p = strstr(p, "{lambda("))) lam = p++;
@@ -1473,7 +1559,14 @@ static int set_types(twin_t *t, const char *f, size_t len) {
       break;
     default: t->out_dt = DT_BOOL; t->in_dt[0] = t->in_dt[1] = t->ct; break; /* comparisons */
   }
-  if (t->half != DT_NONE) { /* the float arguments and result are of the half type */
+  if (op->kind == OK_FLOAT && op->mixed) {
+    /* the parameters' own types; the lambda's name must list exactly ninputs of them */
+    int nparams = 0;
+    if (lam && lam[8] != ')')
+      for (const char *q = lam + 8; *q && *q != ')'; q++) nparams += *q == ',' || q == lam + 8;
+    ok = ok && nparams == op->ninputs;
+    t->out_dt = op->mixed == MIX_ACC ? DT_F32 : t->in_dt[0];
+  } else if (t->half != DT_NONE) { /* the float arguments and result are of the half type */
     for (int k = 0; k < 3; k++)
       if (t->in_dt[k] == DT_F32) t->in_dt[k] = t->half;
     if (!op->out_bool) t->out_dt = t->half;
@@ -1615,12 +1708,14 @@ static twin_t *resolve(const char *name) {
   } else if (strncmp(dm, "void at::native::elementwise_kernel<", 36) == 0 &&
              (p = strstr(dm, "gpu_kernel_impl<"))) {
     /* With dynamic casts: only functors that are structs of known captures (a lambda's size
-     * would include nvcc's wrapper), so that the dtypes after them are found. */
+     * would include nvcc's wrapper), so that the dtypes after them are found; or lambdas that
+     * capture nothing (one empty byte) of the entries whose parameters name their types. */
     const char *e = strstr(p, ">(at::TensorIteratorBase&");
     t.fw = FW_LEGACY_CAST;
     p += strlen("gpu_kernel_impl<");
     const char *lam = strstr(p, "{lambda(");
-    if (e && (!lam || lam > e)) t.op = find_op(f = p, len = (size_t)(e - p), &t.half);
+    if (e) t.op = find_op(f = p, len = (size_t)(e - p), &t.half);
+    if (t.op && lam && lam < e && !(t.op->mixed && t.op->half_caps && !*t.op->half_caps)) t.op = NULL;
     if (t.op && (t.op->kind != OK_FLOAT || !t.op->half_caps)) t.op = NULL;
     if (t.op) t.fsize = caps_size(t.op->half_caps, t.half != DT_NONE ? t.half : DT_F32);
   } else if (strncmp(dm, "void at::native::reduce_kernel<", 31) == 0) {
@@ -1654,13 +1749,18 @@ static twin_t *resolve(const char *name) {
       t.op = &OPS[0];
     }
   } else if (simtw_nn_resolve(dm, &t.nn) || simtw_pool_resolve(dm, &t.nn) || simtw_scatter_resolve(dm, &t.nn) ||
-             simtw_scan_resolve(dm, &t.nn)) {
+             simtw_scan_resolve(dm, &t.nn) || simtw_multiout_resolve(dm, &t.nn)) {
     t.fw = FW_NN;
     t.op = &OPS[0];
-  } else if (strncmp(dm, "void at::native::lpnorm_cleanup<float, (at::native::NormType)", 61) == 0) {
+  } else if (strncmp(dm, "void at::native::lpnorm_cleanup<", 32) == 0) {
+    /* the input's element type (float, float16, bfloat16: float partials), the output's */
     char root[8] = "";
-    if (sscanf(dm + 61, "%d, float, %5[a-z], float>(", &t.mta_op, root) == 2 && t.mta_op >= 1 &&
-        t.mta_op <= 3 && (!strcmp(root, "true") || !strcmp(root, "false")) &&
+    const char *e, *q = NULL;
+    int nc = 0;
+    if (mta_elem(simtw_dt_parse(dm + 32, &e)) && sscanf(e, ", (at::native::NormType)%d, %n", &t.mta_op, &nc) == 1 && nc)
+      q = e + nc;
+    if (q && mta_elem(t.out_dt = simtw_dt_parse(q, &e)) && sscanf(e, ", %5[a-z], float>(", root) == 1 &&
+        t.mta_op >= 1 && t.mta_op <= 3 && (!strcmp(root, "true") || !strcmp(root, "false")) &&
         strstr(dm, ">(float const*, at::native::TensorListAddresses, long const*, int)")) {
       t.fw = FW_LPCLEAN;
       t.mta_r = strcmp(root, "true") == 0; /* apply_root */
