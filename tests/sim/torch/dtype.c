@@ -41,6 +41,15 @@ simtw_dt_t simtw_dt_parse(const char *s, const char **end) {
   return DT_NONE;
 }
 
+const char *simtw_dt_float_then(const char *s, const char *rest, int *dt) {
+  const char *e;
+  if (!s) return NULL;
+  simtw_dt_t t = simtw_dt_parse(s, &e);
+  if (t != DT_F32 && t != DT_F16 && t != DT_BF16) return NULL;
+  *dt = t;
+  return strncmp(e, rest, strlen(rest)) == 0 ? e + strlen(rest) : NULL;
+}
+
 simtw_val_t simtw_fval(double f) { return (simtw_val_t){.f = f, .is_f = 1}; }
 simtw_val_t simtw_ival(int64_t i) { return (simtw_val_t){.i = i, .is_f = 0}; }
 

@@ -606,17 +606,6 @@ static void run_gn_bw_cl(const simtw_nn_t *k, dim3 grid, dim3 block, void **args
 
 /* ---- resolution ---- */
 
-/* A floating type (float, c10::Half, c10::BFloat16) at s into *dt, followed by `rest`; the
- * position after them or NULL. */
-static const char *ftype(const char *s, const char *rest, int *dt) {
-  const char *e;
-  if (!s) return NULL;
-  simtw_dt_t t = simtw_dt_parse(s, &e);
-  if (t != DT_F32 && t != DT_F16 && t != DT_BF16) return NULL;
-  *dt = t;
-  return strncmp(e, rest, strlen(rest)) == 0 ? e + strlen(rest) : NULL;
-}
-
 /* Whether s ends with suffix. */
 static int ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), m = strlen(suffix);
@@ -638,36 +627,36 @@ static int gn_resolve(const char *dm, simtw_nn_t *k) {
   if ((e = after(p, "RowwiseMomentsContiguousCUDAKernel<"))) {
     /* <VecSize, T, float> */
     const char *c = strchr(e, ',');
-    if (c && ftype(c + 2, ", float>(", &k->p[5])) k->run = run_gn_moments;
+    if (c && simtw_dt_float_then(c + 2, ", float>(", &k->p[5])) k->run = run_gn_moments;
   } else if ((e = after(p, "RowwiseMomentsChannelsLastCUDAKernel<"))) {
-    if (ftype(e, ", float>(", &k->p[5])) k->run = run_gn_moments_cl;
+    if (simtw_dt_float_then(e, ", float>(", &k->p[5])) k->run = run_gn_moments_cl;
   } else if ((e = after(p, "RowwiseMomentsChannelsLastSmallDCUDAKernel<4, "))) {
     k->p[0] = 1;
-    if (ftype(e, ", float>(", &k->p[5])) k->run = run_gn_moments_cl;
+    if (simtw_dt_float_then(e, ", float>(", &k->p[5])) k->run = run_gn_moments_cl;
   } else if ((e = after(p, "ComputeFusedParamsCUDAKernel<"))) {
-    if (ftype(e, ", float>(", &k->p[5])) k->run = run_gn_fused_params;
+    if (simtw_dt_float_then(e, ", float>(", &k->p[5])) k->run = run_gn_fused_params;
   } else if ((e = after(p, "ComputeInternalGradientsContiguousCUDAKernel<"))) {
     const char *c = strchr(e, ',');
-    if (c && ftype(c + 2, ">(", &k->p[5])) k->run = run_gn_internal_grads;
+    if (c && simtw_dt_float_then(c + 2, ">(", &k->p[5])) k->run = run_gn_internal_grads;
   } else if ((e = after(p, "ComputeInternalGradientsChannelsLastCUDAKernel<16, "))) {
     k->p[0] = 2;
-    if (ftype(e, ">(", &k->p[5])) k->run = run_gn_internal_grads;
+    if (simtw_dt_float_then(e, ">(", &k->p[5])) k->run = run_gn_internal_grads;
   } else if ((e = after(p, "ComputeInternalGradientsChannelsLastFallbackCUDAKernel<"))) {
     k->p[0] = 1;
-    if (ftype(e, ">(", &k->p[5])) k->run = run_gn_internal_grads;
+    if (simtw_dt_float_then(e, ">(", &k->p[5])) k->run = run_gn_internal_grads;
   } else if ((e = after(p, "ComputeBackwardFusedParamsCUDAKernel<"))) {
-    if (ftype(e, ">(", &k->p[5])) k->run = run_gn_bw_fused;
+    if (simtw_dt_float_then(e, ">(", &k->p[5])) k->run = run_gn_bw_fused;
   } else if ((e = after(p, "Compute1dBackwardFusedParamsCUDAKernel<"))) {
-    if (ftype(e, ">(", &k->p[5])) k->run = run_gn_bw_fused_1d;
+    if (simtw_dt_float_then(e, ">(", &k->p[5])) k->run = run_gn_bw_fused_1d;
   } else if ((e = after(p, "GammaBetaBackwardCUDAKernel1<")) || (e = after(p, "GammaBetaBackwardCUDAKernel2<"))) {
-    if (ftype(e, ">(", &k->p[5])) k->run = run_gn_gamma_beta;
+    if (simtw_dt_float_then(e, ">(", &k->p[5])) k->run = run_gn_gamma_beta;
   } else if ((e = after(p, "GammaBeta1dBackwardCUDAKernel1<")) || (e = after(p, "GammaBeta1dBackwardCUDAKernel2<"))) {
-    if (ftype(e, ">(", &k->p[5])) k->run = run_gn_gamma_beta_1d;
+    if (simtw_dt_float_then(e, ">(", &k->p[5])) k->run = run_gn_gamma_beta_1d;
   } else if ((e = after(p, "GroupNormBackwardChannelsLastCUDAKernel<"))) {
     /* <unsigned int|long, T, float> */
     v = strncmp(e, "unsigned int, ", 14) == 0 ? 4 : strncmp(e, "long, ", 6) == 0 ? 8 : 0;
     k->p[1] = v;
-    if (v && ftype(e + (v == 4 ? 14 : 6), ", float>(", &k->p[5])) k->run = run_gn_bw_cl;
+    if (v && simtw_dt_float_then(e + (v == 4 ? 14 : 6), ", float>(", &k->p[5])) k->run = run_gn_bw_cl;
   }
   return k->run != NULL;
 }
@@ -681,23 +670,23 @@ int simtw_norm_resolve(const char *dm, simtw_nn_t *k) {
     if (strncmp(p, "InvStd, ", 8) == 0) k->p[0] = 1, p += 8;
     else if (strncmp(p, "Var, ", 5) == 0) p += 5;
     else return 0;
-    if ((e = ftype(p, ", ", &k->p[5])) && (e = ftype(e, ", float, ", &w)) && w == k->p[5]) {
+    if ((e = simtw_dt_float_then(p, ", ", &k->p[5])) && (e = simtw_dt_float_then(e, ", float, ", &w)) && w == k->p[5]) {
       k->p[1] = strncmp(e, "int>(", 5) == 0 ? 4 : strncmp(e, "long>(", 6) == 0 ? 8 : 0;
       if (k->p[1]) k->run = run_bn_collect;
     }
   } else if ((p = after(dm, "void at::native::batch_norm_transform_input_kernel<"))) {
-    if ((e = ftype(p, ", ", &k->p[5])) && ftype(e, ", float, true, int>(", &k->p[2]) &&
+    if ((e = simtw_dt_float_then(p, ", ", &k->p[5])) && simtw_dt_float_then(e, ", float, true, int>(", &k->p[2]) &&
         (k->p[2] == DT_F32 || k->p[2] == k->p[5]))
       k->run = run_bn_transform;
   } else if ((p = after(dm, "void at::native::batch_norm_backward_kernel<"))) {
-    if ((e = ftype(p, ", ", &k->p[5])) && ftype(e, ", float, int>(", &k->p[2]) &&
+    if ((e = simtw_dt_float_then(p, ", ", &k->p[5])) && simtw_dt_float_then(e, ", float, int>(", &k->p[2]) &&
         (k->p[2] == DT_F32 || k->p[2] == k->p[5]))
       k->run = run_bn_backward;
   } else if ((p = after(dm, "void at::native::batch_norm_backward_reduce_kernel<")) ||
              (p = after(dm, "void at::native::batch_norm_backward_elemt_kernel<"))) {
     /* <T, W, float, int|long> */
     int elemt = strstr(dm, "::batch_norm_backward_elemt_kernel<") != NULL;
-    if ((e = ftype(p, ", ", &k->p[5])) && (e = ftype(e, ", float, ", &k->p[2])) && (k->p[2] == DT_F32 || k->p[2] == k->p[5])) {
+    if ((e = simtw_dt_float_then(p, ", ", &k->p[5])) && (e = simtw_dt_float_then(e, ", float, ", &k->p[2])) && (k->p[2] == DT_F32 || k->p[2] == k->p[5])) {
       k->p[1] = strncmp(e, "int>(", 5) == 0 ? 4 : strncmp(e, "long>(", 6) == 0 ? 8 : 0;
       if (!elemt) {
         if (k->p[1]) k->run = run_bn_backward_reduce;
@@ -713,16 +702,16 @@ int simtw_norm_resolve(const char *dm, simtw_nn_t *k) {
     if (strncmp(p, "InvStd, ", 8) == 0) k->p[0] = 1, p += 8;
     else if (strncmp(p, "Var, ", 5) == 0) p += 5;
     else return 0;
-    if (ftype(p, ", float, 4>(", &k->p[5])) k->run = run_bn_collect_cl;
+    if (simtw_dt_float_then(p, ", float, 4>(", &k->p[5])) k->run = run_bn_collect_cl;
   } else if ((p = after(dm, "void at::native::batch_norm_transform_input_channels_last_kernel<"))) {
     /* <T, float, W, 4> */
-    if ((e = ftype(p, ", float, ", &k->p[5])) && ftype(e, ", 4>(", &k->p[2]) && (k->p[2] == DT_F32 || k->p[2] == k->p[5]))
+    if ((e = simtw_dt_float_then(p, ", float, ", &k->p[5])) && simtw_dt_float_then(e, ", 4>(", &k->p[2]) && (k->p[2] == DT_F32 || k->p[2] == k->p[5]))
       k->run = run_bn_transform_cl;
   } else if ((p = after(dm, "void at::native::batch_norm_backward_reduce_channels_last_kernel<4, ")) ||
              (p = after(dm, "void at::native::batch_norm_backward_elemt_channels_last_kernel<4, "))) {
     /* <4, T, float, W> */
     int elemt = strstr(dm, "::batch_norm_backward_elemt_channels_last_kernel<") != NULL;
-    if ((e = ftype(p, ", float, ", &k->p[5])) && ftype(e, ">(", &k->p[2]) && (k->p[2] == DT_F32 || k->p[2] == k->p[5])) {
+    if ((e = simtw_dt_float_then(p, ", float, ", &k->p[5])) && simtw_dt_float_then(e, ">(", &k->p[2]) && (k->p[2] == DT_F32 || k->p[2] == k->p[5])) {
       if (!elemt) {
         k->run = run_bn_backward_reduce_cl;
       } else if (ends_with(dm, ", long, int, int)")) {

@@ -284,17 +284,6 @@ static void run_spatial_softmax_bw(const simtw_nn_t *k, dim3 grid, dim3 block, v
 
 /* ---- resolution ---- */
 
-/* A floating element type (float, c10::Half, c10::BFloat16) at s into *dt, followed by `rest`;
- * the position after them, or NULL. */
-static const char *ftype(const char *s, const char *rest, int *dt) {
-  const char *e;
-  if (!s) return NULL;
-  simtw_dt_t t = simtw_dt_parse(s, &e);
-  if (t != DT_F32 && t != DT_F16 && t != DT_BF16) return NULL;
-  *dt = t;
-  return strncmp(e, rest, strlen(rest)) == 0 ? e + strlen(rest) : NULL;
-}
-
 /* The name after prefix (ending with its '<') when dm is one of at::native's kernels. */
 static const char *kernel_args(const char *dm, const char *prefix) {
   const char *p = strstr(dm, prefix);
@@ -305,24 +294,24 @@ static const char *kernel_args(const char *dm, const char *prefix) {
 int simtw_resample_resolve(const char *dm, simtw_nn_t *k) {
   const char *p, *e;
   memset(k, 0, sizeof *k);
-  if ((p = kernel_args(dm, "::reflection_pad2d_out_kernel<")) && ftype(p, ">(", &k->p[5])) {
+  if ((p = kernel_args(dm, "::reflection_pad2d_out_kernel<")) && simtw_dt_float_then(p, ">(", &k->p[5])) {
     k->run = run_reflect_pad2d;
-  } else if ((p = kernel_args(dm, "::reflection_pad2d_backward_out_kernel<")) && ftype(p, ">(", &k->p[5])) {
+  } else if ((p = kernel_args(dm, "::reflection_pad2d_backward_out_kernel<")) && simtw_dt_float_then(p, ">(", &k->p[5])) {
     k->p[0] = 1;
     k->run = run_reflect_pad2d;
-  } else if ((p = kernel_args(dm, "::upsample_nearest2d_out_frame<")) && (e = ftype(p, ", &at::native::nearest_neighbor_", &k->p[5]))) {
+  } else if ((p = kernel_args(dm, "::upsample_nearest2d_out_frame<")) && (e = simtw_dt_float_then(p, ", &at::native::nearest_neighbor_", &k->p[5]))) {
     if (strncmp(e, "compute_source_index>(", 22) == 0) k->run = run_nearest2d_fw;
     else if (strncmp(e, "exact_compute_source_index>(", 28) == 0) k->p[1] = 1, k->run = run_nearest2d_fw;
   } else if ((p = kernel_args(dm, "::upsample_nearest2d_backward_out_frame<")) &&
-             (e = ftype(p, ", float, &at::native::nearest_neighbor_", &k->p[5]))) {
+             (e = simtw_dt_float_then(p, ", float, &at::native::nearest_neighbor_", &k->p[5]))) {
     if (strncmp(e, "bw_compute_source_index>(", 25) == 0) k->run = run_nearest2d_bw;
     else if (strncmp(e, "exact_bw_compute_source_index>(", 31) == 0) k->p[1] = 1, k->run = run_nearest2d_bw;
-  } else if ((p = kernel_args(dm, "::upsample_bilinear2d_out_frame<")) && ftype(p, ", float>(", &k->p[5])) {
+  } else if ((p = kernel_args(dm, "::upsample_bilinear2d_out_frame<")) && simtw_dt_float_then(p, ", float>(", &k->p[5])) {
     k->run = run_bilinear2d_fw;
-  } else if ((p = kernel_args(dm, "::upsample_bilinear2d_backward_out_frame<")) && ftype(p, ", float>(", &k->p[5])) {
+  } else if ((p = kernel_args(dm, "::upsample_bilinear2d_backward_out_frame<")) && simtw_dt_float_then(p, ", float>(", &k->p[5])) {
     k->run = run_bilinear2d_bw;
   } else if (((p = kernel_args(dm, "::cunn_SpatialSoftMaxForward<")) || (p = kernel_args(dm, "::cunn_SpatialSoftMaxBackward<"))) &&
-             (e = ftype(p, ", float, ", &k->p[1])) && (e = ftype(e, ", ", &k->p[2]))) {
+             (e = simtw_dt_float_then(p, ", float, ", &k->p[1])) && (e = simtw_dt_float_then(e, ", ", &k->p[2]))) {
     /* <T, float, OutT, index_t, at::native::(anonymous namespace)::[Log]SoftMax{Forward,Backward}Epilogue> */
     int bw = strstr(dm, "::cunn_SpatialSoftMaxBackward<") != NULL;
     k->p[3] = strncmp(e, "long, ", 6) == 0 ? 8 : strncmp(e, "int, ", 5) == 0 ? 4 : 0;

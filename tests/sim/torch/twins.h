@@ -46,6 +46,9 @@ int simtw_dt_is_float(simtw_dt_t dt);
 /* The C++ type name at s (as the demangler spells it: "float", "long", "c10::Half", ...)
  * followed by one of ",)> " or the end; sets *end after it. DT_NONE when none. */
 simtw_dt_t simtw_dt_parse(const char *s, const char **end);
+/* A floating element type (float, c10::Half, c10::BFloat16) at s, followed by `rest`: sets *dt and
+ * returns the position after both, else NULL (s may be NULL). */
+const char *simtw_dt_float_then(const char *s, const char *rest, int *dt);
 simtw_val_t simtw_load(simtw_dt_t dt, const void *p);
 /* static_cast<dt>(v) as C++ and c10 define it: rounding to nearest even for floating targets,
  * truncation toward zero for integer ones, != 0 for bool. */
