@@ -306,7 +306,7 @@ static void status_test(void) {
   CHECK_DNN(cudnnBackendFinalize(vp));
   CHECK_INT(cudnnBackendExecute(dnn, plan, vp), ==, CUDNN_STATUS_BAD_PARAM);
   CHECK_INT(cudnnBackendExecute(dnn, plan, u), ==, CUDNN_STATUS_BAD_PARAM); /* not a pack */
-  bd_t all[] = {t, u, half, w, cv, o, o2, th, wh, o3, x3, g, plan, vp};
+  bd_t all[] = {t, u, half, w, cv, o, o2, xdb, th, wh, o3, x3, g, plan, vp};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CHECK_DNN(cudnnBackendDestroyDescriptor(all[i]));
 }
 
