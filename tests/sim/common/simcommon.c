@@ -7,6 +7,8 @@
 #include <fnmatch.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,8 @@ typedef struct simc_rule {
   char api[96];
   unsigned long nth;   /* 1-based call number that fails */
   int and_later;       /* "+": every call from nth on fails */
+  int background;      /* "@bg": only calls from threads other than the process's main thread
+                          count (in a single-threaded program: the preloaded library's own) */
   atomic_ulong calls;  /* calls of this api seen so far */
 } simc_rule_t;
 
@@ -65,6 +69,16 @@ static void parse_fail(void) {
     simc_rule_t *r = &rules[nrules++];
     memcpy(r->api, tok, (size_t)(colon - tok));
     r->api[colon - tok] = '\0';
+    char *at = strchr(r->api, '@');
+    if (at && strcmp(at, "@bg") == 0) {
+      *at = '\0';
+      r->background = 1;
+    } else if (at) {
+      fprintf(stderr, "sim: ignoring malformed SIM_FAIL entry '%s' (the only qualifier is @bg)\n",
+              tok);
+      nrules--;
+      continue;
+    }
     r->nth = n;
     r->and_later = *end == '+';
   }
@@ -151,10 +165,14 @@ static void init_device(void) {
 
 int simc_should_fail(const char *api) {
   pthread_once(&once, init);
-  int fail = 0;
+  int fail = 0, main_thread = -1;
   for (int i = 0; i < nrules; i++) {
     simc_rule_t *r = &rules[i];
     if (strcmp(r->api, api) != 0) continue;
+    if (r->background) {
+      if (main_thread < 0) main_thread = syscall(SYS_gettid) == getpid();
+      if (main_thread) continue;
+    }
     unsigned long n = atomic_fetch_add(&r->calls, 1) + 1;
     if (n == r->nth || (r->and_later && n > r->nth)) fail = 1;
   }
