@@ -22,44 +22,6 @@
 
 #include "twins.h"
 
-#define TI_MAX_DIMS 25
-
-/* TensorInfo with 32-bit indices (unsigned int or int: the same layout). */
-typedef struct {
-  char *data;
-  uint32_t sizes[TI_MAX_DIMS], strides[TI_MAX_DIMS];
-  int dims;
-} ti_t;
-
-static ti_t ti_read(const void *arg) {
-  ti_t t;
-  const char *p = arg;
-  memcpy(&t.data, p, 8);
-  memcpy(t.sizes, p + 8, 4 * TI_MAX_DIMS);
-  memcpy(t.strides, p + 8 + 4 * TI_MAX_DIMS, 4 * TI_MAX_DIMS);
-  memcpy(&t.dims, p + 8 + 8 * TI_MAX_DIMS, 4);
-  if (t.dims < 0 || t.dims > TI_MAX_DIMS) t.dims = 0;
-  return t;
-}
-
-/* IndexToOffset: the element offset of linear index i (last dimension fastest); Dims == -2 means
- * contiguous (the offset is i). */
-static uint64_t ti_offset(const ti_t *t, int dims_arg, uint64_t i) {
-  if (dims_arg == -2) return i;
-  uint64_t off = 0;
-  for (int d = t->dims - 1; d > 0; d--) {
-    off += (i % t->sizes[d]) * t->strides[d];
-    i /= t->sizes[d];
-  }
-  return off + i * (t->dims ? t->strides[0] : 1);
-}
-
-static uint64_t ti_numel(const ti_t *t) {
-  uint64_t n = 1;
-  for (int d = 0; d < t->dims; d++) n *= t->sizes[d];
-  return n;
-}
-
 #define ARG(type, i) (*(type *)args[i])
 
 /* ---- softmax ---- */
@@ -310,7 +272,7 @@ static void philox_unpack(const char *st, uint64_t *seed, uint64_t *offset) {
  * 4 elements one curand_uniform4, element li + k * stride uses number k, offsets by
  * IndexToOffset. */
 static void run_dropout(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
-  ti_t a = ti_read(args[0]), b = ti_read(args[1]), c = ti_read(args[2]);
+  simtw_ti_t a = simtw_ti_read(args[0], 4), b = simtw_ti_read(args[1], 4), c = simtw_ti_read(args[2], 4);
   uint32_t total = ARG(uint32_t, 3);
   float p = ARG(float, 4);
   uint64_t seed, offset;
@@ -349,9 +311,9 @@ static void run_dropout(const simtw_nn_t *k, dim3 grid, dim3 block, void **args)
           uint64_t e = li + (uint64_t)j * threads;
           if (e >= total) break;
           float keep = r[j] < p, x;
-          memcpy(&x, a.data + 4 * ti_offset(&a, k->p[2], e), 4);
+          memcpy(&x, a.data + 4 * simtw_ti_offset(&a, k->p[2], e), 4);
           float y = x * keep * scale;
-          uint64_t bo = ti_offset(&b, k->p[3], e); /* the mask shares b's offsets */
+          uint64_t bo = simtw_ti_offset(&b, k->p[3], e); /* the mask shares b's offsets */
           memcpy(b.data + 4 * bo, &y, 4);
           c.data[bo] = (char)(keep != 0.0f);
         }
@@ -430,17 +392,17 @@ static void run_distribution(const simtw_nn_t *k, dim3 grid, dim3 block, void **
  * dst[e + j * dst.stride[dstSelectDim]] = src[e + indices[j] * src.stride[srcSelectDim]]. */
 static void run_index_select(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   (void)grid, (void)block;
-  ti_t dst = ti_read(args[0]), src = ti_read(args[1]), idx = ti_read(args[2]);
+  simtw_ti_t dst = simtw_ti_read(args[0], 4), src = simtw_ti_read(args[1], 4), idx = simtw_ti_read(args[2], 4);
   int dsd = ARG(int, 3), ssd = ARG(int, 4);
   uint32_t inner = ARG(uint32_t, k->p[0] ? 6 : 5);
   size_t es = (size_t)k->p[1];
-  uint64_t nidx = ti_numel(&idx);
+  uint64_t nidx = simtw_ti_numel(&idx);
   for (uint64_t j = 0; j < nidx; j++) {
     int64_t si;
-    memcpy(&si, idx.data + 8 * ti_offset(&idx, k->p[4], j), 8);
+    memcpy(&si, idx.data + 8 * simtw_ti_offset(&idx, k->p[4], j), 8);
     for (uint64_t e = 0; e < inner; e++) {
-      uint64_t d = ti_offset(&dst, k->p[2], e) + j * dst.strides[dsd];
-      uint64_t s = ti_offset(&src, k->p[3], e) + (uint64_t)si * src.strides[ssd];
+      uint64_t d = simtw_ti_offset(&dst, k->p[2], e) + j * dst.strides[dsd];
+      uint64_t s = simtw_ti_offset(&src, k->p[3], e) + (uint64_t)si * src.strides[ssd];
       memcpy(dst.data + es * d, src.data + es * s, es);
     }
   }
@@ -703,12 +665,12 @@ static void run_embedding_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **
  * are written. */
 static void run_triu(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   (void)grid, (void)block;
-  ti_t res = ti_read(args[0]), self = ti_read(args[1]);
+  simtw_ti_t res = simtw_ti_read(args[0], 4), self = simtw_ti_read(args[1], 4);
   int64_t kk = ARG(int64_t, 2);
   int upper = k->p[0], inplace = k->p[1];
   size_t es = (size_t)k->p[2];
   if (res.dims < 2) return;
-  uint64_t n = ti_numel(&res);
+  uint64_t n = simtw_ti_numel(&res);
   for (uint64_t i = 0; i < n; i++) {
     uint64_t ro = 0, so = 0, rest = i;
     int64_t col = 0, row = 0;

@@ -20,78 +20,34 @@
 
 #include "twins.h"
 
-#define TI_DIMS 25
-
-/* A TensorInfo parameter, read. */
-typedef struct {
-  char *data;
-  int64_t sizes[TI_DIMS], strides[TI_DIMS];
-  int dims;
-} tinfo_t;
-
-static tinfo_t tinfo(const void *arg, int isz) {
-  tinfo_t t;
-  const char *p = arg;
-  memcpy(&t.data, p, sizeof t.data);
-  for (int i = 0; i < TI_DIMS; i++) {
-    if (isz == 4) {
-      int32_t a, b;
-      memcpy(&a, p + 8 + 4 * i, 4), memcpy(&b, p + 8 + 4 * TI_DIMS + 4 * i, 4);
-      t.sizes[i] = a, t.strides[i] = b;
-    } else {
-      memcpy(&t.sizes[i], p + 8 + 8 * i, 8), memcpy(&t.strides[i], p + 8 + 8 * TI_DIMS + 8 * i, 8);
-    }
-  }
-  memcpy(&t.dims, p + 8 + 2 * TI_DIMS * isz, 4);
-  return t;
-}
-
-/* IndexToOffset<T, IndexType, dims>::get(id, t): the element offset of linear index id. */
-static int64_t offset(const tinfo_t *t, int64_t id, int dims) {
-  int64_t off = 0;
-  for (int i = dims - 1; i > 0; i--) {
-    off += (id % t->sizes[i]) * t->strides[i];
-    id /= t->sizes[i];
-  }
-  return off + id * t->strides[0];
-}
-
 typedef struct {
   int dt, dims;
 } cellk_t;
 
-static float ld(const cellk_t *c, const tinfo_t *t, int64_t id, int dims) {
+static float ld(const cellk_t *c, const simtw_ti_t *t, int64_t id, int dims) {
   size_t es = simtw_dt_size((simtw_dt_t)c->dt);
-  return (float)simtw_load((simtw_dt_t)c->dt, t->data + (size_t)offset(t, id, dims) * es).f;
+  return (float)simtw_load((simtw_dt_t)c->dt, t->data + (size_t)simtw_ti_offset(t, dims, id) * es).f;
 }
 
-static void st(const cellk_t *c, const tinfo_t *t, int64_t id, float v) {
+static void st(const cellk_t *c, const simtw_ti_t *t, int64_t id, float v) {
   size_t es = simtw_dt_size((simtw_dt_t)c->dt);
-  simtw_store((simtw_dt_t)c->dt, t->data + (size_t)offset(t, id, c->dims) * es, simtw_fval(v));
+  simtw_store((simtw_dt_t)c->dt, t->data + (size_t)simtw_ti_offset(t, c->dims, id) * es, simtw_fval(v));
 }
+
+/* The element type of the kernel's index_type (int or long) parameters. */
+static simtw_dt_t index_dt(int isz) { return isz == 4 ? DT_I32 : DT_I64; }
 
 static float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-static int64_t idx_arg(void *arg, int isz) {
-  if (isz == 4) {
-    int32_t v;
-    memcpy(&v, arg, 4);
-    return v;
-  }
-  int64_t v;
-  memcpy(&v, arg, 8);
-  return v;
-}
 
 /* lstm_cell_forward(input, hidden, bias1, bias2, cx, hy, cy, workspace, hsz, totalElements). */
 static void run_lstm_fw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   (void)grid, (void)block;
   cellk_t c = {k->p[0], k->p[2]};
   int isz = k->p[1];
-  tinfo_t in = tinfo(args[0], isz), hid = tinfo(args[1], isz), b1 = tinfo(args[2], isz),
-          b2 = tinfo(args[3], isz), cx = tinfo(args[4], isz), hy = tinfo(args[5], isz),
-          cy = tinfo(args[6], isz), ws = tinfo(args[7], isz);
-  int64_t hsz = idx_arg(args[8], isz), total = idx_arg(args[9], isz);
+  simtw_ti_t in = simtw_ti_read(args[0], isz), hid = simtw_ti_read(args[1], isz), b1 = simtw_ti_read(args[2], isz),
+          b2 = simtw_ti_read(args[3], isz), cx = simtw_ti_read(args[4], isz), hy = simtw_ti_read(args[5], isz),
+          cy = simtw_ti_read(args[6], isz), ws = simtw_ti_read(args[7], isz);
+  int64_t hsz = simtw_load(index_dt(isz), args[8]).i, total = simtw_load(index_dt(isz), args[9]).i;
   int has_bias = b1.data != NULL;
   for (int64_t li = 0; li < total; li++) {
     int64_t off = (li / hsz) * 4 * hsz + li % hsz;
@@ -110,7 +66,7 @@ static void run_lstm_fw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args)
     st(&c, &cy, li, fcy);
     for (int j = 0; j < 4; j++) {
       size_t es = simtw_dt_size((simtw_dt_t)c.dt);
-      simtw_store((simtw_dt_t)c.dt, ws.data + (size_t)offset(&ws, off + j * hsz, c.dims) * es,
+      simtw_store((simtw_dt_t)c.dt, ws.data + (size_t)simtw_ti_offset(&ws, c.dims, off + j * hsz) * es,
                   simtw_fval(g[j]));
     }
   }
@@ -122,10 +78,10 @@ static void run_lstm_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args)
   (void)grid, (void)block;
   cellk_t c = {k->p[0], k->p[2]};
   int isz = k->p[1];
-  tinfo_t sto = tinfo(args[0], isz), gig_t = tinfo(args[1], isz), cx = tinfo(args[2], isz),
-          cy = tinfo(args[3], isz), go_t = tinfo(args[4], isz), goc_t = tinfo(args[5], isz),
-          gcx_t = tinfo(args[6], isz);
-  int64_t hsz = idx_arg(args[7], isz), total = idx_arg(args[8], isz);
+  simtw_ti_t sto = simtw_ti_read(args[0], isz), gig_t = simtw_ti_read(args[1], isz), cx = simtw_ti_read(args[2], isz),
+          cy = simtw_ti_read(args[3], isz), go_t = simtw_ti_read(args[4], isz), goc_t = simtw_ti_read(args[5], isz),
+          gcx_t = simtw_ti_read(args[6], isz);
+  int64_t hsz = simtw_load(index_dt(isz), args[7]).i, total = simtw_load(index_dt(isz), args[8]).i;
   for (int64_t li = 0; li < total; li++) {
     int64_t off = (li / hsz) * 4 * hsz + li % hsz;
     float ig = ld(&c, &sto, off, c.dims), fg = ld(&c, &sto, off + hsz, c.dims),
@@ -145,7 +101,7 @@ static void run_lstm_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args)
     float out[4] = {gig, gfg, gcg, gog};
     size_t es = simtw_dt_size((simtw_dt_t)c.dt);
     for (int j = 0; j < 4; j++)
-      simtw_store((simtw_dt_t)c.dt, gig_t.data + (size_t)offset(&gig_t, off + j * hsz, c.dims) * es,
+      simtw_store((simtw_dt_t)c.dt, gig_t.data + (size_t)simtw_ti_offset(&gig_t, c.dims, off + j * hsz) * es,
                   simtw_fval(out[j]));
     st(&c, &gcx_t, li, gcx);
   }
@@ -156,10 +112,10 @@ static void run_gru_fw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) 
   (void)grid, (void)block;
   cellk_t c = {k->p[0], k->p[2]};
   int isz = k->p[1];
-  tinfo_t in = tinfo(args[0], isz), hid = tinfo(args[1], isz), b1 = tinfo(args[2], isz),
-          b2 = tinfo(args[3], isz), hx_t = tinfo(args[4], isz), hy = tinfo(args[5], isz),
-          sto = tinfo(args[6], isz);
-  int64_t hsz = idx_arg(args[7], isz), total = idx_arg(args[8], isz);
+  simtw_ti_t in = simtw_ti_read(args[0], isz), hid = simtw_ti_read(args[1], isz), b1 = simtw_ti_read(args[2], isz),
+          b2 = simtw_ti_read(args[3], isz), hx_t = simtw_ti_read(args[4], isz), hy = simtw_ti_read(args[5], isz),
+          sto = simtw_ti_read(args[6], isz);
+  int64_t hsz = simtw_load(index_dt(isz), args[7]).i, total = simtw_load(index_dt(isz), args[8]).i;
   int has_bias = b1.data != NULL;
   size_t es = simtw_dt_size((simtw_dt_t)c.dt);
   for (int64_t li = 0; li < total; li++) {
@@ -180,7 +136,7 @@ static void run_gru_fw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) 
     int64_t so = (li / hsz) * 5 * hsz + li % hsz;
     float saved[5] = {rg, ig, ng, hx, hn + b2n};
     for (int j = 0; j < 5; j++)
-      simtw_store((simtw_dt_t)c.dt, sto.data + (size_t)offset(&sto, so + j * hsz, c.dims) * es,
+      simtw_store((simtw_dt_t)c.dt, sto.data + (size_t)simtw_ti_offset(&sto, c.dims, so + j * hsz) * es,
                   simtw_fval(saved[j]));
   }
 }
@@ -191,9 +147,9 @@ static void run_gru_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) 
   (void)grid, (void)block;
   cellk_t c = {k->p[0], k->p[2]};
   int isz = k->p[1];
-  tinfo_t gin_t = tinfo(args[0], isz), ghid_t = tinfo(args[1], isz), go_t = tinfo(args[2], isz),
-          ghx_t = tinfo(args[3], isz), sto = tinfo(args[4], isz);
-  int64_t hsz = idx_arg(args[5], isz), total = idx_arg(args[6], isz);
+  simtw_ti_t gin_t = simtw_ti_read(args[0], isz), ghid_t = simtw_ti_read(args[1], isz), go_t = simtw_ti_read(args[2], isz),
+          ghx_t = simtw_ti_read(args[3], isz), sto = simtw_ti_read(args[4], isz);
+  int64_t hsz = simtw_load(index_dt(isz), args[5]).i, total = simtw_load(index_dt(isz), args[6]).i;
   size_t es = simtw_dt_size((simtw_dt_t)c.dt);
   for (int64_t li = 0; li < total; li++) {
     int64_t so = (li / hsz) * 5 * hsz + li % hsz;
@@ -209,9 +165,9 @@ static void run_gru_bw(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) 
     float grg = gin * hn * (1 - rg) * rg;
     float a[3] = {grg, gig, gin}, h[3] = {grg, gig, ghn};
     for (int j = 0; j < 3; j++) {
-      simtw_store((simtw_dt_t)c.dt, gin_t.data + (size_t)offset(&gin_t, off + j * hsz, c.dims) * es,
+      simtw_store((simtw_dt_t)c.dt, gin_t.data + (size_t)simtw_ti_offset(&gin_t, c.dims, off + j * hsz) * es,
                   simtw_fval(a[j]));
-      simtw_store((simtw_dt_t)c.dt, ghid_t.data + (size_t)offset(&ghid_t, off + j * hsz, c.dims) * es,
+      simtw_store((simtw_dt_t)c.dt, ghid_t.data + (size_t)simtw_ti_offset(&ghid_t, c.dims, off + j * hsz) * es,
                   simtw_fval(h[j]));
     }
     st(&c, &ghx_t, li, ghx);

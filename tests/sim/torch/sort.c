@@ -35,37 +35,6 @@
 
 #include "twins.h"
 
-#define ST_MAX_DIMS 25
-
-typedef struct {
-  char *data;
-  uint32_t sizes[ST_MAX_DIMS], strides[ST_MAX_DIMS];
-  int dims;
-} st_ti_t;
-
-static st_ti_t st_ti_read(const void *arg) {
-  st_ti_t t;
-  const char *p = arg;
-  memcpy(&t.data, p, 8);
-  memcpy(t.sizes, p + 8, 4 * ST_MAX_DIMS);
-  memcpy(t.strides, p + 8 + 4 * ST_MAX_DIMS, 4 * ST_MAX_DIMS);
-  memcpy(&t.dims, p + 8 + 8 * ST_MAX_DIMS, 4);
-  if (t.dims < 0 || t.dims > ST_MAX_DIMS) t.dims = 0;
-  return t;
-}
-
-/* IndexToOffset<T, unsigned, dims>::get (32-bit arithmetic, as the kernel's IndexType). */
-static uint32_t st_offset(const st_ti_t *t, int dims, uint32_t i) {
-  if (dims < 0) dims = t->dims;
-  if (dims < 1 || dims > ST_MAX_DIMS) dims = 1;
-  uint32_t off = 0;
-  for (int d = dims - 1; d > 0; d--) {
-    off += (i % t->sizes[d]) * t->strides[d];
-    i /= t->sizes[d];
-  }
-  return off + i * t->strides[0];
-}
-
 /* getLinearBlockId over the grid: the number of blocks. */
 static uint64_t st_blocks(dim3 grid) { return (uint64_t)grid.x * grid.y * grid.z; }
 
@@ -104,7 +73,7 @@ static void run_bitonic(const simtw_nn_t *k, dim3 grid, dim3 block, void **args)
     fprintf(stderr, "sim: %s: a block of %ux%ux%u, which has no twin; not run\n", k->name, block.x, block.y, block.z);
     abort();
   }
-  st_ti_t keys = st_ti_read(args[0]), values = st_ti_read(args[4]);
+  simtw_ti_t keys = simtw_ti_read(args[0], 4), values = simtw_ti_read(args[4], 4);
   uint32_t slices = *(uint32_t *)args[1], size = *(uint32_t *)args[2], kstride = *(uint32_t *)args[3];
   uint32_t vstride = *(uint32_t *)args[5];
   st_item_t *s = malloc(n2 * sizeof *s);
@@ -115,7 +84,7 @@ static void run_bitonic(const simtw_nn_t *k, dim3 grid, dim3 block, void **args)
     for (unsigned y = 0; y < block.y; y++) {
       uint32_t row = (uint32_t)(b * block.y + y);
       if (row >= slices) continue; /* its threads take part in the sort of nothing */
-      uint32_t ko = st_offset(&keys, k->p[1], row), vo = st_offset(&values, k->p[2], row);
+      uint32_t ko = simtw_ti_offset(&keys, k->p[1], row), vo = simtw_ti_offset(&values, k->p[2], row);
       for (unsigned idx = 0; idx < n2; idx++) {
         st_item_t *it = &s[idx];
         memset(it, 0, sizeof *it);
@@ -177,7 +146,7 @@ static void run_topk(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   simtw_dt_t dt = (simtw_dt_t)k->p[0];
   size_t es = simtw_dt_size(dt);
   int dims = k->p[1];
-  st_ti_t in = st_ti_read(args[0]), topk = st_ti_read(args[6]), ind = st_ti_read(args[8]);
+  simtw_ti_t in = simtw_ti_read(args[0], 4), topk = simtw_ti_read(args[6], 4), ind = simtw_ti_read(args[8], 4);
   uint32_t size = *(uint32_t *)args[1], kk = *(uint32_t *)args[2];
   int largest = *(unsigned char *)args[3] != 0;
   uint32_t slices = *(uint32_t *)args[4], istride = *(uint32_t *)args[5];
@@ -191,9 +160,9 @@ static void run_topk(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   uint64_t nb = st_blocks(grid);
   for (uint64_t b = 0; b < nb && b < slices; b++) {
     uint32_t slice = (uint32_t)b;
-    const char *is = in.data + es * st_offset(&in, dims, slice);
-    char *ts = topk.data + es * st_offset(&topk, dims, slice);
-    char *xs = ind.data + 8 * (size_t)st_offset(&ind, dims, slice);
+    const char *is = in.data + es * simtw_ti_offset(&in, dims, slice);
+    char *ts = topk.data + es * simtw_ti_offset(&topk, dims, slice);
+    char *xs = ind.data + 8 * (size_t)simtw_ti_offset(&ind, dims, slice);
     for (uint32_t i = 0; i < size; i++) conv[i] = sorted[i] = st_topk_convert(dt, is + es * (size_t)i * istride);
     qsort(sorted, size, sizeof *sorted, st_u32_cmp);
     uint32_t kth = largest ? sorted[size - kk] : sorted[kk - 1];

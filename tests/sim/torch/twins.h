@@ -90,6 +90,21 @@ int simtw_rnn_resolve(const char *dm, simtw_nn_t *k);
 uint64_t simtw_oc_get(const char *oc, int n, int arg, uint32_t idx);
 size_t simtw_oc_size(int n);
 
+/* A TensorInfo<T, IndexType> parameter (tensorinfo.c), read with index_bytes 4 (int, unsigned
+ * int) or 8 (int64_t); dims is 0 when the count read is out of range. */
+#define SIMTW_TI_DIMS 25
+typedef struct {
+  char *data;
+  int64_t sizes[SIMTW_TI_DIMS], strides[SIMTW_TI_DIMS];
+  int dims;
+} simtw_ti_t;
+simtw_ti_t simtw_ti_read(const void *arg, int index_bytes);
+/* IndexToOffset<T, IndexType, dims>::get: the element offset of linear index i (last dimension
+ * fastest); dims is the kernel's template argument: -2 contiguous (the offset is i), -1 the
+ * tensor's own count. */
+uint64_t simtw_ti_offset(const simtw_ti_t *t, int dims, uint64_t i);
+uint64_t simtw_ti_numel(const simtw_ti_t *t);
+
 /* Philox4x32-10 (Salmon et al., as cuRAND implements it): the 4 words of block ctr under key. */
 void simtw_philox(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 
