@@ -117,6 +117,15 @@ $(BUILD)/tests/progs12/ptsz: NVCCFLAGS += --default-stream per-thread
 $(BUILD)/tests/progs12/k-fuse: NVCCFLAGS += --extended-lambda
 endif
 
+# The calibration table of the wheel's elementwise kernels (tools/calibrate-elementwise,
+# docs/fused-replacements.md): which operation each computes and where its scalars sit. Needs
+# `tools/setup --torch`.
+.PHONY: calibrate
+calibrate: all $(BUILD)/autograph-inspect
+	mkdir -p $(BUILD)/calibration
+	BUILD=$(BUILD) tools/torch-sim python tools/calibrate-elementwise \
+	    --json $(BUILD)/calibration/elementwise-torch-$$($(BUILD)/torch-venv/bin/python -c 'import importlib.metadata as m; print(m.version("torch"))').json
+
 # What of PyTorch the simulator runs (tests/torch/coverage.py, docs/pytorch-on-the-simulator.md):
 # the wheel's kernel families with and without a twin, and the catalogue of operations in
 # float32, float16 and bfloat16 against the CPU, its table also in $(BUILD)/torch-coverage.md (as

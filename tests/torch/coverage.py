@@ -35,6 +35,8 @@ import torch
 import torch.nn.functional as F
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from torch_kernels import family  # noqa: E402  (the tools folder is put on the path first)
 BUILD = os.environ.get("BUILD", "build")
 if not os.path.isabs(BUILD):
     BUILD = os.path.join(ROOT, BUILD)
@@ -54,51 +56,6 @@ def twin_query():
     f.restype = ctypes.c_int
     one = Dim3(1, 1, 1)
     return lambda name: f(name.encode(), one, one, None) == 1
-
-
-def strip_templates(s):
-    """`s` without its template arguments (balanced <…>)."""
-    out, depth = [], 0
-    for c in s:
-        if c == "<":
-            depth += 1
-        elif c == ">":
-            depth = max(depth - 1, 0)
-        elif depth == 0:
-            out.append(c)
-    return "".join(out)
-
-
-ELEMENTWISE = ("vectorized_elementwise_kernel", "unrolled_elementwise_kernel", "elementwise_kernel")
-WRAPPERS = ("AUnaryFunctor", "BUnaryFunctor", "BinaryFunctor")
-
-
-def family(demangled):
-    """The family of a kernel: its qualified name without template arguments; for PyTorch's
-    elementwise frameworks, the framework and the functor it runs (or the function whose lambda
-    it is), e.g. `vectorized_elementwise_kernel / sigmoid_kernel_cuda`."""
-    name = demangled[5:] if demangled.startswith("void ") else demangled
-    name = name.replace("(anonymous namespace)::", "")
-    cut = min([i for i in (name.find("<"), name.find("(")) if i >= 0] or [len(name)])
-    head = name[:cut]
-    short_head = head.split("::")[-1]
-    if short_head not in ELEMENTWISE:
-        return head
-    return short_head + " / " + functor_of(name[cut:])
-
-
-def functor_of(args):
-    """The functor an elementwise kernel's template arguments name: the function a lambda is
-    defined in, else the first functor type that is not one of the scalar wrappers. The legacy
-    framework's lambda lives in gpu_kernel_impl(_nocast)<FUNCTOR>: its functor is that one's."""
-    m = re.search(r"([\w:]+)(?:<[^()]*?>)?\([^()]*\)(?: const)?::\{lambda", args)
-    if m:
-        fn = m.group(1).split("::")[-1]
-        if fn.startswith("gpu_kernel_impl"):
-            return functor_of(args[m.end(1) + 1:])
-        return fn
-    functors = [f for f in re.findall(r"(\w*Functor\w*)", args) if f not in WRAPPERS]
-    return functors[0] if functors else "(other)"
 
 
 def kernels_report(out):

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# torch-calibrate.sh — tools/calibrate-elementwise on the pinned wheel: the calibration table of
+# PyTorch's contiguous elementwise kernels, from the simulated driver's launch log
+# (SIM_LAUNCH_LOG) and the wheel's parameter layouts. Checks, on the table it writes:
+#   - the kernels it lists are the wheel's contiguous elementwise kernels, each with 2 to 8
+#     tensors and a functor inside its parameters;
+#   - every sentinel scalar of the float32 operations whose functors hold their scalars is found,
+#     and the bytes at each reported place, decoded as reported, give the sentinel back;
+#   - the operations the catalogue knows by name calibrate to the functors PyTorch defines for
+#     them (add with alpha: CUDAFunctor_add with alpha as a float; a division by a scalar: the
+#     multiplication by its reciprocal; fill in float16: the value as a half);
+#   - the coverage line is printed and the JSON's counts agree with it.
+. "$(dirname "$0")/lib.sh"
+. "$AG_ROOT/tests/torch/sim-env.sh"
+[ -x "$BUILD/autograph-inspect" ] || ag_skip "skipped: $BUILD/autograph-inspect is not built"
+out=$AG_TMP/calibration.json
+ag_run "$AG_TMP/cal" "$TORCH_SIM" "$PY" "$AG_ROOT/tools/calibrate-elementwise" --json "$out"
+[ "$(cat "$AG_TMP/cal.rc")" = 0 ] || { tail -n 20 "$AG_TMP/cal.err" >&2; ag_fail "calibrate-elementwise exited $(cat "$AG_TMP/cal.rc")"; }
+grep -E "^functors of the wheel's contiguous elementwise kernels known: [0-9]+ of [0-9]+" "$AG_TMP/cal.out" ||
+  ag_fail "no coverage line"
+python3 - "$out" "$AG_TMP/cal.out" <<'PY' || ag_fail "the calibration table is wrong (see above)"
+import json, re, struct, sys
+t = json.load(open(sys.argv[1]))
+line = [l for l in open(sys.argv[2]) if l.startswith("functors of")][0]
+bad = []
+def want(cond, what):
+    if not cond:
+        bad.append(what)
+ks = t["kernels"]
+want(len(ks) >= 40, f"only {len(ks)} kernels calibrated")
+by = {}
+for name, e in ks.items():
+    want(e["framework"] in ("vectorized_elementwise_kernel", "unrolled_elementwise_kernel"), f"{name}: framework {e['framework']}")
+    want(2 <= e["tensors"] + (list(e["ops"]) == ["fill"]) <= 8, f"{name}: {e['tensors']} tensors")
+    for op, o in e["ops"].items():
+        want(len(bytes.fromhex(o["functor_bytes"])) == e["functor_size"], f"{name}: {op}'s functor bytes")
+        by[(op, e["dtype"])] = dict(e, **o)
+def decode(b, enc):
+    if enc == "float": return struct.unpack("<f", b[:4])[0]
+    if enc == "double": return struct.unpack("<d", b[:8])[0]
+    if enc == "half": return struct.unpack("<e", b[:2])[0]
+    return struct.unpack("<f", b"\0\0" + b[:2])[0]  # bfloat16
+forms = {"as given": lambda v: v, "negated": lambda v: -v, "reciprocal": lambda v: 1.0 / v}
+checked = 0
+for (op, dt), e in by.items():
+    fb = bytes.fromhex(e["functor_bytes"])
+    for meaning, s in e["scalars"].items():
+        if dt == "float32":
+            want(s["at"], f"{op}/{dt}: {meaning} not found")
+        for p in s["at"]:
+            got, exp = decode(fb[p["offset"]:], p["encoding"]), forms[p["form"]](s["value"])
+            tol = {"float": 1e-7, "double": 0, "half": 1e-3, "bfloat16": 1e-2}[p["encoding"]]
+            want(abs(got - exp) <= tol * abs(exp), f"{op}/{dt}: {meaning} at {p}: {got} != {exp}")
+            checked += 1
+want(checked >= 20, f"only {checked} scalar places checked")
+e = by.get(("add_alpha", "float32"))
+want(e and e["functor"] == "CUDAFunctor_add" and {"offset": 0, "encoding": "float", "form": "as given"} in e["scalars"]["alpha"]["at"], f"add_alpha: {e and e['scalars']}")
+e = by.get(("div_scalar", "float32"))
+want(e and e["functor"] == "MulFunctor" and all(p["form"] == "reciprocal" for p in e["scalars"]["other"]["at"]), f"div_scalar: {e and e['scalars']}")
+e = by.get(("fill", "float16"))
+want(e and e["functor"] == "FillFunctor" and [p["encoding"] for p in e["scalars"]["value"]["at"]] == ["half"], f"fill/float16: {e and e['scalars']}")
+c = t["coverage"]
+m = re.search(r"known: (\d+) of (\d+) .*kernels: (\d+) of (\d+)", line)
+want(m and [int(x) for x in m.groups()] == [c["functors_known"], c["functors"], c["kernels_known"], c["kernels"]], f"coverage line {line!r} != {c}")
+want(c["functors"] >= 100 and c["functors_known"] >= 20, f"coverage {c}")
+for b in bad:
+    print("calibration:", b)
+print(f"calibration: {len(ks)} kernels, {checked} scalar places decoded, coverage {c}")
+sys.exit(1 if bad else 0)
+PY
+echo "torch-calibrate: the table is consistent"
