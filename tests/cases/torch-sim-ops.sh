@@ -5,7 +5,8 @@
 # nn.Linear, conv2d, batch norm, adaptive average pooling, 2-D max and average pooling (NCHW and
 # channels-last, max pooling's indices), gather, scatter, scatter_add, indexing with index tensors
 # and index_put_ (also accumulating), index_copy_ and index_fill_, sort and topk, half and
-# bfloat16 convolutions, SGD and Adam;
+# bfloat16 convolutions, SGD and Adam (foreach, and fused=True in float32, float16 and bfloat16,
+# also under GradScaler);
 # forward and backward) equals the CPU's within float32 tolerance, dropout keeps its contract and
 # Philox its known answers (tests/torch/ops.py), and a kernel without a CPU twin (kthvalue's) fails,
 # named by the simulator on stderr. Then the same script with libautograph preloaded prints the

@@ -91,6 +91,8 @@ $(BUILD)/sim/libcublasLt.so.13: $(SIM_LT) $(SIM_BLAS_COMMON) $(SIM_COMMON) tests
 # twin, simtw_twin, which the driver calls for kernels without a sim_<name> twin.
 SIM_TW := $(patsubst %.c,$(BUILD)/sim/obj/%.o,$(wildcard tests/sim/torch/*.c))
 AG_ALL += $(BUILD)/sim/libtorchtwins.so
+# The fused optimizers' twins write each of the kernels' fused multiply-adds as fmaf, and no other.
+$(BUILD)/sim/obj/tests/sim/torch/fusedopt.o: SIM_CFLAGS += -ffp-contract=off
 
 $(BUILD)/sim/libtorchtwins.so: $(SIM_TW) tests/sim/torch/libtorchtwins.map
 	$(CC) -shared -Wl,-soname,libtorchtwins.so -Wl,--version-script=tests/sim/torch/libtorchtwins.map \

@@ -10,7 +10,8 @@ channels-last), reflection padding, nearest and bilinear upsampling, softmax ove
 dimension, depthwise convolutions, RMS norm, pooling, softmax, layer norm, embedding's backward and
 the rest of these in float16 and bfloat16, batch norm's own kernels and group norm's backward through their aten entry
 points, gather, scatter, scatter_add, indexing with index tensors and index_put_, SGD
-with momentum and Adam with PyTorch's foreach kernels),
+with momentum and Adam with PyTorch's foreach kernels, and SGD, Adam and AdamW with fused=True, also
+under GradScaler),
 forward and, where it has one,
 backward, is computed on the device and on the CPU from the same inputs; the results must agree
 within float32 tolerance (the GPU kernels' order of summation and fused multiply-adds differ from
@@ -648,4 +649,82 @@ def addc_0d(dev, dt):
 for dt in (torch.float32, torch.float16, torch.bfloat16):
     rtol, atol = HALF_TOL[dt]
     check(f"foreach_addcmul_addcdiv_0d_{str(dt).replace('torch.', '')}", lambda: addc_0d("cuda", dt), lambda: addc_0d("cpu", dt), rtol=rtol, atol=atol)
+
+
+# The fused optimizers (fused=True: FusedSgdMathFunctor, FusedAdamMathFunctor in its Adam, AdamW
+# and amsgrad forms) in float32, float16 and bfloat16, three steps on three tensors (one of two
+# chunks of 65536), the learning rate a float or a tensor on the device (every optimizer gets
+# both forms over the three types), against CPU PyTorch's fused implementation from the same
+# inputs: parameters and optimizer state within the type's rounding. The CPU's Adam rounds its
+# float32 intermediates in another order (measured: 1e-6 apart in float32, one unit in the last
+# place of float16 and bfloat16); SGD agrees to the bit here. A digest of the device's results
+# goes to the output, which the case compares with and without the library.
+FUSED_OPTS = {
+    "sgd": lambda ps, lr: torch.optim.SGD(ps, lr=lr, fused=True),
+    "sgd_momentum_maximize": lambda ps, lr: torch.optim.SGD(ps, lr=lr, momentum=0.9, dampening=0.1, weight_decay=0.01,
+                                                            maximize=True, fused=True),
+    "sgd_nesterov": lambda ps, lr: torch.optim.SGD(ps, lr=lr, momentum=0.9, nesterov=True, weight_decay=0.01, fused=True),
+    "adam": lambda ps, lr: torch.optim.Adam(ps, lr=lr, weight_decay=0.01, eps=1e-3, fused=True),
+    "adamw": lambda ps, lr: torch.optim.AdamW(ps, lr=lr, weight_decay=0.1, eps=1e-3, fused=True),
+    "adam_amsgrad_maximize": lambda ps, lr: torch.optim.Adam(ps, lr=lr, amsgrad=True, maximize=True, eps=1e-3, fused=True),
+}
+fused_digest = hashlib.sha256()
+
+
+def fused_run(dev, dt, name, lr_tensor):
+    """Parameters and optimizer state (as float32) after three steps of FUSED_OPTS[name]."""
+    g = torch.Generator().manual_seed(7)
+    ps = [torch.randn(*s_, generator=g).to(dt).to(dev).requires_grad_() for s_ in ((7,), (5, 3), (65536 + 9,))]
+    lr = 0.05 if name.startswith("sgd") else 0.01
+    opt = FUSED_OPTS[name](ps, torch.tensor(lr, device=dev) if lr_tensor else lr)
+    for _ in range(3):
+        for p_ in ps:
+            p_.grad = torch.randn(p_.shape, generator=g).to(dt).to(dev)
+        opt.step()
+    state = [t for p_ in ps for k, t in sorted(opt.state[p_].items()) if k != "step"]
+    out = torch.cat([t.detach().float().cpu().reshape(-1) for t in ps + state])
+    if dev == "cuda":
+        fused_digest.update(out.numpy().tobytes())
+    return out
+
+
+for j, dt in enumerate((torch.float32, torch.float16, torch.bfloat16)):
+    rtol, atol = HALF_TOL[dt]
+    for i, name in enumerate(FUSED_OPTS):
+        lr_t = (i + j) % 2 == 1
+        check(f"fused_{name}_{str(dt).replace('torch.', '')}{'_lr_tensor' if lr_t else ''}",
+              lambda: fused_run("cuda", dt, name, lr_t), lambda: fused_run("cpu", dt, name, lr_t), rtol=rtol, atol=atol)
+
+
+# GradScaler with fused Adam and SGD under float16 autocast: the kernels unscale the gradients
+# (grad_scale) and skip the whole update when found_inf is set (the second of four steps has an
+# infinite loss); the parameters and the final scale against the CPU's, within float32
+# tolerance (the float16 activations of the two GEMMs may differ in the last place).
+def scaled_run(dev, opt_name):
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)).to(dev)
+    opt = (torch.optim.Adam(model.parameters(), lr=0.01, fused=True) if opt_name == "adam" else
+           torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, fused=True))
+    scaler = torch.amp.GradScaler(dev, init_scale=1024.0, growth_interval=2)
+    g = torch.Generator().manual_seed(3)
+    a, target = torch.randn(16, 5, generator=g).to(dev), torch.randn(16, 3, generator=g).to(dev)
+    for step in range(4):
+        opt.zero_grad()
+        with torch.autocast(device_type=dev, dtype=torch.float16):
+            out = model(a)
+        loss = F.mse_loss(out.float(), target) * (float("inf") if step == 1 else 1.0)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    res = torch.cat([p_.detach().float().cpu().reshape(-1) for p_ in model.parameters()] +
+                    [torch.tensor([scaler.get_scale()])])
+    if dev == "cuda":
+        fused_digest.update(res.numpy().tobytes())
+    return res
+
+
+for opt_name in ("adam", "sgd"):
+    check(f"fused_{opt_name}_grad_scaler_float16", lambda: scaled_run("cuda", opt_name), lambda: scaled_run("cpu", opt_name),
+          rtol=1e-4, atol=1e-5)
+print(f"fused optimizers: device results {fused_digest.hexdigest()[:16]}")
 print(f"ops: {n_ok} ok")

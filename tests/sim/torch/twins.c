@@ -41,7 +41,8 @@
  * and remainder for the integer types. Also here: gpu_kernel_impl's strided path with dynamic
  * casts (its lambda holds the tensors' dtypes after the functor), flip, and _assert_async. The
  * kernels outside these frameworks are in nn.c, pool.c, scatter.c, scan.c (cumsum, cumprod) and
- * multiout.c (batch norm's update of its running statistics).
+ * multiout.c (batch norm's update of its running statistics), and the fused optimizers'
+ * multi-tensor kernels in fusedopt.c.
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -1749,7 +1750,8 @@ static twin_t *resolve(const char *name) {
       t.op = &OPS[0];
     }
   } else if (simtw_nn_resolve(dm, &t.nn) || simtw_pool_resolve(dm, &t.nn) || simtw_scatter_resolve(dm, &t.nn) ||
-             simtw_scan_resolve(dm, &t.nn) || simtw_multiout_resolve(dm, &t.nn)) {
+             simtw_scan_resolve(dm, &t.nn) || simtw_multiout_resolve(dm, &t.nn) ||
+             simtw_fusedopt_resolve(dm, &t.nn)) {
     t.fw = FW_NN;
     t.op = &OPS[0];
   } else if (strncmp(dm, "void at::native::lpnorm_cleanup<", 32) == 0) {

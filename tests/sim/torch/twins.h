@@ -118,5 +118,7 @@ int simtw_sort_resolve(const char *dm, simtw_nn_t *k);
 int simtw_embbag_resolve(const char *dm, simtw_nn_t *k);
 /* The same for multiout.c's kernels (batch norm's update of the running statistics). */
 int simtw_multiout_resolve(const char *dm, simtw_nn_t *k);
+/* The same for fusedopt.c's kernels (SGD, Adam and AdamW with fused=True). */
+int simtw_fusedopt_resolve(const char *dm, simtw_nn_t *k);
 
 #endif
