@@ -124,3 +124,10 @@ endif
 .PHONY: torch-coverage
 torch-coverage: all $(BUILD)/autograph-inspect
 	BUILD=$(BUILD) tools/torch-sim python tests/torch/coverage.py --markdown $(BUILD)/torch-coverage.md
+
+# The program that generates kernels at run time links NVRTC (the simulated one on the simulator)
+# and hands the toolkit's include folder to it, for cuda_fp16.h. Its host reference computes
+# every product and sum separately rounded, as the kernels compiled with --fmad=false do.
+$(BUILD)/tests/progs/nvrtc-run: AG_NVLIBS += -lnvrtc
+$(BUILD)/tests/progs/nvrtc-run: NVCCFLAGS += -Xcompiler -ffp-contract=off \
+    -DNVRTC_RUN_CUDA_INCLUDE='"$(abspath $(CUDA_HOME))/include"'
