@@ -6,6 +6,9 @@
  *        nvrtc-run --barrier  compiles a kernel that uses __syncthreads and __shared__ and
  *                             prints the result and whether the log names them (a GPU compiles
  *                             it; the simulator refuses it, tests/sim/README.md "NVRTC")
+ *        nvrtc-run --same-name  compiles two different programs whose kernels have one name,
+ *                             and runs the first; prints both results (a GPU compiles both; the
+ *                             simulator, which finds twins by name, refuses the second)
  *
  * The source is made here with the constants of this run baked in: an elementwise kernel with
  * C linkage (a few float operations each rounded once, and a half-precision addition) and a
@@ -123,6 +126,37 @@ static int barrier_mode(int cc) {
   return 0;
 }
 
+static int same_name_mode(int cc) {
+  const char *a = "extern \"C\" __global__ void gen_scale(float *x) { x[threadIdx.x] *= 2.0f; }\n";
+  const char *b = "extern \"C\" __global__ void gen_scale(float *x) { x[threadIdx.x] *= 3.0f; }\n";
+  char *cubin = NULL, *log = NULL;
+  nvrtcResult r = compile(a, cc, &cubin, &log, NULL, NULL);
+  printf("first gen_scale: %s\n", nvrtcGetErrorString(r));
+  if (r != NVRTC_SUCCESS) return 1;
+  CUmodule mod;
+  CUfunction f;
+  CU(cuModuleLoadData(&mod, cubin));
+  CU(cuModuleGetFunction(&f, mod, "gen_scale"));
+  float h[4] = {1, 2, 3, 4};
+  CUdeviceptr d;
+  CU(cuMemAlloc(&d, sizeof h));
+  CU(cuMemcpyHtoD(d, h, sizeof h));
+  void *args[] = {&d};
+  CU(cuLaunchKernel(f, 1, 1, 1, 4, 1, 1, 0, NULL, args, NULL));
+  PROG_DRV();
+  CU(cuMemcpyDtoH(h, d, sizeof h));
+  printf("first gen_scale ran: %g %g %g %g\n", h[0], h[1], h[2], h[3]);
+  free(cubin), free(log);
+  cubin = log = NULL;
+  r = compile(b, cc, &cubin, &log, NULL, NULL);
+  printf("second gen_scale: %s, log names the kernel: %s\n", nvrtcGetErrorString(r),
+         strstr(log, "gen_scale") ? "yes" : "no");
+  free(cubin), free(log);
+  CU(cuMemFree(d));
+  CU(cuModuleUnload(mod));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   CU(cuInit(0));
   CUdevice dev;
@@ -138,10 +172,10 @@ int main(int argc, char **argv) {
   NV(nvrtcVersion(&vmaj, &vmin));
   printf("nvrtc %d.%d, compiling for sm_%d\n", vmaj, vmin, cc);
 
-  if (argc > 1 && !strcmp(argv[1], "--barrier")) {
-    barrier_mode(cc);
+  if (argc > 1 && (!strcmp(argv[1], "--barrier") || !strcmp(argv[1], "--same-name"))) {
+    int rc = !strcmp(argv[1], "--barrier") ? barrier_mode(cc) : same_name_mode(cc);
     prog_print_launches();
-    return 0;
+    return rc;
   }
 
   /* The run's constants, as a code generator would bake them in. */

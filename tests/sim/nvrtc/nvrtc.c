@@ -86,7 +86,7 @@ static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 static int real_ok;
 
 static void real_load(void) {
-  void *h = dlopen(SIM_NVRTC_REAL, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  void *h = dlopen(SIM_NVRTC_REAL, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     fprintf(stderr, "sim-nvrtc: cannot load the real NVRTC %s: %s\n", SIM_NVRTC_REAL, dlerror());
     return;
