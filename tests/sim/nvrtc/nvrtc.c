@@ -62,6 +62,21 @@ __asm__(".section .rodata\n"
         ".previous\n");
 extern const char sim_nvrtc_halfconv[], sim_nvrtc_prelude[];
 
+/* The indices of the thread a host build's wrapper runs (threadIdx, blockIdx, blockDim,
+ * gridDim in prelude.h): here, in one static TLS block, which the host builds link against. */
+typedef struct {
+  unsigned x, y, z;
+} sim_u3;
+EXPORT __thread struct {
+  sim_u3 thread, block, bdim, gdim;
+} simnvrtc_index;
+
+/* This library's own path, for the host builds to link against. */
+static const char *self_path(void) {
+  Dl_info di;
+  return dladdr((void *)self_path, &di) && di.dli_fname ? di.dli_fname : "libnvrtc.so.13";
+}
+
 /* ---- the real NVRTC ---- */
 
 static struct {
@@ -622,6 +637,7 @@ static nvrtcResult host_build(sim_prog_t *s, int nopts, const char *const *opts)
     cargv[c++] = "-o";
     cargv[c++] = out_opt;
     cargv[c++] = in_path;
+    cargv[c++] = (char *)self_path();
     cargv[c] = NULL;
     int rc = bad ? -1 : run_compiler(cargv, log_path);
     if (rc == 0 && rename(part, so) == 0) {

@@ -35,8 +35,15 @@ struct dim3 {
   constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
   constexpr operator uint3() const { return uint3{x, y, z}; }
 };
-static thread_local uint3 threadIdx, blockIdx;
-static thread_local dim3 blockDim, gridDim;
+/* The indices of the thread being run live in libnvrtc.so.13 (one static TLS block, which the
+ * host builds link against), not in each host build: a dlopened library's own thread-local
+ * variables are dynamic TLS, which LeakSanitizer's walk of the threads mistook for garbage. */
+struct sim_nvrtc_index_t { uint3 thread, block, bdim, gdim; };
+extern "C" __attribute__((tls_model("initial-exec"))) __thread sim_nvrtc_index_t simnvrtc_index;
+#define threadIdx (simnvrtc_index.thread)
+#define blockIdx (simnvrtc_index.block)
+#define blockDim (simnvrtc_index.bdim)
+#define gridDim (simnvrtc_index.gdim)
 static const int warpSize = 32;
 
 /* ---- math: __expf, __logf, __sinf, __cosf, __tanf, __powf, __exp10f, __log2f, __log10f and
