@@ -501,7 +501,8 @@ static int host_options(int n, const char *const *opts, char **argv, int max) {
   return k;
 }
 
-/* Runs argv (the compiler) without LD_PRELOAD, its output to `out`; returns its exit status. */
+/* Runs argv (the compiler) without LD_PRELOAD, its output to `out`; returns its exit status
+ * (128 + the signal that ended it), or -1 when it could not be started. */
 static int run_compiler(char **argv, const char *out) {
   int nenv = 0;
   while (environ[nenv]) nenv++;
@@ -522,7 +523,7 @@ static int run_compiler(char **argv, const char *out) {
   int st;
   while (waitpid(pid, &st, 0) < 0)
     if (errno != EINTR) return -1;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 static void cache_dir(char *out, size_t n) {
@@ -642,6 +643,10 @@ static nvrtcResult host_build(sim_prog_t *s, int nopts, const char *const *opts)
     int rc = bad ? -1 : run_compiler(cargv, log_path);
     if (rc == 0 && rename(part, so) == 0) {
       result = NVRTC_SUCCESS;
+    } else if (rc < 0) {
+      log_add(s, "sim-nvrtc: cannot run the host compiler %s, which the simulator needs to run "
+                 "NVRTC programs (SIM_NVRTC_CXX names another)\n", cargv[0]);
+      result = NVRTC_ERROR_COMPILATION;
     } else {
       char *clog = read_text(log_path);
       log_add(s,

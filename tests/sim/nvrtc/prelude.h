@@ -7,9 +7,13 @@
  * the wrapper for each thread it runs. Math comes from the host's libm: the correctly rounded
  * operations (+ - * /, sqrtf, fmaf, conversions) give a GPU's bits, the transcendental functions
  * do not (CUDA's are within a few ulps of the exact value, as glibc's are, but not the same
- * bits), and the fast intrinsics (__expf, __fdividef, rsqrtf, …) are computed exactly here. */
+ * bits), and the fast intrinsics (__expf, __fdividef, rsqrtf, …) are computed as their accurate
+ * forms (glibc's expf, a division, 1 / sqrtf).
+ * Device printf and assert are the host's: printf writes at once, from the device thread. */
+#include <assert.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <type_traits>
