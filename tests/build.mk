@@ -98,7 +98,8 @@ $(BUILD)/tests/plugins/l-image.so: tests/plugins/l-image.c $(BUILD)/tests/kernel
 # CUDA_HOME through $(BUILD)/cuda12-extra, which holds nothing else, so that no CUDA 13 header
 # or libcudart can be picked up.
 ifneq ($(wildcard $(CUDA12_HOME)/bin/nvcc),)
-PROGS12 := $(patsubst tests/progs/%.cu,$(BUILD)/tests/progs12/%,$(wildcard tests/progs/*.cu))
+# nvrtc-run is left out: the CUDA 12 toolkit installed here has no NVRTC, nor the simulator a 12 one.
+PROGS12 := $(patsubst tests/progs/%.cu,$(BUILD)/tests/progs12/%,$(filter-out tests/progs/nvrtc-run.cu,$(wildcard tests/progs/*.cu)))
 AG_TEST_ALL += $(PROGS12)
 CUDA12_EXTRA := $(BUILD)/cuda12-extra
 
@@ -133,3 +134,10 @@ calibrate: all $(BUILD)/autograph-inspect
 .PHONY: torch-coverage
 torch-coverage: all $(BUILD)/autograph-inspect
 	BUILD=$(BUILD) tools/torch-sim python tests/torch/coverage.py --markdown $(BUILD)/torch-coverage.md
+
+# The program that generates kernels at run time links NVRTC (the simulated one on the simulator)
+# and hands the toolkit's include folder to it, for cuda_fp16.h. Its host reference computes
+# every product and sum separately rounded, as the kernels compiled with --fmad=false do.
+$(BUILD)/tests/progs/nvrtc-run: AG_NVLIBS += -lnvrtc
+$(BUILD)/tests/progs/nvrtc-run: NVCCFLAGS += -Xcompiler -ffp-contract=off \
+    -DNVRTC_RUN_CUDA_INCLUDE='"$(abspath $(CUDA_HOME))/include"'

@@ -142,3 +142,18 @@ $(BUILD)/sim/libnccl.so.2: $(SIM_NCCL) tests/sim/nccl/libnccl.map
 	$(CC) -shared -Wl,-soname,libnccl.so.2 -Wl,-Bsymbolic-functions -Wl,--version-script=tests/sim/nccl/libnccl.map \
 	    -o $@ $(SIM_NCCL) $(LDFLAGS) -ldl -lpthread -lm -lrt
 	ln -sf libnccl.so.2 $(BUILD)/sim/libnccl.so
+
+# NVRTC (tests/sim/nvrtc): libnvrtc.so.13 with the real soname. It forwards to the toolkit's
+# real NVRTC, loaded by this absolute path, and compiles each program for the host as well, so
+# that kernels generated at run time run as CPU twins (tests/sim/README.md, "NVRTC"). The
+# prelude of those host builds is embedded with .incbin, hence the dependencies below.
+SIM_NVRTC := $(BUILD)/sim/obj/tests/sim/nvrtc/nvrtc.o
+SIM_LIBS  += $(BUILD)/sim/libnvrtc.so.13
+AG_ALL    += $(BUILD)/sim/libnvrtc.so.13
+$(SIM_NVRTC): SIM_CFLAGS += -DSIM_NVRTC_REAL='"$(abspath $(CUDA_HOME))/lib64/libnvrtc.so.13"'
+$(SIM_NVRTC): tests/sim/nvrtc/prelude.h tests/sim/common/halfconv.h
+
+$(BUILD)/sim/libnvrtc.so.13: $(SIM_NVRTC) tests/sim/nvrtc/libnvrtc.map
+	$(CC) -shared -Wl,-soname,libnvrtc.so.13 -Wl,-Bsymbolic-functions -Wl,--version-script=tests/sim/nvrtc/libnvrtc.map \
+	    -o $@ $(SIM_NVRTC) $(LDFLAGS) -ldl -lpthread -lstdc++
+	ln -sf libnvrtc.so.13 $(BUILD)/sim/libnvrtc.so
