@@ -17,8 +17,8 @@ GPU rounds intermediate products too, see tests/sim/torch/flash.c). Prints each 
 in units of that tolerance and a digest of the device's results; exits 1 when a case is out of
 tolerance.
 
-`train STEPS`: a tiny causal self-attention block (Linear to q, k, v, two heads of 16, SDPA on
-the flash backend, Linear out, MSE) trained with Adam under bfloat16 autocast, STEPS steps on one
+`train STEPS`: a tiny causal self-attention block (a Linear each to q, k and v, two heads of 16,
+SDPA on the flash backend, Linear out, MSE) trained with Adam under bfloat16 autocast, STEPS steps on one
 batch; prints every loss and a checksum of the parameters' bits. With `cpu`, the same model in
 float32 on the CPU (the math backend), for the caller to compare the losses.
 """
@@ -111,12 +111,11 @@ class Block(torch.nn.Module):
     def __init__(self, width=32, heads=2):
         super().__init__()
         self.heads = heads
-        self.qkv = torch.nn.Linear(width, 3 * width)
-        self.out = torch.nn.Linear(width, width)
+        self.q, self.k, self.v, self.out = (torch.nn.Linear(width, width) for _ in range(4))
 
     def forward(self, x):
         b, t, c = x.shape
-        q, k, v = (y.view(b, t, self.heads, c // self.heads).transpose(1, 2) for y in self.qkv(x).chunk(3, -1))
+        q, k, v = (f(x).view(b, t, self.heads, c // self.heads).transpose(1, 2) for f in (self.q, self.k, self.v))
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.out(y.transpose(1, 2).reshape(b, t, c))
 

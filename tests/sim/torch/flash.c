@@ -4,6 +4,11 @@
  *
  *   flash_fwd_kernel<Traits, Is_dropout, Is_causal, Is_local, Has_alibi, Is_even_MN, Is_even_K,
  *     Is_softcap, Return_softmax>(Flash_fwd_params): out and softmax_lse;
+ *   flash_fwd_splitkv_kernel<Traits, Is_causal, Is_local, Has_alibi, Is_even_MN, Is_even_K,
+ *     Is_softcap, Split, Append_KV>(Flash_fwd_params) and flash_fwd_splitkv_combine_kernel<Traits,
+ *     kBlockM, Log_max_splits, Is_even_K>(Flash_fwd_params), which the forward launches instead
+ *     when it splits the keys over num_splits slices (few queries, many keys): the slices'
+ *     partial outputs and log-sum-exps (oaccum, softmax_lseaccum), then their combination;
  *   flash_bwd_dot_do_o_kernel<Clear_dQaccum, Traits>(Flash_bwd_params): D = rowsum(dO * O)
  *     into dsoftmax_sum, and zeroes dq_accum when Clear_dQaccum;
  *   flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Traits, Is_dropout, Is_causal, Is_local,
@@ -15,10 +20,13 @@
  * The parameters are one structure passed by value (Flash_fwd_params, 472 bytes;
  * Flash_bwd_params, which extends it, 648), read at the offsets of the FlashAttention 2.6
  * layout PyTorch carries (flash.h: 64-bit strides; window sizes, softcap, the Philox state with
- * the seed and offset pointers, num_splits, alibi, unpadded_lse and seqlenq_ngroups_swapped at
- * the end of the forward part), which the wheel's parameter sizes confirm; each launch checks
- * the fields it can (is_bf16 against the kernel's type, h / h_k, d <= d_rounded, the log2 scale)
- * and stops with a message when they disagree.
+ * the seed and offset pointers, num_splits, the ALiBi pointer and stride, then one more 8-byte
+ * field, which the twins do not read, closing the forward part at 472 bytes). The wheel's
+ * parameter sizes agree, and so did every field dumped from the wheel's launches (pointers,
+ * strides, lengths, rounded lengths, both scales, dropout's 1.0 / 255 / 1.0, is_bf16, is_causal,
+ * the backward's pointers and strides). Each launch checks the fields it can (is_bf16 against
+ * the kernel's type, h / h_k, d <= d_rounded, the log2 scale) and stops with a message when they
+ * disagree.
  *
  * Tensors are addressed as the kernels address them in the batched (not variable-length) case:
  * element [b][i][h][c] of Q at q_ptr + b * q_batch_stride + i * q_row_stride + h *
@@ -45,10 +53,9 @@
  *
  * No twin (the kernel then fails to launch, as any kernel without a twin): dropout (Is_dropout,
  * which would need FlashAttention's Philox stream and writes the RNG state), ALiBi slopes,
- * softcapping, returning the softmax, and the split-KV kernels (flash_fwd_splitkv_kernel and its
- * combine kernel). Stopped with a message at the launch: variable-length batches (cu_seqlens_q,
- * cu_seqlens_k, seqused_k, leftpad_k), unpadded softmax_lse, a nonzero dropout in the backward's
- * D kernel.
+ * softcapping, returning the softmax, appending to a KV cache (Append_KV). Stopped with a message at the launch: variable-length batches (cu_seqlens_q,
+ * cu_seqlens_k, seqused_k, leftpad_k), a paged or indexed KV cache, a nonzero dropout in the
+ * backward's D kernel.
  */
 #include <math.h>
 #include <stdint.h>
@@ -68,7 +75,7 @@ enum {
   O_SCALE = 216, O_SCALE_LOG2 = 220,
   O_CUQ = 224, O_CUK = 232, O_LEFTPAD = 240, O_SEQUSED = 248,
   O_CACHE_IDX = 344, O_BLOCK_TABLE = 352, O_PDROP = 372, O_SCALE_RP = 384, O_WL = 388, O_WR = 392,
-  O_ISBF16 = 440, O_NSPLITS = 444, O_UNPADDED_LSE = 464,
+  O_ISBF16 = 440, O_NSPLITS = 444,
   FWD_SIZE = 472,
   O_DO = 472, O_DQ = 480, O_DK = 488, O_DV = 496, O_DQACC = 504,
   O_DOB = 528, O_DOR = 536, O_DOH = 544, O_DQB = 552, O_DKB = 560, O_DVB = 568,
@@ -130,7 +137,6 @@ static fa_t fa_read(const simtw_nn_t *k, const char *p) {
     stop(k, "Flash_fwd_params of an unknown layout (is_bf16, heads, lengths or scales disagree)");
   if (ptr(p, O_CUQ) || ptr(p, O_CUK) || ptr(p, O_SEQUSED) || ptr(p, O_LEFTPAD))
     stop(k, "a variable-length batch (cu_seqlens, seqused_k or leftpad_k), which has no twin");
-  if (p[O_UNPADDED_LSE]) stop(k, "an unpadded softmax_lse, which has no twin");
   return f;
 }
 
