@@ -15,7 +15,7 @@ half type): every element must be within one unit in the last place of the devic
 CPU's value, plus 1/64 of one for values near zero (the twins compute in float and round once; a
 GPU rounds intermediate products too, see tests/sim/torch/flash.c). Prints each case's largest error
 in units of that tolerance and a digest of the device's results; exits 1 when a case is out of
-tolerance.
+tolerance. Last, dropout (whose kernels have no twin) must fail to launch.
 
 `train STEPS`: a tiny causal self-attention block (a Linear each to q, k and v, two heads of 16,
 SDPA on the flash backend, Linear out, MSE) trained with Adam under bfloat16 autocast, STEPS steps on one
@@ -104,6 +104,17 @@ def check():
             bad += not ok
             print(f"{str(dt)[6:]:8} {name:16} largest error {worst:.2f} of the tolerance{'' if ok else '  OUT OF TOLERANCE'}")
     print("digest:", digest.hexdigest()[:16])
+    # Dropout has no twin: the kernel must fail to launch, never compute something else.
+    q = torch.randn(1, 2, 4, 16, generator=gen).half().cuda()
+    try:
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            F.scaled_dot_product_attention(q, q, q, dropout_p=0.1)
+        torch.cuda.synchronize()
+        print("dropout: ran, but has no twin")
+        bad += 1
+    except RuntimeError as e:
+        print("dropout: refused" if "no kernel image" in str(e) else f"dropout: {e}")
+        bad += "no kernel image" not in str(e)
     return 1 if bad else 0
 
 
