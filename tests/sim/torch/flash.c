@@ -37,7 +37,7 @@
  * with Is_causal key j is seen by query i when j <= i + seqlen_k - seqlen_q (aligned to the
  * bottom right when the lengths differ), with Is_local when i + seqlen_k - seqlen_q -
  * window_size_left <= j <= i + seqlen_k - seqlen_q + window_size_right (a negative size: no
- * bound on that side). A row that sees no key gets softmax_lse = +inf and an output of zeros,
+ * bound on that side; SDPA never asks for a window, so this case is unchecked). A row that sees no key gets softmax_lse = +inf and an output of zeros,
  * as the kernel writes them.
  *
  * Arithmetic: every product of the inputs' half values is summed in float, over the head
@@ -156,27 +156,43 @@ static int64_t at(const char *p, int ob, int orow, int oh, int b, int i, int h) 
   return (int64_t)b * i64(p, ob) + (int64_t)i * i64(p, orow) + (int64_t)h * i64(p, oh);
 }
 
-/* S[i][j] = q_i . k_j for one (batch, head), in float, and the row's softmax: P = exp2(S *
- * scale_log2 - lse * log2(e)) against the given lse. */
-static void scores(const fa_t *f, int b, int h, float *s) {
-  const char *p = f->base, *q = ptr(p, O_Q), *kk = ptr(p, O_K);
-  for (int i = 0; i < f->sq; i++) {
-    int64_t qo = at(p, O_QB, O_QR, O_QH, b, i, h);
+/* Rows 0..n-1 of one (batch, head) of the tensor at pointer offset optr with the strides at
+ * (ob, orow, oh), d values each, converted to float into out[n][d]. */
+static void load(const fa_t *f, int optr, int ob, int orow, int oh, int b, int h, int n, float *out) {
+  const char *p = f->base, *t = ptr(p, optr);
+  for (int i = 0; i < n; i++) {
+    int64_t o = at(p, ob, orow, oh, b, i, h);
+    for (int c = 0; c < f->d; c++) out[(size_t)i * f->d + c] = ld(f, t, o + c);
+  }
+}
+
+/* Q, K and V of one (batch, head) as float (K and V of its key head), and its scores S[i][j] =
+ * q_i . k_j, summed in float over the head dimension in order. buf holds (sq + 2 sk) * d floats,
+ * s sq * sk. */
+typedef struct {
+  float *q, *k, *v;
+} qkv_t;
+
+static qkv_t scores(const fa_t *f, int b, int h, float *buf, float *s) {
+  qkv_t t = {buf, buf + (size_t)f->sq * f->d, buf + (size_t)(f->sq + f->sk) * f->d};
+  load(f, O_Q, O_QB, O_QR, O_QH, b, h, f->sq, t.q);
+  load(f, O_K, O_KB, O_KR, O_KH, b, h / f->ratio, f->sk, t.k);
+  load(f, O_V, O_VB, O_VR, O_VH, b, h / f->ratio, f->sk, t.v);
+  for (int i = 0; i < f->sq; i++)
     for (int j = 0; j < f->sk; j++) {
-      int64_t ko = at(p, O_KB, O_KR, O_KH, b, j, h / f->ratio);
+      const float *qi = t.q + (size_t)i * f->d, *kj = t.k + (size_t)j * f->d;
       float acc = 0.0f;
-      for (int c = 0; c < f->d; c++) acc += ld(f, q, qo + c) * ld(f, kk, ko + c);
+      for (int c = 0; c < f->d; c++) acc += qi[c] * kj[c];
       s[(size_t)i * f->sk + j] = acc;
     }
-  }
+  return t;
 }
 
 /* Query i's attention to keys [j0, j1) of one (batch, head): acc = sum of exp2(S * scale_log2 -
  * max * scale_log2) * v_j over the keys it sees, *sum the sum of those weights, *mx the largest
- * score (-inf when it sees none of them). row holds S[i][*]. */
-static void attend(const fa_t *f, const float *row, int b, int h, int i, int j0, int j1, float *acc, float *mx,
+ * score (-inf when it sees none of them). row holds S[i][*], v the values as float. */
+static void attend(const fa_t *f, const float *row, const float *v, int i, int j0, int j1, float *acc, float *mx,
                    float *sum) {
-  const char *p = f->base, *v = ptr(p, O_V);
   float m = -INFINITY, s = 0.0f;
   for (int j = j0; j < j1; j++)
     if (seen(f, i, j) && row[j] > m) m = row[j];
@@ -185,9 +201,9 @@ static void attend(const fa_t *f, const float *row, int b, int h, int i, int j0,
   for (int j = j0; j < j1; j++) {
     if (!seen(f, i, j)) continue;
     float e = exp2f(row[j] * f->scale_log2 - mscaled);
-    int64_t vo = at(p, O_VB, O_VR, O_VH, b, j, h / f->ratio);
+    const float *vj = v + (size_t)j * f->d;
     s += e;
-    for (int c = 0; c < f->d; c++) acc[c] += e * ld(f, v, vo + c);
+    for (int c = 0; c < f->d; c++) acc[c] += e * vj[c];
   }
   *mx = m, *sum = s;
 }
@@ -208,17 +224,17 @@ static void run_fwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   if (split && (nsplit < 1 || bn <= 0)) stop(k, "a split count of an unknown layout");
   char *o = ptr(p, O_O);
   float *lse = (float *)ptr(p, O_LSE), *oacc = (float *)ptr(p, O_OACC), *lacc = (float *)ptr(p, O_LSEACC);
-  float *s = malloc(sizeof(float) * ((size_t)f.sq * f.sk + (size_t)f.d + 1));
+  float *s = malloc(sizeof(float) * ((size_t)f.sq * f.sk + (size_t)(f.sq + 2 * f.sk + 1) * f.d));
   if (!s) stop(k, "out of memory");
-  float *acc = s + (size_t)f.sq * f.sk;
+  float *acc = s + (size_t)f.sq * f.sk, *buf = acc + f.d;
   for (int b = 0; b < f.b; b++)
     for (int h = 0; h < f.h; h++) {
-      scores(&f, b, h, s);
+      qkv_t t = scores(&f, b, h, buf, s);
       for (int i = 0; i < f.sq; i++)
         for (int sp = 0; sp < nsplit; sp++) {
           int j0 = sp * per, j1 = j0 + per < f.sk ? j0 + per : f.sk;
           float mx, sum;
-          attend(&f, s + (size_t)i * f.sk, b, h, i, j0 < f.sk ? j0 : f.sk, j1, acc, &mx, &sum);
+          attend(&f, s + (size_t)i * f.sk, t.v, i, j0 < f.sk ? j0 : f.sk, j1, acc, &mx, &sum);
           int none = sum == 0.0f || sum != sum;
           float inv = none ? 1.0f : 1.0f / sum, l = mx * f.scale + logf(sum);
           size_t row = (((size_t)sp * f.b + b) * f.h + h) * f.sq + i;
@@ -297,24 +313,23 @@ static void run_bwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   const char *p = args[0];
   fa_t f = fa_read(k, p);
   if (f32(p, O_PDROP) < 1.0f) stop(k, "dropout in a kernel without it");
-  const char *q = ptr(p, O_Q), *kk = ptr(p, O_K), *v = ptr(p, O_V), *dout = ptr(p, O_DO);
   char *dk = ptr(p, O_DK), *dv = ptr(p, O_DV);
   const float *lse = (const float *)ptr(p, O_LSE), *dsum = (const float *)ptr(p, O_DSUM);
   float *acc = (float *)ptr(p, O_DQACC);
   float scale_rp = f32(p, O_SCALE_RP);
   size_t n = (size_t)f.sq * f.sk;
-  float *s = malloc(sizeof(float) * (2 * n + 2 * (size_t)f.d));
+  float *s = malloc(sizeof(float) * (2 * n + (size_t)(2 * f.sq + 2 * f.sk + 2) * f.d));
   if (!s) stop(k, "out of memory");
-  float *ds = s + n, *gk = ds + n, *gv = gk + f.d;
+  float *ds = s + n, *gk = ds + n, *gv = gk + f.d, *go = gv + f.d, *buf = go + (size_t)f.sq * f.d;
   for (int b = 0; b < f.b; b++)
     for (int h = 0; h < f.h; h++) {
-      int hk = h / f.ratio;
-      scores(&f, b, h, s);
+      qkv_t t = scores(&f, b, h, buf, s);
+      load(&f, O_DO, O_DOB, O_DOR, O_DOH, b, h, f.sq, go);
       /* s becomes P, ds becomes dS = P * (dP - D) with dP = dO . V */
       for (int i = 0; i < f.sq; i++) {
         float l = lse[((size_t)b * f.h + h) * f.sq + i], di = dsum[((size_t)b * f.h + h) * f.sqr + i];
         float lscaled = l == -INFINITY ? 0.0f : l * (float)M_LOG2E;
-        int64_t go = at(p, O_DOB, O_DOR, O_DOH, b, i, h);
+        const float *goi = go + (size_t)i * f.d;
         for (int j = 0; j < f.sk; j++) {
           size_t ij = (size_t)i * f.sk + j;
           if (!seen(&f, i, j)) {
@@ -322,9 +337,9 @@ static void run_bwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
             continue;
           }
           s[ij] = exp2f(s[ij] * f.scale_log2 - lscaled);
-          int64_t vo = at(p, O_VB, O_VR, O_VH, b, j, hk);
+          const float *vj = t.v + (size_t)j * f.d;
           float dp = 0.0f;
-          for (int c = 0; c < f.d; c++) dp += ld(&f, dout, go + c) * ld(&f, v, vo + c);
+          for (int c = 0; c < f.d; c++) dp += goi[c] * vj[c];
           ds[ij] = s[ij] * (dp - di);
         }
       }
@@ -332,10 +347,10 @@ static void run_bwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
         for (int c = 0; c < f.d; c++) gk[c] = gv[c] = 0.0f;
         for (int i = 0; i < f.sq; i++) {
           size_t ij = (size_t)i * f.sk + j;
-          int64_t go = at(p, O_DOB, O_DOR, O_DOH, b, i, h), qo = at(p, O_QB, O_QR, O_QH, b, i, h);
+          const float *goi = go + (size_t)i * f.d, *qi = t.q + (size_t)i * f.d;
           for (int c = 0; c < f.d; c++) {
-            gv[c] += s[ij] * ld(&f, dout, go + c);
-            gk[c] += ds[ij] * ld(&f, q, qo + c);
+            gv[c] += s[ij] * goi[c];
+            gk[c] += ds[ij] * qi[c];
           }
         }
         int64_t ko = at(p, O_DKB, O_DKR, O_DKH, b, j, h), vo = at(p, O_DVB, O_DVR, O_DVH, b, j, h);
@@ -348,8 +363,8 @@ static void run_bwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
         float *slot = dq_slot(&f, acc, b, i, h);
         for (int j = 0; j < f.sk; j++) {
           float d = ds[(size_t)i * f.sk + j];
-          int64_t ko = at(p, O_KB, O_KR, O_KH, b, j, hk);
-          for (int c = 0; c < f.d; c++) slot[c] += d * ld(&f, kk, ko + c);
+          const float *kj = t.k + (size_t)j * f.d;
+          for (int c = 0; c < f.d; c++) slot[c] += d * kj[c];
         }
       }
     }
