@@ -4,7 +4,9 @@
 #   - `check`: float16 and bfloat16, forward and backward, square and causal, unequal lengths
 #     with and without causal_lower_right, a scale, grouped-query attention, head dimensions 16
 #     and 64, split keys: every element within one unit in the last place of CPU float32
-#     attention of the same inputs; the same output (a digest of the results) with the library;
+#     attention of the same inputs; the deterministic backward's bits equal the default one's;
+#     dropout fails to launch (no twin); the same output (a digest of the results) with the
+#     library;
 #   - `train`: a tiny causal attention block under bfloat16 autocast, 6 Adam steps: the same
 #     losses and parameter bits with and without the library (other simulator seeds), the CPU's
 #     float32 losses within relative 2e-3 (bfloat16 autocast against float32), and the launches

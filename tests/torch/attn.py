@@ -15,7 +15,8 @@ half type): every element must be within one unit in the last place of the devic
 CPU's value, plus 1/64 of one for values near zero (the twins compute in float and round once; a
 GPU rounds intermediate products too, see tests/sim/torch/flash.c). Prints each case's largest error
 in units of that tolerance and a digest of the device's results; exits 1 when a case is out of
-tolerance. Last, dropout (whose kernels have no twin) must fail to launch.
+tolerance. Then the deterministic backward must give the default one's bits, and dropout (whose
+kernels have no twin) must fail to launch.
 
 `train STEPS`: a tiny causal self-attention block (a Linear each to q, k and v, two heads of 16,
 SDPA on the flash backend, Linear out, MSE) trained with Adam under bfloat16 autocast, STEPS steps on one
@@ -104,6 +105,21 @@ def check():
             bad += not ok
             print(f"{str(dt)[6:]:8} {name:16} largest error {worst:.2f} of the tolerance{'' if ok else '  OUT OF TOLERANCE'}")
     print("digest:", digest.hexdigest()[:16])
+    # The deterministic backward (torch.use_deterministic_algorithms) sums dq over slices of its
+    # accumulator: the same bits as the default one.
+    base = [torch.randn(2, 3, 6, 16, generator=gen).half() for _ in range(3)]
+    grads = []
+    torch.utils.deterministic.fill_uninitialized_memory = False  # its fill kernel has no twin
+    for det in (False, True):
+        torch.use_deterministic_algorithms(det)
+        q, k, v = (t.cuda().requires_grad_() for t in base)
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+        grads.append(torch.cat([t.grad.flatten().cpu() for t in (q, k, v)]))
+    torch.use_deterministic_algorithms(False)
+    same = torch.equal(grads[0], grads[1])
+    print("deterministic backward:", "the same" if same else "DIFFERS")
+    bad += not same
     # Dropout has no twin: the kernel must fail to launch, never compute something else.
     q = torch.randn(1, 2, 4, 16, generator=gen).half().cuda()
     try:
