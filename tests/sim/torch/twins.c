@@ -1751,7 +1751,7 @@ static twin_t *resolve(const char *name) {
     }
   } else if (simtw_nn_resolve(dm, &t.nn) || simtw_pool_resolve(dm, &t.nn) || simtw_scatter_resolve(dm, &t.nn) ||
              simtw_scan_resolve(dm, &t.nn) || simtw_multiout_resolve(dm, &t.nn) ||
-             simtw_fusedopt_resolve(dm, &t.nn)) {
+             simtw_fusedopt_resolve(dm, &t.nn) || simtw_flash_resolve(dm, &t.nn)) {
     t.fw = FW_NN;
     t.op = &OPS[0];
   } else if (strncmp(dm, "void at::native::lpnorm_cleanup<", 32) == 0) {
