@@ -22,6 +22,7 @@ and `ops: N ok` at the end; exits non-zero on the first mismatch.
 """
 import sys
 
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -134,6 +135,10 @@ ops = {
     "min_dim": lambda a, b, c: torch.stack([a.min(0)[0], a.min(0)[1].float()]),
     "max_all": lambda a, b, c: a.max(),
     "min_all": lambda a, b, c: a.min(),
+    "all": lambda a, b, c: (a > -1.5).all(),
+    "any_dim": lambda a, b, c: (a > 1).any(1),
+    "all_float_dim0": lambda a, b, c: a.clamp(min=0).all(0),
+    "any_long": lambda a, b, c: (a * 2).long().any(),
     "eq": lambda a, b, c: a.argmax(-1) == labels.to(a.device),
     "ne_float": lambda a, b, c: a != a.clamp(-0.5, 0.5),
     "lt_tensor": lambda a, b, c: a < b - 1,
@@ -551,6 +556,48 @@ for dt, tol in ((torch.float32, 1e-6), (torch.float16, 1e-3), (torch.bfloat16, 1
             check(f"embedding_bag_{mode}{'_padding' if pad else ''}_{name}",
                   lambda: F.embedding_bag(ei.cuda(), ew.cuda(), eo.cuda(), mode=mode, padding_idx=pad),
                   lambda: F.embedding_bag(ei, ew.float(), eo, mode=mode, padding_idx=pad).to(dt), rtol=tol, atol=tol)
+
+# scaled_dot_product_attention forced onto the math backend (matmuls, softmax and torch.all's
+# check of the mask) and onto the memory-efficient one (the fmha_cutlassF/fmha_cutlassB twins),
+# plain, causal, with an additive float mask (its gradient too), a boolean mask and grouped-query
+# heads; one case longer than a block of 64 queries and keys: output and the gradients of the
+# inputs against the CPU's float32 on the same (rounded) inputs.
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+
+def sdpa_run(dev, dt, mode, shape, backend=None):
+    b_, h, hk, m_, n_, k_, kv = shape
+    g = torch.Generator().manual_seed(8)
+    ts = [torch.randn(b_, h, m_, k_, generator=g), torch.randn(b_, hk, n_, k_, generator=g),
+          torch.randn(b_, hk, n_, kv, generator=g)]
+    kw = {"enable_gqa": hk != h}
+    if mode == "causal":
+        kw["is_causal"] = True
+    elif mode == "mask":
+        ts.append(torch.randn(b_, h, m_, n_, generator=g))
+    elif mode == "bool_mask":  # every query keeps its diagonal key
+        kw["attn_mask"] = ((torch.rand(m_, n_, generator=g) > 0.4) | torch.eye(m_, n_, dtype=torch.bool)).to(dev)
+    ts = [t.to(dt).to(torch.float32 if dev == "cpu" else dt).to(dev).requires_grad_() for t in ts]
+    with sdpa_kernel(backend) if backend is not None else contextlib.nullcontext():
+        out = F.scaled_dot_product_attention(ts[0], ts[1], ts[2], attn_mask=ts[3], **kw) if mode == "mask" else \
+            F.scaled_dot_product_attention(*ts, **kw)
+        out.backward(torch.randn(out.shape, generator=g).to(dt).to(out.dtype).to(dev))
+    return torch.cat([out.detach().float().cpu().reshape(-1)] + [t.grad.float().cpu().reshape(-1) for t in ts])
+
+
+SDPA_TOL = {torch.float32: (1e-4, 1e-5), torch.float16: (1e-2, 5e-3), torch.bfloat16: (5e-2, 3e-2)}
+for backend, bname in ((SDPBackend.MATH, "math"), (SDPBackend.EFFICIENT_ATTENTION, "efficient")):
+    for dt in (torch.float32, torch.float16, torch.bfloat16):
+        rtol, atol = SDPA_TOL[dt]
+        tag = str(dt).replace("torch.", "")
+        for mode, shape in (("plain", (2, 3, 3, 5, 7, 8, 16)), ("causal", (1, 2, 2, 6, 6, 8, 8)),
+                            ("mask", (2, 2, 2, 5, 7, 8, 8)), ("bool_mask", (1, 2, 2, 6, 9, 16, 8)),
+                            ("gqa_causal", (2, 4, 2, 5, 5, 8, 8)), ("long_causal", (1, 2, 2, 70, 130, 16, 16))):
+            if dt != torch.float32 and mode.startswith("long"):
+                continue
+            m_ = "causal" if mode.endswith("causal") else mode
+            check(f"sdpa_{bname}_{mode}_{tag}", lambda: sdpa_run("cuda", dt, m_, shape, backend),
+                  lambda: sdpa_run("cpu", dt, m_, shape), rtol=rtol, atol=atol)
 
 # A kernel without a CPU twin (kthvalue's selection): the launch fails, never silently.
 try:
