@@ -10,7 +10,8 @@ channels-last), reflection padding, nearest and bilinear upsampling, softmax ove
 dimension, depthwise convolutions, RMS norm, pooling, softmax, layer norm, embedding's backward and
 the rest of these in float16 and bfloat16, batch norm's own kernels and group norm's backward through their aten entry
 points, gather, scatter, scatter_add, indexing with index tensors and index_put_, SGD
-with momentum and Adam with PyTorch's foreach kernels),
+with momentum and Adam with PyTorch's foreach kernels, torch.all/any, scaled_dot_product_attention
+on the math and memory-efficient backends and the latter's logsumexp),
 forward and, where it has one,
 backward, is computed on the device and on the CPU from the same inputs; the results must agree
 within float32 tolerance (the GPU kernels' order of summation and fused multiply-adds differ from
@@ -598,6 +599,25 @@ for backend, bname in ((SDPBackend.MATH, "math"), (SDPBackend.EFFICIENT_ATTENTIO
             m_ = "causal" if mode.endswith("causal") else mode
             check(f"sdpa_{bname}_{mode}_{tag}", lambda: sdpa_run("cuda", dt, m_, shape, backend),
                   lambda: sdpa_run("cpu", dt, m_, shape), rtol=rtol, atol=atol)
+
+
+def eff_lse(dev):
+    """The memory-efficient forward's logsumexp (B, H, M rounded up to 32; +inf in the padding)
+    and output, causal from the top left, on the device; the same from the CPU's float32."""
+    g = torch.Generator().manual_seed(9)
+    q, k_, v = (torch.randn(2, m_, 3, 16, generator=g) for m_ in (37, 50, 50))
+    if dev == "cpu":
+        s_ = torch.einsum("bmhk,bnhk->bhmn", q, k_) * 16 ** -0.5
+        s_ = s_.masked_fill(~torch.ones(37, 50, dtype=torch.bool).tril(), float("-inf"))
+        out, lse = torch.einsum("bhmn,bnhk->bmhk", s_.softmax(-1), v), torch.logsumexp(s_, -1)
+        return torch.cat([out.reshape(-1), lse.reshape(-1), torch.ones(2 * 3 * 27)])
+    out, lse = torch.ops.aten._efficient_attention_forward(q.cuda(), k_.cuda(), v.cuda(), None, None, None, None,
+                                                           None, 0.0, 1, True)[:2]
+    lse = lse.cpu()
+    return torch.cat([out.cpu().reshape(-1), lse[..., :37].reshape(-1), lse[..., 37:].isposinf().float().reshape(-1)])
+
+
+check("efficient_attention_logsumexp", lambda: eff_lse("cuda"), lambda: eff_lse("cpu"), rtol=1e-5, atol=1e-5)
 
 # A kernel without a CPU twin (kthvalue's selection): the launch fails, never silently.
 try:
