@@ -560,10 +560,11 @@ for dt, tol in ((torch.float32, 1e-6), (torch.float16, 1e-3), (torch.bfloat16, 1
 
 # scaled_dot_product_attention forced onto the math backend (matmuls, softmax and torch.all's
 # check of the mask) and onto the memory-efficient one (the fmha_cutlassF/fmha_cutlassB twins),
-# plain, causal, with an additive float mask (its gradient too), a boolean mask and grouped-query
-# heads; one case longer than a block of 64 queries and keys: output and the gradients of the
+# plain, causal (from the top left, and from the bottom right), with an additive float mask (its
+# gradient too), a boolean mask and grouped-query heads; one case longer than a block of 64 queries and keys: output and the gradients of the
 # inputs against the CPU's float32 on the same (rounded) inputs.
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.bias import causal_lower_right
 
 
 def sdpa_run(dev, dt, mode, shape, backend=None):
@@ -576,6 +577,8 @@ def sdpa_run(dev, dt, mode, shape, backend=None):
         kw["is_causal"] = True
     elif mode == "mask":
         ts.append(torch.randn(b_, h, m_, n_, generator=g))
+    elif mode == "lower_right":  # causal, aligned to the last key (the kernels' other mask type)
+        kw["attn_mask"] = causal_lower_right(m_, n_)
     elif mode == "bool_mask":  # every query keeps its diagonal key
         kw["attn_mask"] = ((torch.rand(m_, n_, generator=g) > 0.4) | torch.eye(m_, n_, dtype=torch.bool)).to(dev)
     ts = [t.to(dt).to(torch.float32 if dev == "cpu" else dt).to(dev).requires_grad_() for t in ts]
@@ -593,7 +596,8 @@ for backend, bname in ((SDPBackend.MATH, "math"), (SDPBackend.EFFICIENT_ATTENTIO
         tag = str(dt).replace("torch.", "")
         for mode, shape in (("plain", (2, 3, 3, 5, 7, 8, 16)), ("causal", (1, 2, 2, 6, 6, 8, 8)),
                             ("mask", (2, 2, 2, 5, 7, 8, 8)), ("bool_mask", (1, 2, 2, 6, 9, 16, 8)),
-                            ("gqa_causal", (2, 4, 2, 5, 5, 8, 8)), ("long_causal", (1, 2, 2, 70, 130, 16, 16))):
+                            ("lower_right", (2, 2, 2, 5, 9, 8, 8)), ("gqa_causal", (2, 4, 2, 5, 5, 8, 8)),
+                            ("long_causal", (1, 2, 2, 70, 130, 16, 16))):
             if dt != torch.float32 and mode.startswith("long"):
                 continue
             m_ = "causal" if mode.endswith("causal") else mode
