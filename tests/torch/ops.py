@@ -604,6 +604,18 @@ for backend, bname in ((SDPBackend.MATH, "math"), (SDPBackend.EFFICIENT_ATTENTIO
             check(f"sdpa_{bname}_{mode}_{tag}", lambda: sdpa_run("cuda", dt, m_, shape, backend),
                   lambda: sdpa_run("cpu", dt, m_, shape), rtol=rtol, atol=atol)
 
+# A query whose keys are all masked: its output row is 0 on both backends, as on the CPU (forward
+# only: the memory-efficient backward's exp(s - logsumexp) is NaN there).
+g_fm = torch.Generator().manual_seed(10)
+fm_q, fm_k, fm_v = (torch.randn(1, 2, n_, 8, generator=g_fm) for n_ in (4, 6, 6))
+fm_mask = torch.ones(4, 6, dtype=torch.bool)
+fm_mask[2] = False
+fm_want = F.scaled_dot_product_attention(fm_q, fm_k, fm_v, attn_mask=fm_mask)
+for backend, bname in ((SDPBackend.MATH, "math"), (SDPBackend.EFFICIENT_ATTENTION, "efficient")):
+    with sdpa_kernel(backend):
+        check(f"sdpa_{bname}_fully_masked_row", lambda: F.scaled_dot_product_attention(
+            fm_q.cuda(), fm_k.cuda(), fm_v.cuda(), attn_mask=fm_mask.cuda()), lambda: fm_want, rtol=1e-5, atol=1e-6)
+
 
 def eff_lse(dev):
     """The memory-efficient forward's logsumexp (B, H, M rounded up to 32; +inf in the padding)

@@ -28,15 +28,17 @@
  * the partial dq in a workspace the twin leaves alone): p_ij = exp(s_ij - logsumexp_i),
  * D_i = do_i . o_i (read from delta_ptr where PyTorch computed it, for float; computed and stored
  * there for the half types, whose kernels do it themselves), dv_j = sum_i p_ij do_i,
- * ds_ij = p_ij (do_i . v_j - D_i), dq_i = scale * sum_j ds_ij k_j, dk_j = scale * sum_i ds_ij q_i,
- * and grad_bias_ij = ds_ij when PyTorch asks for it. For float16/bfloat16, p and ds are rounded
- * to the element type before their products, as the kernel's shared-memory tiles are.
+ * ds_ij = p_ij (do_i . v_j - D_i), grad_bias_ij = ds_ij when PyTorch asks for it,
+ * dq_i = sum_j (scale ds_ij) k_j and dk_j = sum_i (scale ds_ij) q_i. For float16/bfloat16, p and
+ * scale * ds are rounded to the element type before their products, as the kernel's
+ * shared-memory tiles are.
  *
  * The arithmetic is float32 with each sum taken in index order: the GPU's tensor-core products
  * (3xTF32 for float on sm80) and its tile-wise order of summation (and the forward's running
  * rescaling when the keys exceed one block) round differently, so results equal a GPU's within
- * rounding, not bit for bit. A row whose keys are all masked gives what the kernel's epilogue
- * gives, 0 * (1 / 0): NaN outputs and a logsumexp of -inf.
+ * rounding, not bit for bit. A row whose keys are all masked gives what the kernel's source
+ * says: outputs 0 (its epilogue divides by 1 where the sum is 0) and a logsumexp of -inf, so
+ * that the backward's exp(s - logsumexp) is NaN there (not checked on a GPU).
  */
 #include <math.h>
 #include <stdio.h>
@@ -266,7 +268,7 @@ static void run_fwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
             if (pr != 0.0f)
               for (int64_t c = 0; c < hdv; c++) accf[c] += pr * ld(dt, vb, j * v_sm + c);
           }
-          float alpha = 1.0f / l;
+          float alpha = 1.0f / (l == 0.0f ? 1.0f : l); /* the epilogue's: a row of no keys gives 0 */
           char *orow = o0 + ((b * nq + i) * o_sm + h * hdv) * (int64_t)simtw_dt_size(dt);
           for (int64_t c = 0; c < hdv; c++) st(dt, orow, c, accf[c] * alpha);
           if (lse0) lse0[(b * nh + h) * lse_dim + i] = m / LOG2E + logf(l);
@@ -347,9 +349,10 @@ static void run_bwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
             p = expf(s - lse[i]);
             for (int64_t c = 0; c < hdv; c++) dp += ld(dt, gob, i * go_sm + c) * ld(dt, vb, j * v_sm + c);
           }
+          float d = rnd(dt, p) * (dp - dl[i]);
           pm[i * nk + j] = rnd(dt, p);
-          ds[i * nk + j] = rnd(dt, p * (dp - dl[i]));
-          if (gbb) st(dt, gbb, i * gb_sm + j, ds[i * nk + j]);
+          ds[i * nk + j] = rnd(dt, d * scale);
+          if (gbb) st(dt, gbb, i * gb_sm + j, d);
         }
       }
       for (int64_t j = 0; j < nk; j++) { /* dv_j and dk_j */
@@ -366,7 +369,7 @@ static void run_bwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
           if (d != 0.0f)
             for (int64_t c = 0; c < hd; c++) accv[c] += d * ld(dt, qb, i * q_sm + c);
         }
-        for (int64_t c = 0; c < hd; c++) st(dt, gkb, j * gk_sm + c, accv[c] * scale);
+        for (int64_t c = 0; c < hd; c++) st(dt, gkb, j * gk_sm + c, accv[c]);
       }
       for (int64_t i = 0; i < nq; i++) { /* dq_i */
         for (int64_t c = 0; c < hd; c++) accv[c] = 0.0f;
@@ -375,7 +378,7 @@ static void run_bwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
           if (d != 0.0f)
             for (int64_t c = 0; c < hd; c++) accv[c] += d * ld(dt, kb, j * k_sm + c);
         }
-        for (int64_t c = 0; c < hd; c++) st(dt, gqb, i * gq_sm + c, accv[c] * scale);
+        for (int64_t c = 0; c < hd; c++) st(dt, gqb, i * gq_sm + c, accv[c]);
       }
     }
   free(pm);
