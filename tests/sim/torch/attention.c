@@ -36,9 +36,9 @@
  * The arithmetic is float32 with each sum taken in index order: the GPU's tensor-core products
  * (3xTF32 for float on sm80) and its tile-wise order of summation (and the forward's running
  * rescaling when the keys exceed one block) round differently, so results equal a GPU's within
- * rounding, not bit for bit. A row whose keys are all masked gives what the kernel's source
- * says: outputs 0 (its epilogue divides by 1 where the sum is 0) and a logsumexp of -inf, so
- * that the backward's exp(s - logsumexp) is NaN there (not checked on a GPU).
+ * rounding, not bit for bit. A query whose keys are all masked gets what the kernel's source
+ * gives it: outputs 0 (the epilogue divides by 1 where the sum is 0) and a logsumexp of 0, so
+ * that the backward's p = exp(-inf - 0) and the query's gradients are 0.
  */
 #include <math.h>
 #include <stdio.h>
@@ -271,7 +271,9 @@ static void run_fwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
           float alpha = 1.0f / (l == 0.0f ? 1.0f : l); /* the epilogue's: a row of no keys gives 0 */
           char *orow = o0 + ((b * nq + i) * o_sm + h * hdv) * (int64_t)simtw_dt_size(dt);
           for (int64_t c = 0; c < hdv; c++) st(dt, orow, c, accf[c] * alpha);
-          if (lse0) lse0[(b * nh + h) * lse_dim + i] = m / LOG2E + logf(l);
+          /* the kernel's for a query with no keys: maximum 0 and sum 1, so a logsumexp of 0 */
+          if (lse0)
+            lse0[(b * nh + h) * lse_dim + i] = (m == -INFINITY ? 0.0f : m) / LOG2E + logf(l == 0.0f ? 1.0f : l);
         }
         if (lse0)
           for (int64_t i = end; i < lse_dim && i < first + kq; i++) lse0[(b * nh + h) * lse_dim + i] = INFINITY;
