@@ -33,7 +33,8 @@ q = torch.randn(1, 2, 5, 8, device="cuda")
 with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
     print(F.scaled_dot_product_attention(q, q, q, dropout_p=0.3).sum().item())
 PY
-ag_run "$d/dropout" env SIM_SEED=1 "$TORCH_SIM" "$PY" "$d/dropout.py"
+# (through an inner shell, whose report of the abort goes to dropout.err, not to this log)
+ag_run "$d/dropout" bash -c '"$@"; exit $?' bash env SIM_SEED=1 "$TORCH_SIM" "$PY" "$d/dropout.py"
 [ "$(cat "$d/dropout.rc")" != 0 ] || ag_fail "attention with dropout ran, but its twin does not implement dropout"
 grep -q '^sim: .*fmha_cutlassF.*: dropout (use_dropout set), which has no twin; not run' "$d/dropout.err" ||
   { tail -n 5 "$d/dropout.err" >&2; ag_fail "attention with dropout was not refused by its twin"; }
