@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # torch-sim-llama.sh — a LLaMA-style block's inference in bfloat16 on the simulator
-# (tests/torch/llama.py: RMSNorm as float arithmetic, rotary embeddings, causal attention written
-# out, SiLU-gated MLP; the same input every step):
+# (tests/torch/llama.py: RMSNorm as float arithmetic, rotary embeddings, causal attention through
+# scaled_dot_product_attention's memory-efficient backend, SiLU-gated MLP; the same input every
+# step):
 #   - without the library its output's sum equals the float32 CPU block's within bfloat16's
 #     tolerance (relative 2e-2);
 #   - with the library (another simulator seed): the same output, bit for bit;

@@ -11,7 +11,8 @@ dimension, depthwise convolutions, RMS norm, pooling, softmax, layer norm, embed
 the rest of these in float16 and bfloat16, batch norm's own kernels and group norm's backward through their aten entry
 points, gather, scatter, scatter_add, indexing with index tensors and index_put_, SGD
 with momentum and Adam with PyTorch's foreach kernels, and SGD, Adam and AdamW with fused=True, also
-under GradScaler),
+under GradScaler, torch.all/any, scaled_dot_product_attention on the math and memory-efficient
+backends and the latter's logsumexp),
 forward and, where it has one,
 backward, is computed on the device and on the CPU from the same inputs; the results must agree
 within float32 tolerance (the GPU kernels' order of summation and fused multiply-adds differ from
@@ -23,6 +24,7 @@ and `ops: N ok` at the end; exits non-zero on the first mismatch.
 """
 import sys
 
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -135,6 +137,10 @@ ops = {
     "min_dim": lambda a, b, c: torch.stack([a.min(0)[0], a.min(0)[1].float()]),
     "max_all": lambda a, b, c: a.max(),
     "min_all": lambda a, b, c: a.min(),
+    "all": lambda a, b, c: torch.stack([(a > -3).all(), (a > -1.5).all()]),
+    "any_dim": lambda a, b, c: (a > 1).any(1),
+    "all_float_dim1": lambda a, b, c: (a * (a > -1)).all(1),
+    "any_long": lambda a, b, c: torch.stack([(a * 2).long().any(), (a > 5).long().any()]),
     "eq": lambda a, b, c: a.argmax(-1) == labels.to(a.device),
     "ne_float": lambda a, b, c: a != a.clamp(-0.5, 0.5),
     "lt_tensor": lambda a, b, c: a < b - 1,
@@ -552,6 +558,90 @@ for dt, tol in ((torch.float32, 1e-6), (torch.float16, 1e-3), (torch.bfloat16, 1
             check(f"embedding_bag_{mode}{'_padding' if pad else ''}_{name}",
                   lambda: F.embedding_bag(ei.cuda(), ew.cuda(), eo.cuda(), mode=mode, padding_idx=pad),
                   lambda: F.embedding_bag(ei, ew.float(), eo, mode=mode, padding_idx=pad).to(dt), rtol=tol, atol=tol)
+
+# scaled_dot_product_attention forced onto the math backend (matmuls, softmax and torch.all's
+# check of the mask) and onto the memory-efficient one (the fmha_cutlassF/fmha_cutlassB twins),
+# plain, causal (from the top left, and from the bottom right), with an additive float mask (its
+# gradient too), a boolean mask and grouped-query heads; one case longer than a block of 64 queries and keys: output and the gradients of the
+# inputs against the CPU's float32 on the same (rounded) inputs.
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.bias import causal_lower_right
+
+
+def sdpa_run(dev, dt, mode, shape, backend=None):
+    b_, h, hk, m_, n_, k_, kv = shape
+    g = torch.Generator().manual_seed(8)
+    ts = [torch.randn(b_, h, m_, k_, generator=g), torch.randn(b_, hk, n_, k_, generator=g),
+          torch.randn(b_, hk, n_, kv, generator=g)]
+    kw = {"enable_gqa": hk != h}
+    if mode == "causal":
+        kw["is_causal"] = True
+    elif mode == "mask":
+        ts.append(torch.randn(b_, h, m_, n_, generator=g))
+    elif mode == "lower_right":  # causal, aligned to the last key (the kernels' other mask type)
+        kw["attn_mask"] = causal_lower_right(m_, n_)
+    elif mode == "bool_mask":  # every query keeps its diagonal key
+        kw["attn_mask"] = ((torch.rand(m_, n_, generator=g) > 0.4) | torch.eye(m_, n_, dtype=torch.bool)).to(dev)
+    ts = [t.to(dt).to(torch.float32 if dev == "cpu" else dt).to(dev).requires_grad_() for t in ts]
+    with sdpa_kernel(backend) if backend is not None else contextlib.nullcontext():
+        out = F.scaled_dot_product_attention(ts[0], ts[1], ts[2], attn_mask=ts[3], **kw) if mode == "mask" else \
+            F.scaled_dot_product_attention(*ts, **kw)
+        out.backward(torch.randn(out.shape, generator=g).to(dt).to(out.dtype).to(dev))
+    return torch.cat([out.detach().float().cpu().reshape(-1)] + [t.grad.float().cpu().reshape(-1) for t in ts])
+
+
+SDPA_TOL = {torch.float32: (1e-4, 1e-5), torch.float16: (1e-2, 5e-3), torch.bfloat16: (5e-2, 3e-2)}
+for backend, bname in ((SDPBackend.MATH, "math"), (SDPBackend.EFFICIENT_ATTENTION, "efficient")):
+    for dt in (torch.float32, torch.float16, torch.bfloat16):
+        rtol, atol = SDPA_TOL[dt]
+        tag = str(dt).replace("torch.", "")
+        for mode, shape in (("plain", (2, 3, 3, 5, 7, 8, 16)), ("causal", (1, 2, 2, 6, 6, 8, 8)),
+                            ("mask", (2, 2, 2, 5, 7, 8, 8)), ("bool_mask", (1, 2, 2, 6, 9, 16, 8)),
+                            ("lower_right", (2, 2, 2, 5, 9, 8, 8)), ("gqa_causal", (2, 4, 2, 5, 5, 8, 8)),
+                            ("long_causal", (1, 2, 2, 70, 130, 16, 16))):
+            if dt != torch.float32 and mode.startswith("long"):
+                continue
+            m_ = "causal" if mode.endswith("causal") else mode
+            check(f"sdpa_{bname}_{mode}_{tag}", lambda: sdpa_run("cuda", dt, m_, shape, backend),
+                  lambda: sdpa_run("cpu", dt, m_, shape), rtol=rtol, atol=atol)
+
+# A query whose keys are all masked: its output row and its gradients are 0 on both backends, as
+# on the CPU, and the other rows' are unharmed.
+fm_mask = torch.ones(4, 6, dtype=torch.bool)
+fm_mask[2] = False
+
+
+def fully_masked(dev, backend=None):
+    g = torch.Generator().manual_seed(10)
+    ts = [torch.randn(1, 2, n_, 8, generator=g).to(dev).requires_grad_() for n_ in (4, 6, 6)]
+    with sdpa_kernel(backend) if backend is not None else contextlib.nullcontext():
+        out = F.scaled_dot_product_attention(*ts, attn_mask=fm_mask.to(dev))
+        out.backward(torch.randn(out.shape, generator=g).to(dev))
+    return torch.cat([out.detach().cpu().reshape(-1)] + [t.grad.cpu().reshape(-1) for t in ts])
+
+
+for backend, bname in ((SDPBackend.MATH, "math"), (SDPBackend.EFFICIENT_ATTENTION, "efficient")):
+    check(f"sdpa_{bname}_fully_masked_row", lambda: fully_masked("cuda", backend), lambda: fully_masked("cpu"),
+          rtol=1e-4, atol=1e-5)
+
+
+def eff_lse(dev):
+    """The memory-efficient forward's logsumexp (B, H, M rounded up to 32; +inf in the padding)
+    and output, causal from the top left, on the device; the same from the CPU's float32."""
+    g = torch.Generator().manual_seed(9)
+    q, k_, v = (torch.randn(2, m_, 3, 16, generator=g) for m_ in (37, 50, 50))
+    if dev == "cpu":
+        s_ = torch.einsum("bmhk,bnhk->bhmn", q, k_) * 16 ** -0.5
+        s_ = s_.masked_fill(~torch.ones(37, 50, dtype=torch.bool).tril(), float("-inf"))
+        out, lse = torch.einsum("bhmn,bnhk->bmhk", s_.softmax(-1), v), torch.logsumexp(s_, -1)
+        return torch.cat([out.reshape(-1), lse.reshape(-1), torch.ones(2 * 3 * 27)])
+    out, lse = torch.ops.aten._efficient_attention_forward(q.cuda(), k_.cuda(), v.cuda(), None, None, None, None,
+                                                           None, 0.0, 1, True)[:2]
+    lse = lse.cpu()
+    return torch.cat([out.cpu().reshape(-1), lse[..., :37].reshape(-1), lse[..., 37:].isposinf().float().reshape(-1)])
+
+
+check("efficient_attention_logsumexp", lambda: eff_lse("cuda"), lambda: eff_lse("cpu"), rtol=1e-5, atol=1e-5)
 
 # A kernel without a CPU twin (kthvalue's selection): the launch fails, never silently.
 try:

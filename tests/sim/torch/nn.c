@@ -871,5 +871,6 @@ int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
     k->run = run_amp_update_scale;
   }
   if (k->run) return 1;
-  return simtw_conv_resolve(dm, k) || simtw_norm_resolve(dm, k) || simtw_rnn_resolve(dm, k);
+  return simtw_conv_resolve(dm, k) || simtw_norm_resolve(dm, k) || simtw_rnn_resolve(dm, k) ||
+         simtw_attn_resolve(dm, k);
 }

@@ -749,7 +749,8 @@ size_t simtw_oc_size(int n) { return oc_size(n); }
 /* ---- frameworks ---- */
 
 enum { FW_CONTIG, FW_CAST, FW_LEGACY, FW_LEGACY_CAST, FW_REDUCE, FW_MTA, FW_ARANGE, FW_NN, FW_LPCLEAN, FW_FLIP, FW_ASSERT };
-enum { RED_SUM, RED_MEAN, RED_NORM2, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN, RED_WELFORD, RED_MINMAX };
+enum { RED_SUM, RED_MEAN, RED_NORM2, RED_MAX, RED_MIN, RED_MAXOPS, RED_MINOPS, RED_ARGMAX, RED_ARGMIN, RED_WELFORD, RED_MINMAX,
+       RED_ALL, RED_ANY };
 
 typedef struct twin {
   char *name;
@@ -1043,6 +1044,22 @@ static void run_reduce(const twin_t *t, void **args) {
       simtw_store(t->red_out_dt, (char *)dst + out_off, simtw_fval(take_sqrt ? sqrtf(var) : var));
       if (rdi(rp, RO_FLAGS + 4) >= 2)
         simtw_store(t->red_dt, (char *)dst1 + out_off, simtw_fval(mean));
+      continue;
+    }
+    if (t->red == RED_ALL || t->red == RED_ANY) {
+      /* and_kernel_cuda / or_kernel_cuda: each input converted to bool (nonzero, NaN true), folded
+       * from ident; the arg_t is bool, so a reduction split over several launches would keep its
+       * partials in acc_buf as bytes, which has no twin */
+      if (accumulate || !final_output) {
+        fprintf(stderr, "sim: %s: a boolean reduction over several launches, which has no twin; not run\n", t->name);
+        abort();
+      }
+      int v = r0[1] != 0;
+      for (int i = 0; i < num_inputs; i++) {
+        int x = simtw_cast(simtw_load(t->red_dt, in + oc_get(r + RO_IN_CALC, 1, 0, (uint32_t)i)), DT_BOOL).i != 0;
+        v = t->red == RED_ALL ? v && x : v || x;
+      }
+      simtw_store(DT_BOOL, (char *)dst + out_off, simtw_ival(v));
       continue;
     }
     if (t->red == RED_MINMAX) { /* combine's min and max from ident, in index order */
@@ -1615,6 +1632,10 @@ static const struct {
     {"func_wrapper_t<c10::BFloat16, at::native::MaxNanFunctor<c10::BFloat16>", RED_MAX, DT_BF16, DT_BF16},
     {"func_wrapper_t<c10::Half, at::native::MinNanFunctor<c10::Half>", RED_MIN, DT_F16, DT_F16},
     {"func_wrapper_t<c10::BFloat16, at::native::MinNanFunctor<c10::BFloat16>", RED_MIN, DT_BF16, DT_BF16},
+    /* torch.all / torch.any of any element type (DT_NONE: every type dtype.c reads) into bool:
+     * ops an empty lambda and arg_t bool, ident at 1 and the config at 4 */
+    {"func_wrapper_t<bool, at::native::and_kernel_cuda(", RED_ALL, DT_NONE, DT_BOOL},
+    {"func_wrapper_t<bool, at::native::or_kernel_cuda(", RED_ANY, DT_NONE, DT_BOOL},
 };
 
 /* reduce_kernel<…, ReduceOp<T, WelfordOps<T, float, int, pair<T, T>>, unsigned int, T, …>> (var,
@@ -1658,7 +1679,8 @@ static int resolve_reduce(const char *dm, twin_t *t) {
   }
   int hit = -1;
   for (size_t i = 0; i < sizeof REDUCTIONS / sizeof REDUCTIONS[0] && hit < 0; i++)
-    if (strncmp(e, REDUCTIONS[i].prefix, strlen(REDUCTIONS[i].prefix)) == 0 && REDUCTIONS[i].in == t->red_dt)
+    if (strncmp(e, REDUCTIONS[i].prefix, strlen(REDUCTIONS[i].prefix)) == 0 &&
+        (REDUCTIONS[i].in == t->red_dt || (REDUCTIONS[i].in == DT_NONE && simtw_dt_size(t->red_dt))))
       hit = (int)i;
   if (hit < 0 || !(p = strstr(e, ", unsigned int, "))) return 0;
   t->red_out_dt = simtw_dt_parse(p + 16, &e);
@@ -1667,6 +1689,7 @@ static int resolve_reduce(const char *dm, twin_t *t) {
   t->red_shift = t->red >= RED_MAXOPS ? 16 : t->red_dt == DT_I64 ? 8 : 0;
   if ((t->red == RED_MAX || t->red == RED_MIN) && simtw_dt_size(t->red_dt) == 2)
     t->red_shift = -4; /* a 2-byte arg_t: ident at 2, the config at 4 */
+  if (t->red == RED_ALL || t->red == RED_ANY) t->red_shift = -4; /* arg_t bool: likewise */
   /* the pointers after the calculators are 8-aligned: with the config at 4 they move by 8 */
   t->red_shift_ptr = t->red_shift < 0 ? -8 : t->red_shift;
   t->fw = FW_REDUCE;

@@ -118,6 +118,9 @@ int simtw_sort_resolve(const char *dm, simtw_nn_t *k);
 int simtw_embbag_resolve(const char *dm, simtw_nn_t *k);
 /* flash.c: the FlashAttention-2 kernels of scaled_dot_product_attention's flash backend. */
 int simtw_flash_resolve(const char *dm, simtw_nn_t *k);
+/* attention.c: the memory-efficient attention kernels of scaled_dot_product_attention
+ * (fmha_cutlassF forward, fmha_cutlassB backward), reached through simtw_nn_resolve. */
+int simtw_attn_resolve(const char *dm, simtw_nn_t *k);
 /* The same for multiout.c's kernels (batch norm's update of the running statistics). */
 int simtw_multiout_resolve(const char *dm, simtw_nn_t *k);
 /* The same for fusedopt.c's kernels (SGD, Adam and AdamW with fused=True). */
