@@ -114,6 +114,10 @@ ops = {
     "cat0": lambda a, b, c: torch.cat([a, b, a]),
     "cat1": lambda a, b, c: torch.cat([a, b.t().contiguous().t()], 1),
     "cat_3d": lambda a, b, c: torch.cat([a.reshape(2, 3, 5), b.reshape(2, 3, 5)], 2),
+    # Slices of 80 and 160 bytes: PyTorch's vectorized cat (16-byte vectors over the flattened
+    # trailing dimensions), along the last and a middle dimension.
+    "cat_vec_last": lambda a, b, c: torch.cat([a.repeat(2, 4), b.repeat(2, 4)], 1),
+    "cat_vec_mid": lambda a, b, c: torch.cat([a.repeat(2, 4).reshape(6, 2, 20), b.repeat(2, 4).reshape(6, 2, 20)], 1),
     "pow2": lambda a, b, c: a ** 2,
     "pow3": lambda a, b, c: a ** 3,
     "pow_m2": lambda a, b, c: b ** -2,

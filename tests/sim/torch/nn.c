@@ -415,7 +415,8 @@ static void run_index_select(const simtw_nn_t *k, dim3 grid, dim3 block, void **
  * dimSize[batch], nElements[batch]; bool isContiguous[batch]; TensorSizeStride<unsigned, 4>
  * tensorStride[stride_size]}, TensorSizeStride<unsigned, 4> os {sizes[4], strides[4]},
  * int concatDim, unsigned dimStride): blockIdx.y picks the input; its element i goes to
- * output[offset * dimStride + CatArrIndexToOffset(os, dimSize, i)], read at i when contiguous. */
+ * output[offset * dimStride + CatArrIndexToOffset(os, dimSize, i)], read at i when contiguous.
+ * p[4], p[5]: the vectorized variant's alignment and elements per vector, else 0. */
 static uint64_t cat_offset(const uint32_t *sizes, const uint32_t *strides, uint32_t dim_size,
                            int concat_dim, int dims, uint64_t i) {
   uint64_t off = 0;
@@ -450,6 +451,21 @@ static void run_cat(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
     const char *ts = tss + 32 * (nstride > 1 ? y : 0);
     memcpy(isz, ts, 16);
     memcpy(ist, ts + 16, 16);
+    if (k->p[4]) {
+      /* CatArrayBatchedCopy_vectorized<…, alignment, elems_per_vec>: the last parameter is the
+       * output's trailing size (its stride at the concatenated dimension), and the kernel works
+       * in vectors of `alignment` bytes: the host flattened the dimensions from the
+       * concatenated one on (Dims = dim + 1) and gave the output's sizes and strides in
+       * vectors; offset and dimSize are scaled by trailing / elems_per_vec. Inputs are
+       * contiguous. */
+      uint32_t align = (uint32_t)k->p[4], epv = (uint32_t)k->p[5], trailing = dim_stride;
+      uint32_t voff = off * trailing / epv, vdim = dim_size * trailing / epv;
+      for (uint64_t v = 0; v < n / epv; v++) {
+        uint64_t o = (uint64_t)voff * align + cat_offset(osz, ost, vdim, concat_dim, dims, v) * align;
+        memcpy(out + o, in + align * v, align);
+      }
+      continue;
+    }
     for (uint64_t i = 0; i < n; i++) {
       uint64_t o = (uint64_t)off * dim_stride + cat_offset(osz, ost, dim_size, concat_dim, dims, i);
       uint64_t s = contig[y] ? i : cat_offset(isz, ist, dim_size, concat_dim, dims, i);
@@ -843,7 +859,9 @@ int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
              strstr(p, ">, unsigned int, ")) {
     /* <OpaqueType<es>, unsigned int, Dims, batch, stride_size, …> */
     const char *o = strchr(p, '<');
-    if (targ(o, 2, &k->p[1]) && targ(o, 3, &k->p[2]) && targ(o, 4, &k->p[3]) && k->p[1] >= 1 && k->p[1] <= 4)
+    if (targ(o, 2, &k->p[1]) && targ(o, 3, &k->p[2]) && targ(o, 4, &k->p[3]) && k->p[1] >= 1 && k->p[1] <= 4 &&
+        (!strstr(p, "::CatArrayBatchedCopy_vectorized<") ||
+         (targ(o, 5, &k->p[4]) && targ(o, 6, &k->p[5]) && k->p[4] > 0 && k->p[5] > 0 && k->p[4] % k->p[5] == 0)))
       k->run = run_cat;
   } else if ((p = strstr(dm, "::vectorized_layer_norm_kernel<")) && ln_types(p, k) && targ(strchr(p, '<'), 2, &k->p[0])) {
     k->run = run_ln_vec;
