@@ -185,7 +185,9 @@ int dnn_handle_ok(cudnnHandle_t h) { return h && h->magic == DNN_MAGIC_HANDLE; }
 static const char *const kernel_names[DNN_K_COUNT] = {
     CUDNNSIM_K_CONV,          CUDNNSIM_K_ADD,      CUDNNSIM_K_ACT,
     CUDNNSIM_K_CBA,           CUDNNSIM_K_CONV_BWD_DATA, CUDNNSIM_K_CONV_BWD_FILTER,
-    CUDNNSIM_K_BN_TRAIN,      CUDNNSIM_K_BN_INFER, CUDNNSIM_K_BN_BWD};
+    CUDNNSIM_K_BN_TRAIN,      CUDNNSIM_K_BN_INFER, CUDNNSIM_K_BN_BWD,
+    CUDNNSIM_K_RNN_FWD,       CUDNNSIM_K_RNN_BWD_GATE, CUDNNSIM_K_RNN_BWD_DX,
+    CUDNNSIM_K_RNN_BWD_W};
 
 cudnnStatus_t cudnnCreate(cudnnHandle_t *handle) {
   DNN_FAULT(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED);
