@@ -1,0 +1,443 @@
+/* dnn-rnn.cu — cuDNN's RNN API (the calls PyTorch's cuDNN RNN path makes) against a
+ * double-precision reference written here from cuDNN's documented cell equations.
+ *
+ * For each cell (RNN_RELU, RNN_TANH, LSTM, GRU), uni- and bidirectional, two layers, both
+ * sequence-major and batch-major data: the weights are set through the pointers
+ * cudnnGetRNNWeightParams gives; cudnnRNNForward (training) must give y, hy and cy within 1e-5 of
+ * the reference, the inference mode the same bits; cudnnRNNBackwardData_v8 and
+ * cudnnRNNBackwardWeights_v8 must give the gradients of L = sum(y * gy) + sum(hy * ghy)
+ * (+ sum(cy * gcy)) that central differences of the reference give (every weight, input and
+ * initial state element; tolerance 1e-3 absolute plus relative). CUDNN_WGRAD_MODE_ADD adds to
+ * what dw holds, SET overwrites. Then: no biases (CUDNN_RNN_NO_BIAS) and NULL initial states
+ * against the reference; a forward captured from a stream into a CUDA graph is one kernel node
+ * per layer and its replay gives the eager bits; statuses for bad and unsupported requests.
+ */
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include "check.h"
+
+static cudnnHandle_t dnn;
+
+struct Net {
+  cudnnRNNMode_t mode;
+  int L, D, T, B, I, H, bias, batch_major;
+};
+
+static int gates(cudnnRNNMode_t m) { return m == CUDNN_LSTM ? 4 : m == CUDNN_GRU ? 3 : 1; }
+
+/* Offsets (elements) of every matrix and bias in the weight space, from cudnnGetRNNWeightParams. */
+struct Layout {
+  std::vector<long> m, b; /* [pseudo-layer * 2G + linLayerID] */
+  size_t bytes;
+};
+
+static unsigned long long rng = 88172645463325252ULL;
+static float urand(void) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (float)((rng >> 40) / (double)(1 << 24)) - 0.5f;
+}
+
+/* The reference forward in double. x [T][B][I] (seq-major), h0/c0 [L*D][B][H] (may be NULL),
+ * w the weight space; y [T][B][D*H], hy, cy. */
+static void ref_forward(const Net &n, const Layout &lay, const double *w, const double *x,
+                        const double *h0, const double *c0, double *y, double *hy, double *cy) {
+  int G = gates(n.mode), H = n.H, HD = n.D * H;
+  std::vector<double> in(x, x + (size_t)n.T * n.B * n.I), out((size_t)n.T * n.B * HD);
+  int insz = n.I;
+  for (int l = 0; l < n.L; l++) {
+    for (int d = 0; d < n.D; d++) {
+      int p = l * n.D + d;
+      for (int b = 0; b < n.B; b++) {
+        std::vector<double> h(H), c(H);
+        for (int j = 0; j < H; j++) {
+          h[j] = h0 ? h0[((size_t)p * n.B + b) * H + j] : 0;
+          c[j] = c0 ? c0[((size_t)p * n.B + b) * H + j] : 0;
+        }
+        for (int s = 0; s < n.T; s++) {
+          int t = d ? n.T - 1 - s : s;
+          std::vector<double> a(G * H), r(G * H), hn(H);
+          for (int g = 0; g < G; g++)
+            for (int j = 0; j < H; j++) {
+              double ax = 0, ah = 0;
+              for (int k = 0; k < insz; k++)
+                ax += w[lay.m[p * 2 * G + g] + j * insz + k] * in[((size_t)t * n.B + b) * insz + k];
+              for (int k = 0; k < H; k++) ah += w[lay.m[p * 2 * G + G + g] + j * H + k] * h[k];
+              if (n.bias) ax += w[lay.b[p * 2 * G + g] + j], ah += w[lay.b[p * 2 * G + G + g] + j];
+              a[g * H + j] = ax, r[g * H + j] = ah;
+            }
+          for (int j = 0; j < H; j++) {
+            auto sg = [](double v) { return 1 / (1 + exp(-v)); };
+            if (n.mode == CUDNN_LSTM) {
+              double i_ = sg(a[j] + r[j]), f = sg(a[H + j] + r[H + j]);
+              double g_ = tanh(a[2 * H + j] + r[2 * H + j]), o = sg(a[3 * H + j] + r[3 * H + j]);
+              c[j] = f * c[j] + i_ * g_;
+              hn[j] = o * tanh(c[j]);
+            } else if (n.mode == CUDNN_GRU) {
+              double rr = sg(a[j] + r[j]), z = sg(a[H + j] + r[H + j]);
+              double nn = tanh(a[2 * H + j] + rr * r[2 * H + j]);
+              hn[j] = (1 - z) * nn + z * h[j];
+            } else {
+              double v = a[j] + r[j];
+              hn[j] = n.mode == CUDNN_RNN_TANH ? tanh(v) : (v > 0 ? v : 0);
+            }
+          }
+          h = hn;
+          for (int j = 0; j < H; j++) out[((size_t)t * n.B + b) * HD + d * H + j] = h[j];
+        }
+        for (int j = 0; j < H; j++) {
+          hy[((size_t)p * n.B + b) * H + j] = h[j];
+          if (cy) cy[((size_t)p * n.B + b) * H + j] = c[j];
+        }
+      }
+    }
+    in = out;
+    insz = HD;
+  }
+  memcpy(y, out.data(), out.size() * sizeof(double));
+}
+
+struct Descs {
+  cudnnRNNDescriptor_t rnn;
+  cudnnDropoutDescriptor_t drop;
+  cudnnRNNDataDescriptor_t xd, yd;
+  cudnnTensorDescriptor_t hd;
+};
+
+static Descs make_descs(const Net &n, cudnnRNNBiasMode_t bias) {
+  Descs s;
+  CHECK_DNN(cudnnCreateDropoutDescriptor(&s.drop));
+  CHECK_DNN(cudnnSetDropoutDescriptor(s.drop, dnn, 0.0f, NULL, 0, 0));
+  CHECK_DNN(cudnnCreateRNNDescriptor(&s.rnn));
+  CHECK_DNN(cudnnSetRNNDescriptor_v8(s.rnn, CUDNN_RNN_ALGO_STANDARD, n.mode, bias,
+                                     n.D == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
+                                     CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
+                                     CUDNN_DEFAULT_MATH, n.I, n.H, n.H, n.L, s.drop,
+                                     CUDNN_RNN_PADDED_IO_ENABLED));
+  std::vector<int> lens(n.B, n.T);
+  cudnnRNNDataLayout_t layout = n.batch_major ? CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED
+                                              : CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED;
+  CHECK_DNN(cudnnCreateRNNDataDescriptor(&s.xd));
+  CHECK_DNN(cudnnSetRNNDataDescriptor(s.xd, CUDNN_DATA_FLOAT, layout, n.T, n.B, n.I, lens.data(), NULL));
+  CHECK_DNN(cudnnCreateRNNDataDescriptor(&s.yd));
+  CHECK_DNN(cudnnSetRNNDataDescriptor(s.yd, CUDNN_DATA_FLOAT, layout, n.T, n.B, n.D * n.H, lens.data(), NULL));
+  int dims[3] = {n.L * n.D, n.B, n.H}, strides[3] = {n.B * n.H, n.H, 1};
+  CHECK_DNN(cudnnCreateTensorDescriptor(&s.hd));
+  CHECK_DNN(cudnnSetTensorNdDescriptor(s.hd, CUDNN_DATA_FLOAT, 3, dims, strides));
+  return s;
+}
+
+static void free_descs(Descs &s) {
+  CHECK_DNN(cudnnDestroyRNNDescriptor(s.rnn));
+  CHECK_DNN(cudnnDestroyDropoutDescriptor(s.drop));
+  CHECK_DNN(cudnnDestroyRNNDataDescriptor(s.xd));
+  CHECK_DNN(cudnnDestroyRNNDataDescriptor(s.yd));
+  CHECK_DNN(cudnnDestroyTensorDescriptor(s.hd));
+}
+
+static Layout layout_of(const Net &n, const Descs &s, void *w) {
+  Layout lay;
+  CHECK_DNN(cudnnGetRNNWeightSpaceSize(dnn, s.rnn, &lay.bytes));
+  int G = gates(n.mode);
+  cudnnTensorDescriptor_t md, bd;
+  CHECK_DNN(cudnnCreateTensorDescriptor(&md));
+  CHECK_DNN(cudnnCreateTensorDescriptor(&bd));
+  for (int p = 0; p < n.L * n.D; p++)
+    for (int id = 0; id < 2 * G; id++) {
+      void *m = NULL, *b = NULL;
+      CHECK_DNN(cudnnGetRNNWeightParams(dnn, s.rnn, p, lay.bytes, w, id, md, &m, bd, &b));
+      cudnnDataType_t dt;
+      int nb, dim[3], str[3];
+      CHECK_DNN(cudnnGetTensorNdDescriptor(md, 3, &dt, &nb, dim, str));
+      int in = id >= G ? n.H : (p / n.D == 0 ? n.I : n.D * n.H);
+      CHECK(nb == 3 && dim[0] == 1 && dim[1] == n.H && dim[2] == in && str[2] == 1);
+      lay.m.push_back((long)(((char *)m - (char *)w) / 4));
+      if (n.bias) {
+        CHECK_DNN(cudnnGetTensorNdDescriptor(bd, 3, &dt, &nb, dim, str));
+        CHECK(nb == 3 && dim[1] == n.H && dim[2] == 1);
+        lay.b.push_back((long)(((char *)b - (char *)w) / 4));
+      } else {
+        CHECK_PTR(b, ==, NULL);
+      }
+    }
+  CHECK_DNN(cudnnDestroyTensorDescriptor(md));
+  CHECK_DNN(cudnnDestroyTensorDescriptor(bd));
+  return lay;
+}
+
+static float *dev(const std::vector<float> &h) {
+  float *d;
+  CHECK_CUDA(cudaMalloc(&d, h.size() * 4 + 4));
+  CHECK_CUDA(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+  return d;
+}
+
+static std::vector<float> host(const float *d, size_t n) {
+  std::vector<float> h(n);
+  CHECK_CUDA(cudaMemcpy(h.data(), d, n * 4, cudaMemcpyDeviceToHost));
+  return h;
+}
+
+static std::vector<float> rand_vec(size_t n) {
+  std::vector<float> v(n);
+  for (auto &e : v) e = urand();
+  return v;
+}
+
+/* The user's x or y (layout of n) at (t, b, v) in seq-major order. */
+static size_t uoff(const Net &n, int t, int b, int v, int vs) {
+  return n.batch_major ? ((size_t)b * n.T + t) * vs + v : ((size_t)t * n.B + b) * vs + v;
+}
+
+static void near(const char *what, double got, double want, double tol, const Net &n, size_t i) {
+  if (!(fabs(got - want) <= tol * (1 + fabs(want))))
+    CHECK_FAIL_("mode %d D %d batch_major %d bias %d: %s[%zu] = %.8g, reference %.8g", n.mode,
+                n.D, n.batch_major, n.bias, what, i, got, want);
+}
+
+static double maxdiff = 0;
+
+static void run(const Net &n, int with_states) {
+  int G = gates(n.mode), HD = n.D * n.H, lstm = n.mode == CUDNN_LSTM;
+  Descs s = make_descs(n, n.bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS);
+  size_t wbytes;
+  CHECK_DNN(cudnnGetRNNWeightSpaceSize(dnn, s.rnn, &wbytes));
+  size_t nw = wbytes / 4, nx = (size_t)n.T * n.B * n.I, ny = (size_t)n.T * n.B * HD;
+  size_t nh = (size_t)n.L * n.D * n.B * n.H;
+  std::vector<float> w = rand_vec(nw), x = rand_vec(nx), h0 = rand_vec(nh), c0 = rand_vec(nh);
+  std::vector<float> gy = rand_vec(ny), ghy = rand_vec(nh), gcy = rand_vec(nh);
+  float *dw_ = dev(w), *dx_ = dev(x), *dh0 = dev(h0), *dc0 = dev(c0);
+  Layout lay = layout_of(n, s, dw_);
+  size_t ws, rs, wsi, rsi;
+  CHECK_DNN(cudnnGetRNNTempSpaceSizes(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, s.xd, &ws, &rs));
+  CHECK_DNN(cudnnGetRNNTempSpaceSizes(dnn, s.rnn, CUDNN_FWD_MODE_INFERENCE, s.xd, &wsi, &rsi));
+  CHECK_INT(rsi, ==, 0);
+  void *work, *res, *worki;
+  CHECK_CUDA(cudaMalloc(&work, ws));
+  CHECK_CUDA(cudaMalloc(&res, rs));
+  CHECK_CUDA(cudaMalloc(&worki, wsi));
+  float *y, *hy, *cy, *yi, *hyi;
+  CHECK_CUDA(cudaMalloc(&y, ny * 4));
+  CHECK_CUDA(cudaMalloc(&yi, ny * 4));
+  CHECK_CUDA(cudaMalloc(&hy, nh * 4));
+  CHECK_CUDA(cudaMalloc(&hyi, nh * 4));
+  CHECK_CUDA(cudaMalloc(&cy, nh * 4));
+  const float *hx = with_states ? dh0 : NULL, *cx = with_states && lstm ? dc0 : NULL;
+  cudnnTensorDescriptor_t cd = lstm ? s.hd : NULL;
+  CHECK_DNN(cudnnRNNForward(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, NULL, s.xd, dx_, s.yd, y, s.hd,
+                            hx, hy, cd, cx, lstm ? cy : NULL, wbytes, dw_, ws, work, rs, res));
+  CHECK_DNN(cudnnRNNForward(dnn, s.rnn, CUDNN_FWD_MODE_INFERENCE, NULL, s.xd, dx_, s.yd, yi, s.hd,
+                            hx, hyi, cd, cx, NULL, wbytes, dw_, wsi, worki, 0, NULL));
+
+  /* Reference, in seq-major order. */
+  std::vector<double> W(w.begin(), w.end()), X(nx), H0(h0.begin(), h0.end()), C0(c0.begin(), c0.end());
+  for (int t = 0; t < n.T; t++)
+    for (int b = 0; b < n.B; b++)
+      for (int k = 0; k < n.I; k++) X[((size_t)t * n.B + b) * n.I + k] = x[uoff(n, t, b, k, n.I)];
+  const double *rh = with_states ? H0.data() : NULL, *rc = with_states && lstm ? C0.data() : NULL;
+  std::vector<double> RY(ny), RH(nh), RC(nh);
+  ref_forward(n, lay, W.data(), X.data(), rh, rc, RY.data(), RH.data(), lstm ? RC.data() : NULL);
+  std::vector<float> Y = host(y, ny), Yi = host(yi, ny), HY = host(hy, nh), HYi = host(hyi, nh);
+  std::vector<float> CY = host(cy, nh);
+  for (int t = 0; t < n.T; t++)
+    for (int b = 0; b < n.B; b++)
+      for (int v = 0; v < HD; v++) {
+        size_t u = uoff(n, t, b, v, HD), r = ((size_t)t * n.B + b) * HD + v;
+        near("y", Y[u], RY[r], 1e-5, n, u);
+        CHECK(Yi[u] == Y[u]);
+        maxdiff = fmax(maxdiff, fabs(Y[u] - RY[r]));
+      }
+  for (size_t i = 0; i < nh; i++) {
+    near("hy", HY[i], RH[i], 1e-5, n, i);
+    CHECK(HYi[i] == HY[i]);
+    if (lstm) near("cy", CY[i], RC[i], 1e-5, n, i);
+  }
+
+  /* Backward: dw prefilled with 1 and ADD, then SET into a second buffer. */
+  float *ddy = dev(gy), *ddhy = dev(ghy), *ddcy = dev(gcy), *ddx, *ddhx, *ddcx;
+  CHECK_CUDA(cudaMalloc(&ddx, nx * 4));
+  CHECK_CUDA(cudaMalloc(&ddhx, nh * 4));
+  CHECK_CUDA(cudaMalloc(&ddcx, nh * 4));
+  std::vector<float> ones(nw, 1.0f), zeros(nw, 0.0f);
+  float *dwa = dev(ones), *dws = dev(ones);
+  CHECK_DNN(cudnnRNNBackwardData_v8(dnn, s.rnn, NULL, s.yd, y, ddy, s.xd, ddx, s.hd, hx, ddhy,
+                                    ddhx, cd, cx, lstm ? ddcy : NULL, lstm ? ddcx : NULL, wbytes,
+                                    dw_, ws, work, rs, res));
+  CHECK_DNN(cudnnRNNBackwardWeights_v8(dnn, s.rnn, CUDNN_WGRAD_MODE_ADD, NULL, s.xd, dx_, s.hd, hx,
+                                       s.yd, y, wbytes, dwa, ws, work, rs, res));
+  CHECK_DNN(cudnnRNNBackwardWeights_v8(dnn, s.rnn, CUDNN_WGRAD_MODE_SET, NULL, s.xd, dx_, s.hd, hx,
+                                       s.yd, y, wbytes, dws, ws, work, rs, res));
+  std::vector<float> DX = host(ddx, nx), DHX = host(ddhx, nh), DCX = host(ddcx, nh);
+  std::vector<float> DWA = host(dwa, nw), DWS = host(dws, nw);
+  for (size_t i = 0; i < nw; i++) CHECK(DWA[i] == 1.0f + DWS[i]);
+
+  /* Central differences of the reference loss. */
+  auto loss = [&](void) {
+    std::vector<double> a(ny), b(nh), c(nh);
+    ref_forward(n, lay, W.data(), X.data(), rh, rc, a.data(), b.data(), lstm ? c.data() : NULL);
+    double l = 0;
+    for (int t = 0; t < n.T; t++)
+      for (int bb = 0; bb < n.B; bb++)
+        for (int v = 0; v < HD; v++)
+          l += a[((size_t)t * n.B + bb) * HD + v] * gy[uoff(n, t, bb, v, HD)];
+    for (size_t i = 0; i < nh; i++) l += b[i] * ghy[i] + (lstm ? c[i] * gcy[i] : 0);
+    return l;
+  };
+  /* small enough that no ReLU pre-activation crosses 0 within it, large enough for double */
+  const double eps = 1e-6;
+  auto fd = [&](double &v) {
+    double keep = v;
+    v = keep + eps;
+    double a = loss();
+    v = keep - eps;
+    double b = loss();
+    v = keep;
+    return (a - b) / (2 * eps);
+  };
+  for (size_t i = 0; i < nw; i++) near("dw", DWS[i], fd(W[i]), 1e-3, n, i);
+  for (int t = 0; t < n.T; t++)
+    for (int b = 0; b < n.B; b++)
+      for (int k = 0; k < n.I; k++)
+        near("dx", DX[uoff(n, t, b, k, n.I)], fd(X[((size_t)t * n.B + b) * n.I + k]), 1e-3, n, k);
+  for (size_t i = 0; i < nh && with_states; i++) {
+    near("dhx", DHX[i], fd(H0[i]), 1e-3, n, i);
+    if (lstm) near("dcx", DCX[i], fd(C0[i]), 1e-3, n, i);
+  }
+
+  void *ptrs[] = {dw_, dx_, dh0, dc0, work, res, worki, y, yi, hy, hyi, cy,
+                  ddy, ddhy, ddcy, ddx, ddhx, ddcx, dwa, dws};
+  for (void *p : ptrs) CHECK_CUDA(cudaFree(p));
+  free_descs(s);
+}
+
+/* A training forward captured from a stream: one kernel node per layer, replayed to the same
+ * bits as the eager call. */
+static void capture(void) {
+  Net n = {CUDNN_LSTM, 3, 2, 4, 2, 3, 5, 1, 0};
+  Descs s = make_descs(n, CUDNN_RNN_DOUBLE_BIAS);
+  size_t wbytes, ws, rs, ny = (size_t)n.T * n.B * n.D * n.H;
+  CHECK_DNN(cudnnGetRNNWeightSpaceSize(dnn, s.rnn, &wbytes));
+  CHECK_DNN(cudnnGetRNNTempSpaceSizes(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, s.xd, &ws, &rs));
+  float *w = dev(rand_vec(wbytes / 4)), *x = dev(rand_vec((size_t)n.T * n.B * n.I)), *y1, *y2;
+  void *work, *res;
+  CHECK_CUDA(cudaMalloc(&work, ws));
+  CHECK_CUDA(cudaMalloc(&res, rs));
+  CHECK_CUDA(cudaMalloc(&y1, ny * 4));
+  CHECK_CUDA(cudaMalloc(&y2, ny * 4));
+  cudaStream_t st;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  CHECK_DNN(cudnnSetStream(dnn, st));
+  CHECK_DNN(cudnnRNNForward(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, NULL, s.xd, x, s.yd, y1, s.hd,
+                            NULL, NULL, s.hd, NULL, NULL, wbytes, w, ws, work, rs, res));
+  cudaGraph_t g;
+  CHECK_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  CHECK_DNN(cudnnRNNForward(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, NULL, s.xd, x, s.yd, y2, s.hd,
+                            NULL, NULL, s.hd, NULL, NULL, wbytes, w, ws, work, rs, res));
+  CHECK_CUDA(cudaStreamEndCapture(st, &g));
+  size_t nodes = 0;
+  CHECK_CUDA(cudaGraphGetNodes(g, NULL, &nodes));
+  CHECK_INT(nodes, ==, n.L);
+  cudaGraphExec_t e;
+  CHECK_CUDA(cudaGraphInstantiate(&e, g, 0));
+  CHECK_CUDA(cudaGraphLaunch(e, st));
+  CHECK_CUDA(cudaStreamSynchronize(st));
+  std::vector<float> a = host(y1, ny), b = host(y2, ny);
+  CHECK(memcmp(a.data(), b.data(), ny * 4) == 0);
+  CHECK_DNN(cudnnSetStream(dnn, NULL));
+  CHECK_CUDA(cudaGraphExecDestroy(e));
+  CHECK_CUDA(cudaGraphDestroy(g));
+  CHECK_CUDA(cudaStreamDestroy(st));
+  void *ptrs[] = {w, x, work, res, y1, y2};
+  for (void *p : ptrs) CHECK_CUDA(cudaFree(p));
+  free_descs(s);
+}
+
+static void statuses(void) {
+  Net n = {CUDNN_GRU, 2, 1, 3, 2, 3, 4, 1, 0};
+  Descs s = make_descs(n, CUDNN_RNN_DOUBLE_BIAS);
+  size_t wbytes, ws, rs;
+  CHECK_DNN(cudnnGetRNNWeightSpaceSize(dnn, s.rnn, &wbytes));
+  CHECK_DNN(cudnnGetRNNTempSpaceSizes(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, s.xd, &ws, &rs));
+  float *w = dev(rand_vec(wbytes / 4)), *x = dev(rand_vec(64)), *y = dev(rand_vec(64));
+  void *work, *res, *m, *b;
+  CHECK_CUDA(cudaMalloc(&work, ws));
+  CHECK_CUDA(cudaMalloc(&res, rs));
+  /* pseudo-layer and linLayerID out of range; a weight space too small */
+  CHECK_STATUS_EQ(CUDNN_STATUS_BAD_PARAM, cudnnGetRNNWeightParams(dnn, s.rnn, 2, wbytes, w, 0, NULL, &m, NULL, &b));
+  CHECK_STATUS_EQ(CUDNN_STATUS_BAD_PARAM, cudnnGetRNNWeightParams(dnn, s.rnn, 0, wbytes, w, 6, NULL, &m, NULL, &b));
+  CHECK_STATUS_EQ(CUDNN_STATUS_BAD_PARAM, cudnnGetRNNWeightParams(dnn, s.rnn, 0, wbytes - 4, w, 0, NULL, &m, NULL, &b));
+  /* a reserve space or workspace smaller than asked for; y of the wrong width */
+  CHECK_STATUS_EQ(CUDNN_STATUS_BAD_PARAM,
+                  cudnnRNNForward(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, NULL, s.xd, x, s.yd, y, s.hd, NULL,
+                                  NULL, NULL, NULL, NULL, wbytes, w, ws, work, rs - 4, res));
+  CHECK_STATUS_EQ(CUDNN_STATUS_BAD_PARAM,
+                  cudnnRNNForward(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, NULL, s.xd, x, s.yd, y, s.hd, NULL,
+                                  NULL, NULL, NULL, NULL, wbytes, w, ws - 4, work, rs, res));
+  CHECK_STATUS_EQ(CUDNN_STATUS_BAD_PARAM,
+                  cudnnRNNForward(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, NULL, s.xd, x, s.xd, y, s.hd, NULL,
+                                  NULL, NULL, NULL, NULL, wbytes, w, ws, work, rs, res));
+  /* sequences shorter than the longest */
+  cudnnRNNDataDescriptor_t shortd;
+  int lens[2] = {3, 2};
+  CHECK_DNN(cudnnCreateRNNDataDescriptor(&shortd));
+  CHECK_DNN(cudnnSetRNNDataDescriptor(shortd, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, 3, 2, 3, lens, NULL));
+  size_t a1, a2;
+  CHECK_STATUS_EQ(CUDNN_STATUS_NOT_SUPPORTED, cudnnGetRNNTempSpaceSizes(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, shortd, &a1, &a2));
+  CHECK_DNN(cudnnDestroyRNNDataDescriptor(shortd));
+  /* dropout between layers in training; a projection */
+  cudnnDropoutDescriptor_t drop;
+  size_t ss;
+  CHECK_DNN(cudnnDropoutGetStatesSize(dnn, &ss));
+  void *states;
+  CHECK_CUDA(cudaMalloc(&states, ss));
+  CHECK_DNN(cudnnCreateDropoutDescriptor(&drop));
+  CHECK_DNN(cudnnSetDropoutDescriptor(drop, dnn, 0.5f, states, ss, 1));
+  cudnnRNNDescriptor_t r;
+  CHECK_DNN(cudnnCreateRNNDescriptor(&r));
+  CHECK_DNN(cudnnSetRNNDescriptor_v8(r, CUDNN_RNN_ALGO_STANDARD, CUDNN_GRU, CUDNN_RNN_DOUBLE_BIAS, CUDNN_UNIDIRECTIONAL,
+                                     CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH, 3, 4, 4, 2,
+                                     drop, 0));
+  CHECK_STATUS_EQ(CUDNN_STATUS_NOT_SUPPORTED,
+                  cudnnRNNForward(dnn, r, CUDNN_FWD_MODE_TRAINING, NULL, s.xd, x, s.yd, y, s.hd, NULL,
+                                  NULL, NULL, NULL, NULL, wbytes, w, ws, work, rs, res));
+  CHECK_DNN(cudnnSetRNNDescriptor_v8(r, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS, CUDNN_UNIDIRECTIONAL,
+                                     CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH, 3, 4, 2, 2,
+                                     NULL, 0));
+  CHECK_STATUS_EQ(CUDNN_STATUS_NOT_SUPPORTED, cudnnGetRNNWeightSpaceSize(dnn, r, &a1));
+  CHECK_STATUS_EQ(CUDNN_STATUS_BAD_PARAM,
+                  cudnnSetRNNDescriptor_v8(r, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS, CUDNN_UNIDIRECTIONAL,
+                                           CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH, 3, 4, 5, 2,
+                                           NULL, 0));
+  CHECK_DNN(cudnnDestroyRNNDescriptor(r));
+  CHECK_DNN(cudnnDestroyDropoutDescriptor(drop));
+  void *ptrs[] = {w, x, y, work, res, states};
+  for (void *p : ptrs) CHECK_CUDA(cudaFree(p));
+  free_descs(s);
+}
+
+int main(void) {
+  CHECK_DNN(cudnnCreate(&dnn));
+  const cudnnRNNMode_t modes[] = {CUDNN_RNN_RELU, CUDNN_RNN_TANH, CUDNN_LSTM, CUDNN_GRU};
+  for (cudnnRNNMode_t m : modes)
+    for (int D = 1; D <= 2; D++) {
+      Net n = {m, 2, D, 4, 3, 3, 5, 1, D == 2};
+      run(n, 1);
+    }
+  Net nb = {CUDNN_GRU, 2, 2, 3, 2, 4, 3, 0, 0};
+  run(nb, 0);
+  Net nl = {CUDNN_LSTM, 1, 1, 3, 2, 2, 3, 0, 1};
+  run(nl, 0);
+  capture();
+  statuses();
+  CHECK_DNN(cudnnDestroy(dnn));
+  printf("dnn-rnn: 4 cells, 1 and 2 directions, both layouts, with and without biases and initial "
+         "states: forward within %.1e of the reference, gradients match central differences; "
+         "graph capture and statuses checked\n", maxdiff);
+  return 0;
+}
