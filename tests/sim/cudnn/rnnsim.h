@@ -23,12 +23,16 @@
  * layer l of:
  *   Y    [T][B][D*H]        the layer's output (h at every step, both directions)
  *   GATE [T][D][B][G*H]     activated gates (RNN: h itself)
- *   C    [T][D][B][H]       LSTM cell state
- *   NREC [T][D][B][H]       GRU R_n h + bR_n
+ *   CN   [T][D][B][H]       LSTM: the cell state c; GRU: R_n h + bR_n (unused otherwise)
  *   DG   [T][D][B][G*H(+H)] gradients of the gates' pre-activations, written by backward data
  *                           and read by backward weights; GRU appends the gradient of R_n h + bR_n
  * Backward scratch (training workspace): DX [T][B][D*H] (the gradient passed down between
  * layers) then per (d, b) 3 * H floats.
+ *
+ * The order of every sum is fixed (each thread sums alone), so results do not depend on how
+ * threads are scheduled; the device code and the twins run the same operations in the same
+ * order (only expf and tanhf, the CUDA math library's against the C library's, may differ in
+ * their last bits).
  *
  * Kernels, one thread each:
  *   cudnnsim_rnn_fwd      one layer; thread (d, b) runs its whole sequence (one launch per layer)
