@@ -9,10 +9,13 @@
  * (+ sum(cy * gcy)) that central differences of the reference give (every weight, input and
  * initial state element; tolerance 1e-3 absolute plus relative). CUDNN_WGRAD_MODE_ADD adds to
  * what dw holds, SET overwrites. Then: no biases (CUDNN_RNN_NO_BIAS) and NULL initial states
- * against the reference; a forward captured from a stream into a CUDA graph is one kernel node
+ * against the reference; half (LSTM) and bfloat16 (GRU) data with float math, within their
+ * rounding (forward 2e-3 and 1.6e-2, gradients 4e-3 and 3e-2); a forward captured from a stream into a CUDA graph is one kernel node
  * per layer and its replay gives the eager bits; statuses for bad and unsupported requests.
  */
 #include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cudnn.h>
 #include <math.h>
 #include <stdint.h>
@@ -24,6 +27,19 @@
 #include "check.h"
 
 static cudnnHandle_t dnn;
+
+/* The data type of the runs (float, half or bfloat16), its size, and the tolerances of the
+ * forward and of the gradients relative to 1 + |reference|. */
+static cudnnDataType_t DT = CUDNN_DATA_FLOAT;
+static size_t ES = 4;
+static double TOL_F = 1e-5, TOL_B = 1e-3;
+
+/* v rounded to DT. */
+static float q(float v) {
+  if (DT == CUDNN_DATA_HALF) return __half2float(__float2half_rn(v));
+  if (DT == CUDNN_DATA_BFLOAT16) return __bfloat162float(__float2bfloat16_rn(v));
+  return v;
+}
 
 struct Net {
   cudnnRNNMode_t mode;
@@ -117,19 +133,19 @@ static Descs make_descs(const Net &n, cudnnRNNBiasMode_t bias) {
   CHECK_DNN(cudnnCreateRNNDescriptor(&s.rnn));
   CHECK_DNN(cudnnSetRNNDescriptor_v8(s.rnn, CUDNN_RNN_ALGO_STANDARD, n.mode, bias,
                                      n.D == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
-                                     CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
+                                     CUDNN_LINEAR_INPUT, DT, CUDNN_DATA_FLOAT,
                                      CUDNN_DEFAULT_MATH, n.I, n.H, n.H, n.L, s.drop,
                                      CUDNN_RNN_PADDED_IO_ENABLED));
   std::vector<int> lens(n.B, n.T);
   cudnnRNNDataLayout_t layout = n.batch_major ? CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED
                                               : CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED;
   CHECK_DNN(cudnnCreateRNNDataDescriptor(&s.xd));
-  CHECK_DNN(cudnnSetRNNDataDescriptor(s.xd, CUDNN_DATA_FLOAT, layout, n.T, n.B, n.I, lens.data(), NULL));
+  CHECK_DNN(cudnnSetRNNDataDescriptor(s.xd, DT, layout, n.T, n.B, n.I, lens.data(), NULL));
   CHECK_DNN(cudnnCreateRNNDataDescriptor(&s.yd));
-  CHECK_DNN(cudnnSetRNNDataDescriptor(s.yd, CUDNN_DATA_FLOAT, layout, n.T, n.B, n.D * n.H, lens.data(), NULL));
+  CHECK_DNN(cudnnSetRNNDataDescriptor(s.yd, DT, layout, n.T, n.B, n.D * n.H, lens.data(), NULL));
   int dims[3] = {n.L * n.D, n.B, n.H}, strides[3] = {n.B * n.H, n.H, 1};
   CHECK_DNN(cudnnCreateTensorDescriptor(&s.hd));
-  CHECK_DNN(cudnnSetTensorNdDescriptor(s.hd, CUDNN_DATA_FLOAT, 3, dims, strides));
+  CHECK_DNN(cudnnSetTensorNdDescriptor(s.hd, DT, 3, dims, strides));
   return s;
 }
 
@@ -157,11 +173,11 @@ static Layout layout_of(const Net &n, const Descs &s, void *w) {
       CHECK_DNN(cudnnGetTensorNdDescriptor(md, 3, &dt, &nb, dim, str));
       int in = id >= G ? n.H : (p / n.D == 0 ? n.I : n.D * n.H);
       CHECK(nb == 3 && dim[0] == 1 && dim[1] == n.H && dim[2] == in && str[2] == 1);
-      lay.m.push_back((long)(((char *)m - (char *)w) / 4));
+      lay.m.push_back((long)(((char *)m - (char *)w) / (long)ES));
       if (n.bias) {
         CHECK_DNN(cudnnGetTensorNdDescriptor(bd, 3, &dt, &nb, dim, str));
         CHECK(nb == 3 && dim[1] == n.H && dim[2] == 1);
-        lay.b.push_back((long)(((char *)b - (char *)w) / 4));
+        lay.b.push_back((long)(((char *)b - (char *)w) / (long)ES));
       } else {
         CHECK_PTR(b, ==, NULL);
       }
@@ -171,22 +187,47 @@ static Layout layout_of(const Net &n, const Descs &s, void *w) {
   return lay;
 }
 
+/* Device copies of host floats as DT, and back. */
 static float *dev(const std::vector<float> &h) {
   float *d;
-  CHECK_CUDA(cudaMalloc(&d, h.size() * 4 + 4));
-  CHECK_CUDA(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+  std::vector<unsigned short> b(h.size());
+  for (size_t i = 0; i < h.size(); i++) {
+    if (DT == CUDNN_DATA_HALF) {
+      __half v = __float2half_rn(h[i]);
+      memcpy(&b[i], &v, 2);
+    } else if (DT == CUDNN_DATA_BFLOAT16) {
+      __nv_bfloat16 v = __float2bfloat16_rn(h[i]);
+      memcpy(&b[i], &v, 2);
+    }
+  }
+  CHECK_CUDA(cudaMalloc(&d, h.size() * ES + 4));
+  CHECK_CUDA(cudaMemcpy(d, ES == 4 ? (const void *)h.data() : (const void *)b.data(),
+                        h.size() * ES, cudaMemcpyHostToDevice));
   return d;
 }
 
 static std::vector<float> host(const float *d, size_t n) {
   std::vector<float> h(n);
-  CHECK_CUDA(cudaMemcpy(h.data(), d, n * 4, cudaMemcpyDeviceToHost));
+  std::vector<unsigned short> b(n);
+  CHECK_CUDA(cudaMemcpy(ES == 4 ? (void *)h.data() : (void *)b.data(), d, n * ES,
+                        cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < n && ES == 2; i++) {
+    if (DT == CUDNN_DATA_HALF) {
+      __half v;
+      memcpy(&v, &b[i], 2);
+      h[i] = __half2float(v);
+    } else {
+      __nv_bfloat16 v;
+      memcpy(&v, &b[i], 2);
+      h[i] = __bfloat162float(v);
+    }
+  }
   return h;
 }
 
 static std::vector<float> rand_vec(size_t n) {
   std::vector<float> v(n);
-  for (auto &e : v) e = urand();
+  for (auto &e : v) e = q(urand());
   return v;
 }
 
@@ -208,7 +249,7 @@ static void run(const Net &n, int with_states) {
   Descs s = make_descs(n, n.bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS);
   size_t wbytes;
   CHECK_DNN(cudnnGetRNNWeightSpaceSize(dnn, s.rnn, &wbytes));
-  size_t nw = wbytes / 4, nx = (size_t)n.T * n.B * n.I, ny = (size_t)n.T * n.B * HD;
+  size_t nw = wbytes / ES, nx = (size_t)n.T * n.B * n.I, ny = (size_t)n.T * n.B * HD;
   size_t nh = (size_t)n.L * n.D * n.B * n.H;
   std::vector<float> w = rand_vec(nw), x = rand_vec(nx), h0 = rand_vec(nh), c0 = rand_vec(nh);
   std::vector<float> gy = rand_vec(ny), ghy = rand_vec(nh), gcy = rand_vec(nh);
@@ -223,11 +264,11 @@ static void run(const Net &n, int with_states) {
   CHECK_CUDA(cudaMalloc(&res, rs));
   CHECK_CUDA(cudaMalloc(&worki, wsi));
   float *y, *hy, *cy, *yi, *hyi;
-  CHECK_CUDA(cudaMalloc(&y, ny * 4));
-  CHECK_CUDA(cudaMalloc(&yi, ny * 4));
-  CHECK_CUDA(cudaMalloc(&hy, nh * 4));
-  CHECK_CUDA(cudaMalloc(&hyi, nh * 4));
-  CHECK_CUDA(cudaMalloc(&cy, nh * 4));
+  CHECK_CUDA(cudaMalloc(&y, ny * ES));
+  CHECK_CUDA(cudaMalloc(&yi, ny * ES));
+  CHECK_CUDA(cudaMalloc(&hy, nh * ES));
+  CHECK_CUDA(cudaMalloc(&hyi, nh * ES));
+  CHECK_CUDA(cudaMalloc(&cy, nh * ES));
   const float *hx = with_states ? dh0 : NULL, *cx = with_states && lstm ? dc0 : NULL;
   cudnnTensorDescriptor_t cd = lstm ? s.hd : NULL;
   CHECK_DNN(cudnnRNNForward(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, NULL, s.xd, dx_, s.yd, y, s.hd,
@@ -249,21 +290,21 @@ static void run(const Net &n, int with_states) {
     for (int b = 0; b < n.B; b++)
       for (int v = 0; v < HD; v++) {
         size_t u = uoff(n, t, b, v, HD), r = ((size_t)t * n.B + b) * HD + v;
-        near("y", Y[u], RY[r], 1e-5, n, u);
+        near("y", Y[u], RY[r], TOL_F, n, u);
         CHECK(Yi[u] == Y[u]);
-        maxdiff = fmax(maxdiff, fabs(Y[u] - RY[r]));
+        if (DT == CUDNN_DATA_FLOAT) maxdiff = fmax(maxdiff, fabs(Y[u] - RY[r]));
       }
   for (size_t i = 0; i < nh; i++) {
-    near("hy", HY[i], RH[i], 1e-5, n, i);
+    near("hy", HY[i], RH[i], TOL_F, n, i);
     CHECK(HYi[i] == HY[i]);
-    if (lstm) near("cy", CY[i], RC[i], 1e-5, n, i);
+    if (lstm) near("cy", CY[i], RC[i], TOL_F, n, i);
   }
 
   /* Backward: dw prefilled with 1 and ADD, then SET into a second buffer. */
   float *ddy = dev(gy), *ddhy = dev(ghy), *ddcy = dev(gcy), *ddx, *ddhx, *ddcx;
-  CHECK_CUDA(cudaMalloc(&ddx, nx * 4));
-  CHECK_CUDA(cudaMalloc(&ddhx, nh * 4));
-  CHECK_CUDA(cudaMalloc(&ddcx, nh * 4));
+  CHECK_CUDA(cudaMalloc(&ddx, nx * ES));
+  CHECK_CUDA(cudaMalloc(&ddhx, nh * ES));
+  CHECK_CUDA(cudaMalloc(&ddcx, nh * ES));
   std::vector<float> ones(nw, 1.0f), zeros(nw, 0.0f);
   float *dwa = dev(ones), *dws = dev(ones);
   CHECK_DNN(cudnnRNNBackwardData_v8(dnn, s.rnn, NULL, s.yd, y, ddy, s.xd, ddx, s.hd, hx, ddhy,
@@ -275,7 +316,8 @@ static void run(const Net &n, int with_states) {
                                        s.yd, y, wbytes, dws, ws, work, rs, res));
   std::vector<float> DX = host(ddx, nx), DHX = host(ddhx, nh), DCX = host(ddcx, nh);
   std::vector<float> DWA = host(dwa, nw), DWS = host(dws, nw);
-  for (size_t i = 0; i < nw; i++) CHECK(DWA[i] == 1.0f + DWS[i]);
+  /* (in half types 1 + dw is rounded once more than dw) */
+  for (size_t i = 0; i < nw; i++) CHECK(DWA[i] == q(1.0f + DWS[i]) || (ES == 2 && fabs(DWA[i] - 1.0f - DWS[i]) <= 1e-2));
 
   /* Central differences of the reference loss. */
   auto loss = [&](void) {
@@ -300,14 +342,14 @@ static void run(const Net &n, int with_states) {
     v = keep;
     return (a - b) / (2 * eps);
   };
-  for (size_t i = 0; i < nw; i++) near("dw", DWS[i], fd(W[i]), 1e-3, n, i);
+  for (size_t i = 0; i < nw; i++) near("dw", DWS[i], fd(W[i]), TOL_B, n, i);
   for (int t = 0; t < n.T; t++)
     for (int b = 0; b < n.B; b++)
       for (int k = 0; k < n.I; k++)
-        near("dx", DX[uoff(n, t, b, k, n.I)], fd(X[((size_t)t * n.B + b) * n.I + k]), 1e-3, n, k);
+        near("dx", DX[uoff(n, t, b, k, n.I)], fd(X[((size_t)t * n.B + b) * n.I + k]), TOL_B, n, k);
   for (size_t i = 0; i < nh && with_states; i++) {
-    near("dhx", DHX[i], fd(H0[i]), 1e-3, n, i);
-    if (lstm) near("dcx", DCX[i], fd(C0[i]), 1e-3, n, i);
+    near("dhx", DHX[i], fd(H0[i]), TOL_B, n, i);
+    if (lstm) near("dcx", DCX[i], fd(C0[i]), TOL_B, n, i);
   }
 
   void *ptrs[] = {dw_, dx_, dh0, dc0, work, res, worki, y, yi, hy, hyi, cy,
@@ -433,11 +475,19 @@ int main(void) {
   run(nb, 0);
   Net nl = {CUDNN_LSTM, 1, 1, 3, 2, 2, 3, 0, 1};
   run(nl, 0);
+  /* Half and bfloat16 data (float math): outputs and gradients rounded once each. */
+  DT = CUDNN_DATA_HALF, ES = 2, TOL_F = 2e-3, TOL_B = 4e-3;
+  Net nh = {CUDNN_LSTM, 2, 2, 3, 2, 3, 4, 1, 0};
+  run(nh, 1);
+  DT = CUDNN_DATA_BFLOAT16, TOL_F = 1.6e-2, TOL_B = 3e-2;
+  Net ng = {CUDNN_GRU, 2, 2, 3, 2, 3, 4, 1, 1};
+  run(ng, 1);
+  DT = CUDNN_DATA_FLOAT, ES = 4, TOL_F = 1e-5, TOL_B = 1e-3;
   capture();
   statuses();
   CHECK_DNN(cudnnDestroy(dnn));
   printf("dnn-rnn: 4 cells, 1 and 2 directions, both layouts, with and without biases and initial "
-         "states: forward within %.1e of the reference, gradients match central differences; "
+         "states, float, half and bfloat16: forward (float) within %.1e of the reference, gradients match central differences; "
          "graph capture and statuses checked\n", maxdiff);
   return 0;
 }
