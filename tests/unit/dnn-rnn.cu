@@ -2,16 +2,17 @@
  * double-precision reference written here from cuDNN's documented cell equations.
  *
  * For each cell (RNN_RELU, RNN_TANH, LSTM, GRU), uni- and bidirectional, two layers, both
- * sequence-major and batch-major data: the weights are set through the pointers
- * cudnnGetRNNWeightParams gives; cudnnRNNForward (training) must give y, hy and cy within 1e-5 of
+ * sequence-major and batch-major data, random weights that the reference reads where
+ * cudnnGetRNNWeightParams points (checking the descriptors it fills); cudnnRNNForward (training) must give y, hy and cy within 1e-5 of
  * the reference, the inference mode the same bits; cudnnRNNBackwardData_v8 and
  * cudnnRNNBackwardWeights_v8 must give the gradients of L = sum(y * gy) + sum(hy * ghy)
  * (+ sum(cy * gcy)) that central differences of the reference give (every weight, input and
  * initial state element; tolerance 1e-3 absolute plus relative). CUDNN_WGRAD_MODE_ADD adds to
  * what dw holds, SET overwrites. Then: no biases (CUDNN_RNN_NO_BIAS) and NULL initial states
  * against the reference; half (LSTM) and bfloat16 (GRU) data with float math, within their
- * rounding (forward 2e-3 and 1.6e-2, gradients 4e-3 and 3e-2); a forward captured from a stream into a CUDA graph is one kernel node
- * per layer and its replay gives the eager bits; statuses for bad and unsupported requests.
+ * rounding (forward 2e-3 and 1.6e-2, gradients 4e-3 and 3e-2); a forward captured from a
+ * stream into a CUDA graph is one kernel node per layer and its replay gives the eager bits;
+ * statuses for bad and unsupported requests.
  */
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
