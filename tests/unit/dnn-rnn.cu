@@ -3,16 +3,17 @@
  *
  * For each cell (RNN_RELU, RNN_TANH, LSTM, GRU), uni- and bidirectional, two layers, both
  * sequence-major and batch-major data, random weights that the reference reads where
- * cudnnGetRNNWeightParams points (checking the descriptors it fills); cudnnRNNForward (training) must give y, hy and cy within 1e-5 of
- * the reference, the inference mode the same bits; cudnnRNNBackwardData_v8 and
- * cudnnRNNBackwardWeights_v8 must give the gradients of L = sum(y * gy) + sum(hy * ghy)
- * (+ sum(cy * gcy)) that central differences of the reference give (every weight, input and
- * initial state element; tolerance 1e-3 absolute plus relative). CUDNN_WGRAD_MODE_ADD adds to
- * what dw holds, SET overwrites. Then: no biases (CUDNN_RNN_NO_BIAS) and NULL initial states
- * against the reference; half (LSTM) and bfloat16 (GRU) data with float math, within their
- * rounding (forward 2e-3 and 1.6e-2, gradients 4e-3 and 3e-2); a forward captured from a
- * stream into a CUDA graph is one kernel node per layer and its replay gives the eager bits;
- * statuses for bad and unsupported requests.
+ * cudnnGetRNNWeightParams points (checking the descriptors it fills): cudnnRNNForward
+ * (training) must give y, hy and cy within 1e-5 of the reference, the inference mode the same
+ * bits; cudnnRNNBackwardData_v8 and cudnnRNNBackwardWeights_v8 must give the gradients of
+ * L = sum(y * gy) + sum(hy * ghy) (+ sum(cy * gcy)) that central differences of the reference
+ * give (every weight, input and initial state element; tolerance 1e-3 absolute plus relative).
+ * CUDNN_WGRAD_MODE_ADD adds to what dw holds, SET overwrites. Then: no biases
+ * (CUDNN_RNN_NO_BIAS) and NULL initial states against the reference; half (LSTM) and bfloat16
+ * (GRU) data with float math, within their rounding (forward 2e-3 and 1.6e-2, gradients 4e-3
+ * and 3e-2); a forward captured from a stream into a CUDA graph is one kernel node per layer
+ * and its replay gives the eager bits; dropout between layers in training (dropout()); statuses
+ * for bad and unsupported requests.
  */
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -374,6 +375,9 @@ static void capture(void) {
   CHECK_CUDA(cudaMalloc(&y1, ny * 4));
   CHECK_CUDA(cudaMalloc(&y2, ny * 4));
   cudaStream_t st;
+  /* The uploads above run on the legacy stream (a pageable copy returns once staged), which a
+   * non-blocking stream does not wait for. */
+  CHECK_CUDA(cudaDeviceSynchronize());
   CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   CHECK_DNN(cudnnSetStream(dnn, st));
   CHECK_DNN(cudnnRNNForward(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, NULL, s.xd, x, s.yd, y1, s.hd,
@@ -397,6 +401,98 @@ static void capture(void) {
   CHECK_CUDA(cudaGraphDestroy(g));
   CHECK_CUDA(cudaStreamDestroy(st));
   void *ptrs[] = {w, x, work, res, y1, y2};
+  for (void *p : ptrs) CHECK_CUDA(cudaFree(p));
+  free_descs(s);
+}
+
+/* Dropout 0.5 between the layers of a 3-layer LSTM in training: each forward draws new masks
+ * (the states' counter advances), a descriptor set again with the same seed draws the same ones,
+ * inference draws none, and the backward passes follow the masks of their forward: with the
+ * states put back before each forward, central differences of the training forward (in float)
+ * give the gradients backward data and weights computed. */
+static void dropout(void) {
+  Net n = {CUDNN_LSTM, 3, 1, 3, 2, 3, 4, 1, 0};
+  size_t ss;
+  CHECK_DNN(cudnnDropoutGetStatesSize(dnn, &ss));
+  void *states;
+  CHECK_CUDA(cudaMalloc(&states, ss));
+  Descs s = make_descs(n, CUDNN_RNN_DOUBLE_BIAS);
+  CHECK_DNN(cudnnSetDropoutDescriptor(s.drop, dnn, 0.5f, states, ss, 7));
+  size_t wbytes, ws, rs, wsi, nx = (size_t)n.T * n.B * n.I, ny = (size_t)n.T * n.B * n.H;
+  size_t nh = (size_t)n.L * n.B * n.H;
+  CHECK_DNN(cudnnGetRNNWeightSpaceSize(dnn, s.rnn, &wbytes));
+  CHECK_DNN(cudnnGetRNNTempSpaceSizes(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, s.xd, &ws, &rs));
+  CHECK_DNN(cudnnGetRNNTempSpaceSizes(dnn, s.rnn, CUDNN_FWD_MODE_INFERENCE, s.xd, &wsi, NULL));
+  size_t nw = wbytes / 4;
+  std::vector<float> w = rand_vec(nw), x = rand_vec(nx), gy = rand_vec(ny), ghy = rand_vec(nh),
+                     gcy = rand_vec(nh);
+  for (auto &v : w) v *= 2; /* larger weights: the masks matter more */
+  float *dw = dev(w), *dx = dev(x), *y, *hy, *cy;
+  void *work, *res, *worki;
+  CHECK_CUDA(cudaMalloc(&work, ws));
+  CHECK_CUDA(cudaMalloc(&res, rs));
+  CHECK_CUDA(cudaMalloc(&worki, wsi));
+  CHECK_CUDA(cudaMalloc(&y, ny * 4));
+  CHECK_CUDA(cudaMalloc(&hy, nh * 4));
+  CHECK_CUDA(cudaMalloc(&cy, nh * 4));
+  auto fwd = [&](cudnnForwardMode_t mode) {
+    int tr = mode == CUDNN_FWD_MODE_TRAINING;
+    CHECK_DNN(cudnnRNNForward(dnn, s.rnn, mode, NULL, s.xd, dx, s.yd, y, s.hd, NULL, hy, s.hd,
+                              NULL, cy, wbytes, dw, tr ? ws : wsi, tr ? work : worki, tr ? rs : 0,
+                              tr ? res : NULL));
+    return host(y, ny);
+  };
+  std::vector<unsigned char> saved(ss);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  CHECK_CUDA(cudaMemcpy(saved.data(), states, ss, cudaMemcpyDeviceToHost));
+  std::vector<float> y1 = fwd(CUDNN_FWD_MODE_TRAINING), y2 = fwd(CUDNN_FWD_MODE_TRAINING);
+  std::vector<float> yi = fwd(CUDNN_FWD_MODE_INFERENCE), yi2 = fwd(CUDNN_FWD_MODE_INFERENCE);
+  CHECK(y1 != y2 && y1 != yi && yi == yi2);
+  CHECK_DNN(cudnnSetDropoutDescriptor(s.drop, dnn, 0.5f, states, ss, 7));
+  CHECK(fwd(CUDNN_FWD_MODE_TRAINING) == y1);
+  CHECK_DNN(cudnnSetDropoutDescriptor(s.drop, dnn, 0.5f, states, ss, 8));
+  CHECK(fwd(CUDNN_FWD_MODE_TRAINING) != y1);
+
+  /* The gradients of one training forward... */
+  auto restore = [&](void) {
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaMemcpy(states, saved.data(), ss, cudaMemcpyHostToDevice));
+  };
+  restore();
+  CHECK(fwd(CUDNN_FWD_MODE_TRAINING) == y1);
+  float *ddy = dev(gy), *ddhy = dev(ghy), *ddcy = dev(gcy), *ddx, *gw;
+  CHECK_CUDA(cudaMalloc(&ddx, nx * 4));
+  CHECK_CUDA(cudaMalloc(&gw, wbytes));
+  CHECK_DNN(cudnnRNNBackwardData_v8(dnn, s.rnn, NULL, s.yd, y, ddy, s.xd, ddx, s.hd, NULL, ddhy,
+                                    NULL, s.hd, NULL, ddcy, NULL, wbytes, dw, ws, work, rs, res));
+  CHECK_DNN(cudnnRNNBackwardWeights_v8(dnn, s.rnn, CUDNN_WGRAD_MODE_SET, NULL, s.xd, dx, s.hd, NULL,
+                                       s.yd, y, wbytes, gw, ws, work, rs, res));
+  std::vector<float> GW = host(gw, nw), GX = host(ddx, nx);
+  /* ...against central differences of the same masks' forward. */
+  auto loss = [&](void) {
+    restore();
+    std::vector<float> Y = fwd(CUDNN_FWD_MODE_TRAINING), HY = host(hy, nh), CY = host(cy, nh);
+    double l = 0;
+    for (size_t i = 0; i < ny; i++) l += (double)Y[i] * gy[i];
+    for (size_t i = 0; i < nh; i++) l += (double)HY[i] * ghy[i] + (double)CY[i] * gcy[i];
+    return l;
+  };
+  auto fd = [&](std::vector<float> &v, float *d, size_t i) {
+    const float eps = 1e-2f;
+    float keep = v[i];
+    v[i] = keep + eps;
+    CHECK_CUDA(cudaMemcpy(d, v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+    double a = loss();
+    v[i] = keep - eps;
+    CHECK_CUDA(cudaMemcpy(d, v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+    double b = loss();
+    v[i] = keep;
+    CHECK_CUDA(cudaMemcpy(d, v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+    return (a - b) / (2 * (double)eps);
+  };
+  for (size_t i = 0; i < nw; i += 7) near("dropout dw", GW[i], fd(w, dw, i), 5e-3, n, i);
+  for (size_t i = 0; i < nx; i++) near("dropout dx", GX[i], fd(x, dx, i), 5e-3, n, i);
+  void *ptrs[] = {states, dw, dx, y, hy, cy, work, res, worki, ddy, ddhy, ddcy, ddx, gw};
   for (void *p : ptrs) CHECK_CUDA(cudaFree(p));
   free_descs(s);
 }
@@ -433,22 +529,18 @@ static void statuses(void) {
   size_t a1, a2;
   CHECK_STATUS_EQ(CUDNN_STATUS_NOT_SUPPORTED, cudnnGetRNNTempSpaceSizes(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, shortd, &a1, &a2));
   CHECK_DNN(cudnnDestroyRNNDataDescriptor(shortd));
-  /* dropout between layers in training; a projection */
+  /* a projection; dropout states too small */
   cudnnDropoutDescriptor_t drop;
   size_t ss;
   CHECK_DNN(cudnnDropoutGetStatesSize(dnn, &ss));
   void *states;
   CHECK_CUDA(cudaMalloc(&states, ss));
   CHECK_DNN(cudnnCreateDropoutDescriptor(&drop));
-  CHECK_DNN(cudnnSetDropoutDescriptor(drop, dnn, 0.5f, states, ss, 1));
+  CHECK_STATUS_EQ(CUDNN_STATUS_BAD_PARAM, cudnnSetDropoutDescriptor(drop, dnn, 0.5f, states, ss - 1, 1));
+  CHECK_STATUS_EQ(CUDNN_STATUS_BAD_PARAM, cudnnSetDropoutDescriptor(drop, dnn, 0.5f, NULL, ss, 1));
+  CHECK_STATUS_EQ(CUDNN_STATUS_BAD_PARAM, cudnnSetDropoutDescriptor(drop, dnn, 1.5f, states, ss, 1));
   cudnnRNNDescriptor_t r;
   CHECK_DNN(cudnnCreateRNNDescriptor(&r));
-  CHECK_DNN(cudnnSetRNNDescriptor_v8(r, CUDNN_RNN_ALGO_STANDARD, CUDNN_GRU, CUDNN_RNN_DOUBLE_BIAS, CUDNN_UNIDIRECTIONAL,
-                                     CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH, 3, 4, 4, 2,
-                                     drop, 0));
-  CHECK_STATUS_EQ(CUDNN_STATUS_NOT_SUPPORTED,
-                  cudnnRNNForward(dnn, r, CUDNN_FWD_MODE_TRAINING, NULL, s.xd, x, s.yd, y, s.hd, NULL,
-                                  NULL, NULL, NULL, NULL, wbytes, w, ws, work, rs, res));
   CHECK_DNN(cudnnSetRNNDescriptor_v8(r, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS, CUDNN_UNIDIRECTIONAL,
                                      CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH, 3, 4, 2, 2,
                                      NULL, 0));
@@ -485,6 +577,7 @@ int main(void) {
   run(ng, 1);
   DT = CUDNN_DATA_FLOAT, ES = 4, TOL_F = 1e-5, TOL_B = 1e-3;
   capture();
+  dropout();
   statuses();
   CHECK_DNN(cudnnDestroy(dnn));
   printf("dnn-rnn: 4 cells, 1 and 2 directions, both layouts, with and without biases and initial "

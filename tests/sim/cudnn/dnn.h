@@ -46,6 +46,7 @@ typedef enum {
   DNN_K_RNN_BWD_GATE,
   DNN_K_RNN_BWD_DX,
   DNN_K_RNN_BWD_W,
+  DNN_K_RNN_DROP_INIT,
   DNN_K_COUNT
 } dnn_kernel_t;
 

@@ -86,9 +86,9 @@ extern "C" __global__ void cudnnsim_bn_bwd(cudnnsim_bn_t b, float alpha_d, float
  * one per output element for the input and weight gradients. */
 extern "C" __global__ void cudnnsim_rnn_fwd(cudnnsim_rnn_t p, const void *x, const void *hx,
                                             const void *cx, const void *w, float *st, void *y,
-                                            void *hy, void *cy) {
+                                            void *hy, void *cy, unsigned *states) {
   long long i = cudnnsim_tid();
-  if (i < (long long)p.D * p.B) cudnnsim_rnn_fwd_thread(&p, x, hx, cx, w, st, y, hy, cy, i);
+  if (i < (long long)p.D * p.B) cudnnsim_rnn_fwd_thread(&p, x, hx, cx, w, st, y, hy, cy, states, i);
 }
 
 extern "C" __global__ void cudnnsim_rnn_bwd_gate(cudnnsim_rnn_t p, const void *dy, const void *hx,
@@ -111,4 +111,9 @@ extern "C" __global__ void cudnnsim_rnn_bwd_w(cudnnsim_rnn_t p, const void *x, c
                                               float *st, void *dw) {
   long long i = cudnnsim_tid();
   if (i < cudnnsim_rnn_wcount(&p)) cudnnsim_rnn_bwd_w_elem(&p, x, hx, st, dw, i);
+}
+
+extern "C" __global__ void cudnnsim_rnn_drop_init(unsigned *states, unsigned seed_lo,
+                                                  unsigned seed_hi) {
+  if (cudnnsim_tid() == 0) states[0] = seed_lo, states[1] = seed_hi, states[2] = 0, states[3] = 0;
 }

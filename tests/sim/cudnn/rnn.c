@@ -16,8 +16,9 @@
  * hidden size; float, half and bfloat16 data with float math (half values widened exactly,
  * every stored value rounded once); the three data layouts with every sequence of the full
  * length. Valid requests beyond these (other algorithms, skip input, single biases,
- * projections, sequences shorter than maxSeqLength, dropout between layers in training) answer
- * CUDNN_STATUS_NOT_SUPPORTED; dropout does nothing in inference, as in cuDNN.
+ * projections, sequences shorter than maxSeqLength) answer CUDNN_STATUS_NOT_SUPPORTED. Dropout
+ * between layers applies in training (masks drawn from the descriptor's states, rnnsim.h), not
+ * in inference, as in cuDNN.
  */
 #include "dnn.h"
 
@@ -29,7 +30,8 @@
 #define DNN_MAGIC_RNNDATA 0x726e6461u
 #define DNN_MAGIC_DROPOUT 0x64726f70u
 
-/* Bytes of dropout state cudnnDropoutGetStatesSize asks for (the simulator keeps none there). */
+/* Bytes of dropout state cudnnDropoutGetStatesSize asks for; the simulator uses the first 16
+ * (rnnsim.h's dropout record: the seed and a counter of the forward passes that drew masks). */
 #define DNN_DROPOUT_STATES 4096
 
 struct cudnnDropoutStruct {
@@ -118,11 +120,11 @@ cudnnStatus_t cudnnDropoutGetStatesSize(cudnnHandle_t handle, size_t *sizeInByte
   return CUDNN_STATUS_SUCCESS;
 }
 
-/* Set and Restore: the probability, the states' buffer and the seed are recorded. cuDNN's Set
- * initializes random states in the buffer on the device; the simulator draws no dropout masks
- * (the RNN refuses dropout in training), so it writes nothing there. */
+/* Set and Restore: the probability, the states' buffer and the seed are recorded. Set also
+ * initializes the states on the device, as cuDNN does (a kernel on the handle's stream writes the
+ * seed and a zero counter); Restore takes states initialized before, as they are. */
 static cudnnStatus_t dropout_set(cudnnDropoutDescriptor_t d, cudnnHandle_t handle, float dropout,
-                                 void *states, size_t size, unsigned long long seed) {
+                                 void *states, size_t size, unsigned long long seed, int init) {
   if (!dropout_ok(d) || !dnn_handle_ok(handle) || !(dropout >= 0.0f && dropout <= 1.0f))
     return CUDNN_STATUS_BAD_PARAM;
   if (dropout > 0.0f && (!states || size < DNN_DROPOUT_STATES)) return CUDNN_STATUS_BAD_PARAM;
@@ -131,6 +133,11 @@ static cudnnStatus_t dropout_set(cudnnDropoutDescriptor_t d, cudnnHandle_t handl
   d->states_size = size;
   d->seed = seed;
   d->set = 1;
+  if (init && states && size >= DNN_DROPOUT_STATES) {
+    unsigned lo = (unsigned)seed, hi = (unsigned)(seed >> 32);
+    void *args[] = {&states, &lo, &hi};
+    return dnn_launch(handle, DNN_K_RNN_DROP_INIT, 1, args);
+  }
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -138,14 +145,14 @@ cudnnStatus_t cudnnSetDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc, cu
                                         float dropout, void *states, size_t stateSizeInBytes,
                                         unsigned long long seed) {
   DNN_FAULT(CUDNN_STATUS_BAD_PARAM);
-  return dropout_set(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed);
+  return dropout_set(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed, 1);
 }
 
 cudnnStatus_t cudnnRestoreDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc,
                                             cudnnHandle_t handle, float dropout, void *states,
                                             size_t stateSizeInBytes, unsigned long long seed) {
   DNN_FAULT(CUDNN_STATUS_BAD_PARAM);
-  return dropout_set(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed);
+  return dropout_set(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed, 0);
 }
 
 cudnnStatus_t cudnnGetDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle,
@@ -396,9 +403,17 @@ static cudnnStatus_t states_args(cudnnRNNDescriptor_t r, cudnnTensorDescriptor_t
   return CUDNN_STATUS_SUCCESS;
 }
 
-/* Bytes of the state area (the reserve space) and of the backward scratch. */
+/* Bytes of the state area (the reserve space; the layers' blocks, then the dropout record) and
+ * of the backward scratch. */
 static size_t state_bytes(const cudnnsim_rnn_t *p) {
-  return (size_t)(p->L * cudnnsim_rnn_slayer(p)) * sizeof(float);
+  return (size_t)(p->L * cudnnsim_rnn_slayer(p) + 4) * sizeof(float);
+}
+
+/* Dropout between layers applies in training when there are layers to separate. */
+static void dropout_args(cudnnRNNDescriptor_t r, cudnnsim_rnn_t *p) {
+  cudnnDropoutDescriptor_t d = r->dropout;
+  p->drop = p->L > 1 && d && d->magic == DNN_MAGIC_DROPOUT && d->dropout > 0.0f && d->states;
+  p->drop_p = p->drop ? d->dropout : 0.0f;
 }
 
 static size_t scratch_bytes(const cudnnsim_rnn_t *p) {
@@ -458,12 +473,15 @@ cudnnStatus_t cudnnRNNForward(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc
   size_t area_size = train ? reserveSpaceSize : workSpaceSize;
   if (!area || area_size < state_bytes(&p)) return CUDNN_STATUS_BAD_PARAM;
   if (train && (!workSpace || workSpaceSize < scratch_bytes(&p))) return CUDNN_STATUS_BAD_PARAM;
-  if (train && p.L > 1 && rnnDesc->dropout && rnnDesc->dropout->dropout > 0.0f)
-    return CUDNN_STATUS_NOT_SUPPORTED; /* no dropout masks are drawn */
+  void *states = NULL;
+  if (train) {
+    dropout_args(rnnDesc, &p);
+    if (p.drop) states = rnnDesc->dropout->states;
+  }
   if (p.mode != CUDNNSIM_LSTM) cx = NULL, cy = NULL;
   for (int l = 0; l < p.L; l++) {
     p.layer = l;
-    void *args[] = {&p, &x, &hx, &cx, &weightSpace, &area, &y, &hy, &cy};
+    void *args[] = {&p, &x, &hx, &cx, &weightSpace, &area, &y, &hy, &cy, &states};
     if ((st = dnn_launch(handle, DNN_K_RNN_FWD, (long long)p.D * p.B, args)) != CUDNN_STATUS_SUCCESS)
       return st;
   }
@@ -494,6 +512,7 @@ cudnnStatus_t cudnnRNNBackwardData_v8(cudnnHandle_t handle, cudnnRNNDescriptor_t
   if (!reserveSpace || reserveSpaceSize < state_bytes(&p) || !workSpace ||
       workSpaceSize < scratch_bytes(&p))
     return CUDNN_STATUS_BAD_PARAM;
+  dropout_args(rnnDesc, &p);
   if (p.mode != CUDNNSIM_LSTM) cx = NULL, dcy = NULL, dcx = NULL;
   for (int l = p.L - 1; l >= 0; l--) {
     p.layer = l;
@@ -533,6 +552,7 @@ cudnnStatus_t cudnnRNNBackwardWeights_v8(cudnnHandle_t handle, cudnnRNNDescripto
   if ((st = weights_check(&p, rnnDesc, weightSpaceSize, dweightSpace)) != CUDNN_STATUS_SUCCESS)
     return st;
   if (!reserveSpace || reserveSpaceSize < state_bytes(&p)) return CUDNN_STATUS_BAD_PARAM;
+  dropout_args(rnnDesc, &p);
   p.wgrad_add = addGrad == CUDNN_WGRAD_MODE_ADD;
   void *args[] = {&p, &x, &hx, &reserveSpace, &dweightSpace};
   return dnn_launch(handle, DNN_K_RNN_BWD_W, cudnnsim_rnn_wcount(&p), args);

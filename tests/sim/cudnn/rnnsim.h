@@ -39,6 +39,7 @@
  *   cudnnsim_rnn_bwd_gate one layer; thread (d, b) runs back through its sequence: DG, dhx, dcx
  *   cudnnsim_rnn_bwd_dx   one layer; thread per input element (t, b, k): sum over d, gates, j
  *   cudnnsim_rnn_bwd_w    thread per weight-space element: sum over t, then b, ascending
+ *   cudnnsim_rnn_drop_init one thread: writes a dropout descriptor's seed and a zero counter
  */
 #ifndef CUDNNSIM_RNN_H
 #define CUDNNSIM_RNN_H
@@ -50,6 +51,7 @@ enum { CUDNNSIM_RNN_RELU = 0, CUDNNSIM_RNN_TANH = 1, CUDNNSIM_LSTM = 2, CUDNNSIM
 #define CUDNNSIM_K_RNN_BWD_GATE "cudnnsim_rnn_bwd_gate"
 #define CUDNNSIM_K_RNN_BWD_DX "cudnnsim_rnn_bwd_dx"
 #define CUDNNSIM_K_RNN_BWD_W "cudnnsim_rnn_bwd_w"
+#define CUDNNSIM_K_RNN_DROP_INIT "cudnnsim_rnn_drop_init"
 
 typedef struct cudnnsim_rnn {
   int mode, T, B, I, H, L, D;
@@ -60,6 +62,8 @@ typedef struct cudnnsim_rnn {
   int wgrad_add;   /* backward weights: add to dw (else overwrite) */
   long long hs0, hs1, hs2; /* strides of hx, hy, dhy, dhx ([L*D][B][H]) */
   long long cs0, cs1, cs2; /* strides of cx, cy, dcy, dcx */
+  int drop;                /* training with dropout between layers */
+  float drop_p;            /* its probability */
 } cudnnsim_rnn_t;
 
 CUDNNSIM_FN int cudnnsim_rnn_g(const cudnnsim_rnn_t *p) {
@@ -122,6 +126,33 @@ CUDNNSIM_FN float *cudnnsim_rnn_DG(const cudnnsim_rnn_t *p, float *st, int l) {
   return cudnnsim_rnn_CN(p, st, l) + cudnnsim_rnn_sy(p);
 }
 
+/* The dropout record: 4 words (seed low and high, counter low and high) at the start of a
+ * dropout descriptor's states, and copied after the layers' blocks of the state area by the
+ * training forward that uses it. */
+CUDNNSIM_FN unsigned *cudnnsim_rnn_drec(const cudnnsim_rnn_t *p, float *st) {
+  return (unsigned *)(void *)(st + p->L * cudnnsim_rnn_slayer(p));
+}
+
+/* Dropout between layers (training): element k of layer l's input at (t, b) is kept when
+ * u >= p and then scaled by 1 / (1 - p) (rounded once), else 0; u in [0, 1) is the top 24 bits
+ * of splitmix64(seed + (counter * 2^32 + index) * golden ratio), index = ((l * T + t) * B + b)
+ * * in + k. Each training forward uses the states' counter and advances it by one. */
+CUDNNSIM_FN float cudnnsim_rnn_keep(const cudnnsim_rnn_t *p, float *st, int l, int t, int b,
+                                    long long k) {
+  if (!p->drop || l == 0) return 1.0f;
+  const unsigned *r = cudnnsim_rnn_drec(p, st);
+  unsigned long long seed = r[0] | (unsigned long long)r[1] << 32;
+  unsigned long long ctr = r[2] | (unsigned long long)r[3] << 32;
+  unsigned long long idx = (((unsigned long long)l * p->T + t) * p->B + b) * cudnnsim_rnn_in(p, l) + k;
+  unsigned long long z = seed + ((ctr << 32) + idx) * 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z = z ^ (z >> 31);
+  float u = (float)(z >> 40) * (1.0f / 16777216.0f);
+  if (u < p->drop_p) return 0.0f;
+  return 1.0f / (1.0f - p->drop_p);
+}
+
 /* Offset of element (t, b, v) of user data x or y whose vectors have n elements. */
 CUDNNSIM_FN long long cudnnsim_rnn_xoff(const cudnnsim_rnn_t *p, int t, int b, long long v,
                                         long long n) {
@@ -140,7 +171,9 @@ CUDNNSIM_FN float cudnnsim_rnn_input(const cudnnsim_rnn_t *p, const void *x, flo
                                      int t, int b, long long k) {
   if (l == 0) return cudnnsim_ld(x, p->dtype, cudnnsim_rnn_xoff(p, t, b, k, p->I));
   long long hd = (long long)p->D * p->H;
-  return cudnnsim_rnn_Y(p, st, l - 1)[((long long)t * p->B + b) * hd + k];
+  float v = cudnnsim_rnn_Y(p, st, l - 1)[((long long)t * p->B + b) * hd + k];
+  if (p->drop) v = v * cudnnsim_rnn_keep(p, st, l, t, b, k);
+  return v;
 }
 
 /* h before step t of direction d (the previous step's output, or hx, or 0). */
@@ -172,7 +205,15 @@ CUDNNSIM_FN float cudnnsim_rnn_cprev(const cudnnsim_rnn_t *p, const void *cx, fl
  * C / NREC in the state area, and y (last layer), hy and cy (when given). */
 CUDNNSIM_FN void cudnnsim_rnn_fwd_thread(const cudnnsim_rnn_t *p, const void *x, const void *hx,
                                          const void *cx, const void *w, float *st, void *y,
-                                         void *hy, void *cy, long long i) {
+                                         void *hy, void *cy, unsigned *states, long long i) {
+  if (p->drop && p->layer == 0 && i == 0) {
+    /* The counter this forward uses, for the later layers and the backward passes; the next
+     * forward uses the following one. Only layers above 0 read the copy (later launches). */
+    unsigned *r = cudnnsim_rnn_drec(p, st);
+    for (int q = 0; q < 4; q++) r[q] = states[q];
+    unsigned long long ctr = (states[2] | (unsigned long long)states[3] << 32) + 1;
+    states[2] = (unsigned)ctr, states[3] = (unsigned)(ctr >> 32);
+  }
   int l = p->layer, d = (int)(i / p->B), b = (int)(i % p->B), G = cudnnsim_rnn_g(p), H = p->H;
   long long in = cudnnsim_rnn_in(p, l), hd = (long long)p->D * H;
   long long wo = cudnnsim_rnn_woff(p, l, d), ro = wo + (long long)G * H * in;
@@ -348,7 +389,11 @@ CUDNNSIM_FN void cudnnsim_rnn_bwd_dx_elem(const cudnnsim_rnn_t *p, const void *w
       }
   }
   if (l == 0) cudnnsim_st(dx, p->dtype, cudnnsim_rnn_xoff(p, t, b, k, p->I), acc);
-  else cudnnsim_store(&ws[i], acc);
+  else {
+    /* through the dropout between the layers: the gradient of layer l-1's output */
+    if (p->drop) acc = acc * cudnnsim_rnn_keep(p, st, l, t, b, k);
+    cudnnsim_store(&ws[i], acc);
+  }
 }
 
 /* Weight gradient element e of the weight space: sum over t, then b ascending of

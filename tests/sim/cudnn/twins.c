@@ -136,9 +136,11 @@ SIM_KERNEL(cudnnsim_rnn_fwd) {
   const void *cx = SIM_ARG(3, const void *), *w = SIM_ARG(4, const void *);
   float *st = SIM_ARG(5, float *);
   void *y = SIM_ARG(6, void *), *hy = SIM_ARG(7, void *), *cy = SIM_ARG(8, void *);
+  unsigned *states = SIM_ARG(9, unsigned *);
   long long count = (long long)p.D * p.B;
   SIM_FOR_EACH_THREAD(i) {
-    if ((long long)i < count) cudnnsim_rnn_fwd_thread(&p, x, hx, cx, w, st, y, hy, cy, (long long)i);
+    if ((long long)i < count)
+      cudnnsim_rnn_fwd_thread(&p, x, hx, cx, w, st, y, hy, cy, states, (long long)i);
   }
 }
 
@@ -175,5 +177,13 @@ SIM_KERNEL(cudnnsim_rnn_bwd_w) {
   long long count = cudnnsim_rnn_wcount(&p);
   SIM_FOR_EACH_THREAD(i) {
     if ((long long)i < count) cudnnsim_rnn_bwd_w_elem(&p, x, hx, st, dw, (long long)i);
+  }
+}
+
+SIM_KERNEL(cudnnsim_rnn_drop_init) {
+  unsigned *states = SIM_ARG(0, unsigned *);
+  unsigned lo = SIM_ARG(1, unsigned), hi = SIM_ARG(2, unsigned);
+  SIM_FOR_EACH_THREAD(i) {
+    if (i == 0) states[0] = lo, states[1] = hi, states[2] = 0, states[3] = 0;
   }
 }
