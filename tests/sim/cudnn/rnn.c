@@ -381,7 +381,7 @@ static cudnnStatus_t data_args(cudnnRNNDescriptor_t r, cudnnRNNDataDescriptor_t 
  * trailing dimensions of 1 (PyTorch describes them with 5). */
 static cudnnStatus_t state_desc(cudnnTensorDescriptor_t d, cudnnRNNDescriptor_t r,
                                 const cudnnsim_rnn_t *p, long long s[3]) {
-  if (!dnn_tensor_ok(d) || d->dtype != r->dtype || d->dims[0] != p->L * p->D ||
+  if (!dnn_tensor_ok(d) || d->nbdims < 3 || d->dtype != r->dtype || d->dims[0] != p->L * p->D ||
       d->dims[1] != p->B || d->dims[2] != p->H)
     return CUDNN_STATUS_BAD_PARAM;
   for (int i = 3; i < d->nbdims; i++)
