@@ -46,7 +46,13 @@ static float q(float v) {
 struct Net {
   cudnnRNNMode_t mode;
   int L, D, T, B, I, H, bias, batch_major;
+  int varlen, packed; /* sequence b has T - b steps (at least 1); the packed layout */
 };
+
+static int seq_len(const Net &n, int b) { return n.varlen ? (n.T - b > 1 ? n.T - b : 1) : n.T; }
+
+/* Padding value of unpacked outputs of sequences of different lengths. */
+static float pad_fill = 7.0f;
 
 static int gates(cudnnRNNMode_t m) { return m == CUDNN_LSTM ? 4 : m == CUDNN_GRU ? 3 : 1; }
 
@@ -78,8 +84,9 @@ static void ref_forward(const Net &n, const Layout &lay, const double *w, const 
           h[j] = h0 ? h0[((size_t)p * n.B + b) * H + j] : 0;
           c[j] = c0 ? c0[((size_t)p * n.B + b) * H + j] : 0;
         }
-        for (int s = 0; s < n.T; s++) {
-          int t = d ? n.T - 1 - s : s;
+        int len = seq_len(n, b);
+        for (int s = 0; s < len; s++) {
+          int t = d ? len - 1 - s : s;
           std::vector<double> a(G * H), r(G * H), hn(H);
           for (int g = 0; g < G; g++)
             for (int j = 0; j < H; j++) {
@@ -138,13 +145,16 @@ static Descs make_descs(const Net &n, cudnnRNNBiasMode_t bias) {
                                      CUDNN_LINEAR_INPUT, DT, CUDNN_DATA_FLOAT,
                                      CUDNN_DEFAULT_MATH, n.I, n.H, n.H, n.L, s.drop,
                                      CUDNN_RNN_PADDED_IO_ENABLED));
-  std::vector<int> lens(n.B, n.T);
-  cudnnRNNDataLayout_t layout = n.batch_major ? CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED
-                                              : CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED;
+  std::vector<int> lens(n.B);
+  for (int b = 0; b < n.B; b++) lens[b] = seq_len(n, b);
+  cudnnRNNDataLayout_t layout = n.packed        ? CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED
+                                : n.batch_major ? CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED
+                                                : CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED;
+  void *fill = n.varlen ? (void *)&pad_fill : NULL; /* (float runs only) */
   CHECK_DNN(cudnnCreateRNNDataDescriptor(&s.xd));
   CHECK_DNN(cudnnSetRNNDataDescriptor(s.xd, DT, layout, n.T, n.B, n.I, lens.data(), NULL));
   CHECK_DNN(cudnnCreateRNNDataDescriptor(&s.yd));
-  CHECK_DNN(cudnnSetRNNDataDescriptor(s.yd, DT, layout, n.T, n.B, n.D * n.H, lens.data(), NULL));
+  CHECK_DNN(cudnnSetRNNDataDescriptor(s.yd, DT, layout, n.T, n.B, n.D * n.H, lens.data(), fill));
   int dims[3] = {n.L * n.D, n.B, n.H}, strides[3] = {n.B * n.H, n.H, 1};
   CHECK_DNN(cudnnCreateTensorDescriptor(&s.hd));
   CHECK_DNN(cudnnSetTensorNdDescriptor(s.hd, DT, 3, dims, strides));
@@ -235,8 +245,17 @@ static std::vector<float> rand_vec(size_t n) {
 
 /* The user's x or y (layout of n) at (t, b, v) in seq-major order. */
 static size_t uoff(const Net &n, int t, int b, int v, int vs) {
+  if (n.packed) { /* rows of step t: the sequences longer than t, after those of earlier steps */
+    size_t row = 0;
+    for (int q = 0; q < t; q++)
+      for (int c = 0; c < n.B; c++) row += seq_len(n, c) > q;
+    return (row + b) * vs + v;
+  }
   return n.batch_major ? ((size_t)b * n.T + t) * vs + v : ((size_t)t * n.B + b) * vs + v;
 }
+
+/* Whether step t of sequence b exists. */
+static int valid(const Net &n, int t, int b) { return t < seq_len(n, b); }
 
 static void near(const char *what, double got, double want, double tol, const Net &n, size_t i) {
   if (!(fabs(got - want) <= tol * (1 + fabs(want))))
@@ -282,7 +301,8 @@ static void run(const Net &n, int with_states) {
   std::vector<double> W(w.begin(), w.end()), X(nx), H0(h0.begin(), h0.end()), C0(c0.begin(), c0.end());
   for (int t = 0; t < n.T; t++)
     for (int b = 0; b < n.B; b++)
-      for (int k = 0; k < n.I; k++) X[((size_t)t * n.B + b) * n.I + k] = x[uoff(n, t, b, k, n.I)];
+      for (int k = 0; k < n.I && valid(n, t, b); k++)
+        X[((size_t)t * n.B + b) * n.I + k] = x[uoff(n, t, b, k, n.I)];
   const double *rh = with_states ? H0.data() : NULL, *rc = with_states && lstm ? C0.data() : NULL;
   std::vector<double> RY(ny), RH(nh), RC(nh);
   ref_forward(n, lay, W.data(), X.data(), rh, rc, RY.data(), RH.data(), lstm ? RC.data() : NULL);
@@ -291,6 +311,11 @@ static void run(const Net &n, int with_states) {
   for (int t = 0; t < n.T; t++)
     for (int b = 0; b < n.B; b++)
       for (int v = 0; v < HD; v++) {
+        if (!valid(n, t, b)) {
+          /* no row in a packed layout; the padding value in an unpacked one */
+          if (!n.packed) CHECK(Y[uoff(n, t, b, v, HD)] == pad_fill);
+          continue;
+        }
         size_t u = uoff(n, t, b, v, HD), r = ((size_t)t * n.B + b) * HD + v;
         near("y", Y[u], RY[r], TOL_F, n, u);
         CHECK(Yi[u] == Y[u]);
@@ -328,7 +353,7 @@ static void run(const Net &n, int with_states) {
     double l = 0;
     for (int t = 0; t < n.T; t++)
       for (int bb = 0; bb < n.B; bb++)
-        for (int v = 0; v < HD; v++)
+        for (int v = 0; v < HD && valid(n, t, bb); v++)
           l += a[((size_t)t * n.B + bb) * HD + v] * gy[uoff(n, t, bb, v, HD)];
     for (size_t i = 0; i < nh; i++) l += b[i] * ghy[i] + (lstm ? c[i] * gcy[i] : 0);
     return l;
@@ -347,8 +372,12 @@ static void run(const Net &n, int with_states) {
   for (size_t i = 0; i < nw; i++) near("dw", DWS[i], fd(W[i]), TOL_B, n, i);
   for (int t = 0; t < n.T; t++)
     for (int b = 0; b < n.B; b++)
-      for (int k = 0; k < n.I; k++)
-        near("dx", DX[uoff(n, t, b, k, n.I)], fd(X[((size_t)t * n.B + b) * n.I + k]), TOL_B, n, k);
+      for (int k = 0; k < n.I; k++) {
+        if (valid(n, t, b))
+          near("dx", DX[uoff(n, t, b, k, n.I)], fd(X[((size_t)t * n.B + b) * n.I + k]), TOL_B, n, k);
+        else if (!n.packed)
+          CHECK(DX[uoff(n, t, b, k, n.I)] == 0.0f);
+      }
   for (size_t i = 0; i < nh && with_states; i++) {
     near("dhx", DHX[i], fd(H0[i]), TOL_B, n, i);
     if (lstm) near("dcx", DCX[i], fd(C0[i]), TOL_B, n, i);
@@ -521,13 +550,15 @@ static void statuses(void) {
   CHECK_STATUS_EQ(CUDNN_STATUS_BAD_PARAM,
                   cudnnRNNForward(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, NULL, s.xd, x, s.xd, y, s.hd, NULL,
                                   NULL, NULL, NULL, NULL, wbytes, w, ws, work, rs, res));
-  /* sequences shorter than the longest */
+  /* an empty sequence; a packed batch not sorted longest first */
   cudnnRNNDataDescriptor_t shortd;
-  int lens[2] = {3, 2};
+  int lens[2] = {3, 0}, unsorted[2] = {2, 3};
   CHECK_DNN(cudnnCreateRNNDataDescriptor(&shortd));
   CHECK_DNN(cudnnSetRNNDataDescriptor(shortd, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, 3, 2, 3, lens, NULL));
   size_t a1, a2;
   CHECK_STATUS_EQ(CUDNN_STATUS_NOT_SUPPORTED, cudnnGetRNNTempSpaceSizes(dnn, s.rnn, CUDNN_FWD_MODE_TRAINING, shortd, &a1, &a2));
+  CHECK_STATUS_EQ(CUDNN_STATUS_BAD_PARAM,
+                  cudnnSetRNNDataDescriptor(shortd, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED, 3, 2, 3, unsorted, NULL));
   CHECK_DNN(cudnnDestroyRNNDataDescriptor(shortd));
   /* a projection; dropout states too small */
   cudnnDropoutDescriptor_t drop;
@@ -568,6 +599,13 @@ int main(void) {
   run(nb, 0);
   Net nl = {CUDNN_LSTM, 1, 1, 3, 2, 2, 3, 0, 1};
   run(nl, 0);
+  /* Sequences of 5, 4, 3 and 2 steps: packed (as PyTorch's packed sequences) and unpacked. */
+  for (cudnnRNNMode_t m : modes) {
+    Net np = {m, 2, 2, 5, 4, 3, 4, 1, 0, 1, 1};
+    run(np, 1);
+  }
+  Net nu = {CUDNN_LSTM, 2, 2, 5, 4, 3, 4, 1, 1, 1, 0};
+  run(nu, 1);
   /* Half and bfloat16 data (float math): outputs and gradients rounded once each. */
   DT = CUDNN_DATA_HALF, ES = 2, TOL_F = 2e-3, TOL_B = 4e-3;
   Net nh = {CUDNN_LSTM, 2, 2, 3, 2, 3, 4, 1, 0};

@@ -12,13 +12,14 @@
  *
  * Offered: RNN_RELU, RNN_TANH, LSTM, GRU; uni- and bidirectional; any number of layers;
  * CUDNN_RNN_DOUBLE_BIAS (what PyTorch always asks for; its bias=False leaves zero biases) and
- * CUDNN_RNN_NO_BIAS; CUDNN_LINEAR_INPUT; CUDNN_RNN_ALGO_STANDARD; projection size equal to the
- * hidden size; float, half and bfloat16 data with float math (half values widened exactly,
- * every stored value rounded once); the three data layouts with every sequence of the full
- * length. Valid requests beyond these (other algorithms, skip input, single biases,
- * projections, sequences shorter than maxSeqLength) answer CUDNN_STATUS_NOT_SUPPORTED. Dropout
- * between layers applies in training (masks drawn from the descriptor's states, rnnsim.h), not
- * in inference, as in cuDNN.
+ * CUDNN_RNN_NO_BIAS; CUDNN_LINEAR_INPUT; every algorithm (the same arithmetic); projection size
+ * equal to the hidden size; float, half and bfloat16 data with float math (half values widened
+ * exactly, every stored value rounded once); the three data layouts, with sequences of
+ * different lengths (up to 256 sequences of up to 256 steps: the lengths travel in the kernels'
+ * arguments; devSeqLengths is not read). Valid requests beyond these (skip input, single biases,
+ * projections, larger batches of different lengths, empty sequences) answer
+ * CUDNN_STATUS_NOT_SUPPORTED. Dropout between layers applies in training (masks drawn from the
+ * descriptor's states, rnnsim.h), not in inference, as in cuDNN.
  */
 #include "dnn.h"
 
@@ -64,7 +65,9 @@ struct cudnnRNNDataStruct {
   cudnnDataType_t dtype;
   cudnnRNNDataLayout_t layout;
   int max_len, batch, vec;
-  int full; /* every sequence has max_len steps */
+  int full;   /* every sequence has max_len steps */
+  int *lens;  /* each sequence's steps (batch of them) */
+  float pad;  /* paddingFill, or 0 */
 };
 
 static void *rnn_new(size_t size, unsigned magic) {
@@ -326,6 +329,7 @@ cudnnStatus_t cudnnCreateRNNDataDescriptor(cudnnRNNDataDescriptor_t *rnnDataDesc
 cudnnStatus_t cudnnDestroyRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnDataDesc) {
   DNN_FAULT(CUDNN_STATUS_BAD_PARAM);
   if (!rnnDataDesc) return CUDNN_STATUS_SUCCESS;
+  if (rnnDataDesc->magic == DNN_MAGIC_RNNDATA) free(rnnDataDesc->lens);
   return rnn_free(rnnDataDesc, DNN_MAGIC_RNNDATA);
 }
 
@@ -348,9 +352,17 @@ cudnnStatus_t cudnnSetRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnDataDesc,
       return CUDNN_STATUS_BAD_PARAM;
     full &= seqLengthArray[b] == maxSeqLength;
   }
-  (void)paddingFill; /* padding never occurs: shorter sequences are refused at compute time */
   if ((long long)maxSeqLength * batchSize * vectorSize > 0x7fffffffLL)
     return CUDNN_STATUS_NOT_SUPPORTED;
+  int *lens = malloc(sizeof(int) * (size_t)batchSize);
+  if (!lens) return CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
+  memcpy(lens, seqLengthArray, sizeof(int) * (size_t)batchSize);
+  free(rnnDataDesc->lens);
+  rnnDataDesc->lens = lens;
+  /* The padding value, of the data's type (read now: cuDNN keeps it from this call on). */
+  rnnDataDesc->pad = paddingFill && sim_dtype(dataType) >= 0
+                         ? cudnnsim_ld(paddingFill, sim_dtype(dataType), 0)
+                         : 0.0f;
   rnnDataDesc->dtype = dataType, rnnDataDesc->layout = layout;
   rnnDataDesc->max_len = maxSeqLength, rnnDataDesc->batch = batchSize, rnnDataDesc->vec = vectorSize;
   rnnDataDesc->full = full;
@@ -361,7 +373,7 @@ cudnnStatus_t cudnnSetRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnDataDesc,
 /* ---- Validation shared by the compute calls ---- */
 
 /* Completes p from x's and y's data descriptors: the same data type as the network, vectors of
- * its input and output sizes, the same shape and layout, every sequence full. */
+ * its input and output sizes, the same shape, layout and sequence lengths. */
 static cudnnStatus_t data_args(cudnnRNNDescriptor_t r, cudnnRNNDataDescriptor_t xd,
                                cudnnRNNDataDescriptor_t yd, cudnnsim_rnn_t *p) {
   cudnnStatus_t st = rnn_args(r, p);
@@ -371,9 +383,29 @@ static cudnnStatus_t data_args(cudnnRNNDescriptor_t r, cudnnRNNDataDescriptor_t 
   if (yd && (yd->dtype != r->dtype || yd->vec != p->D * r->proj || yd->max_len != xd->max_len ||
              yd->batch != xd->batch || yd->layout != xd->layout))
     return CUDNN_STATUS_BAD_PARAM;
-  if (!xd->full || (yd && !yd->full)) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (yd && memcmp(xd->lens, yd->lens, sizeof(int) * (size_t)xd->batch) != 0)
+    return CUDNN_STATUS_BAD_PARAM;
   p->T = xd->max_len, p->B = xd->batch;
   p->batch_major = xd->layout == CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED;
+  p->pad = yd ? yd->pad : 0.0f;
+  if (!xd->full) {
+    /* Sequences of different lengths travel in the kernels' arguments: up to 256 of up to 256
+     * steps, each of at least one step. */
+    if (p->B > CUDNNSIM_RNN_MAXB || p->T > CUDNNSIM_RNN_MAXT) return CUDNN_STATUS_NOT_SUPPORTED;
+    p->varlen = 1;
+    for (int b = 0; b < p->B; b++) {
+      if (xd->lens[b] < 1) return CUDNN_STATUS_NOT_SUPPORTED;
+      p->lens[b] = xd->lens[b];
+    }
+    if (xd->layout == CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED) {
+      p->packed = 1;
+      for (int t = 0; t < p->T; t++) {
+        int n = 0;
+        for (int b = 0; b < p->B; b++) n += p->lens[b] > t;
+        p->start[t + 1] = p->start[t] + n;
+      }
+    }
+  }
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -459,7 +491,7 @@ cudnnStatus_t cudnnRNNForward(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc
                               void *reserveSpace) {
   DNN_FAULT(CUDNN_STATUS_EXECUTION_FAILED);
   cudnnsim_rnn_t p;
-  (void)devSeqLengths; /* every sequence is full (checked on the descriptors) */
+  (void)devSeqLengths; /* the lengths come from the data descriptors */
   if (!dnn_handle_ok(handle) || !x || !y ||
       (fwdMode != CUDNN_FWD_MODE_INFERENCE && fwdMode != CUDNN_FWD_MODE_TRAINING))
     return CUDNN_STATUS_BAD_PARAM;

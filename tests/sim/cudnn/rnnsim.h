@@ -44,6 +44,10 @@
 #ifndef CUDNNSIM_RNN_H
 #define CUDNNSIM_RNN_H
 
+/* The most sequences and steps of a batch whose sequences differ in length. */
+#define CUDNNSIM_RNN_MAXB 256
+#define CUDNNSIM_RNN_MAXT 256
+
 /* cudnnRNNMode_t values. */
 enum { CUDNNSIM_RNN_RELU = 0, CUDNNSIM_RNN_TANH = 1, CUDNNSIM_LSTM = 2, CUDNNSIM_GRU = 3 };
 
@@ -64,7 +68,19 @@ typedef struct cudnnsim_rnn {
   long long cs0, cs1, cs2; /* strides of cx, cy, dcy, dcx */
   int drop;                /* training with dropout between layers */
   float drop_p;            /* its probability */
+  /* Sequences of different lengths (varlen): their lengths, and for the packed layout
+   * (x and y rows of step t are those of the sequences longer than t, longest first) the row
+   * where each step starts. */
+  int varlen, packed;
+  float pad;               /* the value of y's padding (unpacked layouts) */
+  int lens[CUDNNSIM_RNN_MAXB];
+  int start[CUDNNSIM_RNN_MAXT + 1];
 } cudnnsim_rnn_t;
+
+/* Steps of sequence b. */
+CUDNNSIM_FN int cudnnsim_rnn_len(const cudnnsim_rnn_t *p, int b) {
+  return p->varlen ? p->lens[b] : p->T;
+}
 
 CUDNNSIM_FN int cudnnsim_rnn_g(const cudnnsim_rnn_t *p) {
   return p->mode == CUDNNSIM_LSTM ? 4 : p->mode == CUDNNSIM_GRU ? 3 : 1;
@@ -156,9 +172,9 @@ CUDNNSIM_FN float cudnnsim_rnn_keep(const cudnnsim_rnn_t *p, float *st, int l, i
 /* Offset of element (t, b, v) of user data x or y whose vectors have n elements. */
 CUDNNSIM_FN long long cudnnsim_rnn_xoff(const cudnnsim_rnn_t *p, int t, int b, long long v,
                                         long long n) {
+  if (p->packed) return ((long long)p->start[t] + b) * n + v;
   return p->batch_major ? ((long long)b * p->T + t) * n + v : ((long long)t * p->B + b) * n + v;
 }
-
 /* Index of (t, d, b) in the [T][D][B] parts. */
 CUDNNSIM_FN long long cudnnsim_rnn_tdb(const cudnnsim_rnn_t *p, int t, int d, int b) {
   return ((long long)t * p->D + d) * p->B + b;
@@ -179,7 +195,7 @@ CUDNNSIM_FN float cudnnsim_rnn_input(const cudnnsim_rnn_t *p, const void *x, flo
 /* h before step t of direction d (the previous step's output, or hx, or 0). */
 CUDNNSIM_FN float cudnnsim_rnn_hprev(const cudnnsim_rnn_t *p, const void *hx, float *st, int l,
                                      int d, int t, int b, int k) {
-  int first = d ? t == p->T - 1 : t == 0;
+  int first = d ? t == cudnnsim_rnn_len(p, b) - 1 : t == 0;
   if (first) {
     if (!hx) return 0.0f;
     return cudnnsim_ld(hx, p->dtype, (l * p->D + d) * p->hs0 + b * p->hs1 + k * p->hs2);
@@ -192,7 +208,7 @@ CUDNNSIM_FN float cudnnsim_rnn_hprev(const cudnnsim_rnn_t *p, const void *hx, fl
 /* The LSTM cell state before step t of direction d. */
 CUDNNSIM_FN float cudnnsim_rnn_cprev(const cudnnsim_rnn_t *p, const void *cx, float *st, int l,
                                      int d, int t, int b, int j) {
-  int first = d ? t == p->T - 1 : t == 0;
+  int first = d ? t == cudnnsim_rnn_len(p, b) - 1 : t == 0;
   if (first) {
     if (!cx) return 0.0f;
     return cudnnsim_ld(cx, p->dtype, (l * p->D + d) * p->cs0 + b * p->cs1 + j * p->cs2);
@@ -220,9 +236,16 @@ CUDNNSIM_FN void cudnnsim_rnn_fwd_thread(const cudnnsim_rnn_t *p, const void *x,
   long long bo = ro + (long long)G * H * H, bro = bo + (long long)G * H;
   float *Y = cudnnsim_rnn_Y(p, st, l), *GT = cudnnsim_rnn_GATE(p, st, l);
   float *CN = cudnnsim_rnn_CN(p, st, l);
-  int dt = p->dtype;
-  for (int s = 0; s < p->T; s++) {
-    int t = d ? p->T - 1 - s : s;
+  int dt = p->dtype, len = cudnnsim_rnn_len(p, b);
+  /* Beyond a shorter sequence's end: 0 in Y, the padding value in an unpacked y. */
+  for (int t = len; t < p->T; t++)
+    for (int j = 0; j < H; j++) {
+      cudnnsim_store(&Y[((long long)t * p->B + b) * hd + d * H + j], 0.0f);
+      if (l == p->L - 1 && y && !p->packed)
+        cudnnsim_st(y, dt, cudnnsim_rnn_xoff(p, t, b, d * H + j, hd), p->pad);
+    }
+  for (int s = 0; s < len; s++) {
+    int t = d ? len - 1 - s : s;
     long long tdb = cudnnsim_rnn_tdb(p, t, d, b);
     for (int j = 0; j < H; j++) {
       float a[4], r[4];
@@ -260,7 +283,7 @@ CUDNNSIM_FN void cudnnsim_rnn_fwd_thread(const cudnnsim_rnn_t *p, const void *x,
         GT[tdb * G * H + 2 * H + j] = gg;
         GT[tdb * G * H + 3 * H + j] = og;
         CN[tdb * H + j] = c;
-        if (cy && s == p->T - 1)
+        if (cy && s == len - 1)
           cudnnsim_st(cy, dt, (l * p->D + d) * p->cs0 + b * p->cs1 + j * p->cs2, c);
       } else if (p->mode == CUDNNSIM_GRU) {
         float rg = cudnnsim_rnn_sig(a[0] + r[0]), zg = cudnnsim_rnn_sig(a[1] + r[1]);
@@ -281,7 +304,7 @@ CUDNNSIM_FN void cudnnsim_rnn_fwd_thread(const cudnnsim_rnn_t *p, const void *x,
       /* Stored after the gates: every later unit of this step reads the previous step's Y. */
       cudnnsim_store(&Y[((long long)t * p->B + b) * hd + d * H + j], h);
       if (l == p->L - 1 && y) cudnnsim_st(y, dt, cudnnsim_rnn_xoff(p, t, b, d * H + j, hd), h);
-      if (hy && s == p->T - 1)
+      if (hy && s == len - 1)
         cudnnsim_st(hy, dt, (l * p->D + d) * p->hs0 + b * p->hs1 + j * p->hs2, h);
     }
   }
@@ -309,8 +332,12 @@ CUDNNSIM_FN void cudnnsim_rnn_bwd_gate_thread(const cudnnsim_rnn_t *p, const voi
                 ? cudnnsim_ld(dcy, dt, (l * p->D + d) * p->cs0 + b * p->cs1 + j * p->cs2)
                 : 0.0f;
   }
-  for (int s = p->T - 1; s >= 0; s--) {
-    int t = d ? p->T - 1 - s : s;
+  int len = cudnnsim_rnn_len(p, b);
+  /* No gradient beyond a shorter sequence's end (backward weights sums over every step). */
+  for (int t = len; t < p->T; t++)
+    for (long long q = 0; q < dgw; q++) DG[cudnnsim_rnn_tdb(p, t, d, b) * dgw + q] = 0.0f;
+  for (int s = len - 1; s >= 0; s--) {
+    int t = d ? len - 1 - s : s;
     long long tdb = cudnnsim_rnn_tdb(p, t, d, b);
     float *gt = GT + tdb * G * H, *dg = DG + tdb * dgw;
     for (int j = 0; j < H; j++) {
@@ -388,7 +415,11 @@ CUDNNSIM_FN void cudnnsim_rnn_bwd_dx_elem(const cudnnsim_rnn_t *p, const void *w
         acc = acc + prod;
       }
   }
-  if (l == 0) cudnnsim_st(dx, p->dtype, cudnnsim_rnn_xoff(p, t, b, k, p->I), acc);
+  if (l == 0) {
+    /* a packed layout has no rows beyond a sequence's end (an unpacked one gets 0 there) */
+    if (!p->packed || t < cudnnsim_rnn_len(p, b))
+      cudnnsim_st(dx, p->dtype, cudnnsim_rnn_xoff(p, t, b, k, p->I), acc);
+  }
   else {
     /* through the dropout between the layers: the gradient of layer l-1's output */
     if (p->drop) acc = acc * cudnnsim_rnn_keep(p, st, l, t, b, k);
@@ -422,6 +453,7 @@ CUDNNSIM_FN void cudnnsim_rnn_bwd_w_elem(const cudnnsim_rnn_t *p, const void *x,
   float acc = 0.0f;
   for (int t = 0; t < p->T; t++)
     for (int b = 0; b < p->B; b++) {
+      if (t >= cudnnsim_rnn_len(p, b)) continue; /* its gradients are 0 */
       float gv = DG[cudnnsim_rnn_tdb(p, t, d, b) * dgw + dgi], prod;
       if (kind == 0) prod = gv * cudnnsim_rnn_input(p, x, st, l, t, b, col);
       else if (kind == 1) prod = gv * cudnnsim_rnn_hprev(p, hx, st, l, d, t, b, (int)col);
