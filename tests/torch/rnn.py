@@ -9,7 +9,8 @@ batch 3, then a Linear to 4 classes, cross-entropy, Adam, STEPS steps on one fix
 - bidirectional with cuDNN on: PyTorch runs the network through cuDNN's RNN API (cudnnRNNForward
   in training mode, cudnnRNNBackwardData_v8, cudnnRNNBackwardWeights_v8); prints "cudnn-loss:"
   per step, then the outputs and final hidden state of one inference forward (eval, no grad:
-  cuDNN's inference mode) on another batch ("infer:").
+  cuDNN's inference mode) on another batch ("infer:"), and of the same batch packed as sequences
+  of 4 and 2 steps (pack_padded_sequence: cuDNN's packed layout; "infer-packed:").
 
 Then, on the device only, that inference forward captured in a CUDA graph (torch.cuda.graph) and
 replayed on new input: "graph-diff:" is the largest difference from the same forward run eagerly.
@@ -20,6 +21,7 @@ import hashlib
 import sys
 
 import torch
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 
 def train(cell, steps, dev, bidir, tag, params_out):
@@ -44,9 +46,13 @@ def train(cell, steps, dev, bidir, tag, params_out):
     return rnn, gen
 
 
-def infer(rnn, cell, x):
+def infer(rnn, cell, x, lengths=None):
     with torch.no_grad():
-        out, h = rnn(x)
+        if lengths is None:
+            out, h = rnn(x)
+        else:
+            out, h = rnn(pack_padded_sequence(x, lengths, batch_first=True))
+            out = pad_packed_sequence(out, batch_first=True)[0]
         return torch.cat([out.flatten(), (h[0] if cell == "lstm" else h).flatten()])
 
 
@@ -59,6 +65,8 @@ def main():
     rnn.eval()
     x = torch.randn(2, 4, 8, generator=gen).to(dev)
     print("infer:", " ".join(f"{v:.9e}" for v in infer(rnn, cell, x).cpu().tolist()))
+    # sequences of 4 and 2 steps, packed: cuDNN's packed layout
+    print("infer-packed:", " ".join(f"{v:.9e}" for v in infer(rnn, cell, x, [4, 2]).cpu().tolist()))
     if dev == "cuda":
         x2 = torch.randn(2, 4, 8, generator=gen)
         side = torch.cuda.Stream()

@@ -8,7 +8,8 @@
  * bits; cudnnRNNBackwardData_v8 and cudnnRNNBackwardWeights_v8 must give the gradients of
  * L = sum(y * gy) + sum(hy * ghy) (+ sum(cy * gcy)) that central differences of the reference
  * give (every weight, input and initial state element; tolerance 1e-3 absolute plus relative).
- * CUDNN_WGRAD_MODE_ADD adds to what dw holds, SET overwrites. Then: no biases
+ * CUDNN_WGRAD_MODE_ADD adds to what dw holds, SET overwrites. Then: sequences of 5, 4, 3 and 2
+ * steps, packed (each cell) and unpacked (y's padding holds paddingFill, dx's 0); no biases
  * (CUDNN_RNN_NO_BIAS) and NULL initial states against the reference; half (LSTM) and bfloat16
  * (GRU) data with float math, within their rounding (forward 2e-3 and 1.6e-2, gradients 4e-3
  * and 3e-2); a forward captured from a stream into a CUDA graph is one kernel node per layer
