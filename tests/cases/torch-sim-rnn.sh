@@ -51,7 +51,7 @@ s, l = (json.load(open(p)) for p in sys.argv[4:6])
 launches, replayed = l["launches"] - s["launches"], l["replayed"] - s["replayed"]
 share = replayed / launches if launches else 0
 ok = ok and launches > 0 and share >= 0.90
-print(f"{cell}: losses against the CPU {'; '.join(report)}; cuDNN inference outputs (padded and packed) within "
+print(f"{cell}: losses against the CPU {'; '.join(report)}; cuDNN inference outputs (full and packed sequences) within "
       f"{diff:.1e} of the CPU's, its graph replay {graph[0] if graph else 'missing'} from eager; "
       f"the steps beyond the first two made {launches} launches, {replayed} replayed ({share:.1%})")
 sys.exit(0 if ok else 1)
