@@ -14,6 +14,11 @@
  * orders of summation, so results agree with it (and with PyTorch) to float rounding, not bit
  * for bit.
  *
+ * Sequence b has len_b steps (T unless their lengths differ): direction 0 runs t = 0 .. len_b-1,
+ * direction 1 t = len_b-1 .. 0; hy and cy are h and c after each direction's last step; Y is 0
+ * beyond len_b, y holds the padding value there (unpacked layouts; the packed one has no rows),
+ * and no gradient flows there.
+ *
  * Weight space (elements of the data type), per pseudo-layer in order: the G input matrices
  * (H x in_l, row-major, linLayerIDs 0..G-1), the G recurrent matrices (H x H, IDs G..2G-1), then
  * with CUDNN_RNN_DOUBLE_BIAS the G input and the G recurrent biases (H each, same IDs). in_0 = I,
