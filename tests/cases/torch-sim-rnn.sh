@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# torch-sim-rnn.sh — nn.LSTM, nn.GRU and nn.RNN classifiers training on the simulator without
-# cuDNN (tests/torch/rnn.py: PyTorch's fused cell kernels, tests/sim/torch/rnn.c):
-#   - without the library, the first loss equals the CPU's within relative 1e-5 and the third
-#     within 1e-4 (after two backward passes and Adam updates);
-#   - with the library (another simulator seed): the same losses and parameter bits;
-#   - the launches of the steps beyond the first two are at least 90% replayed.
+# torch-sim-rnn.sh — nn.LSTM, nn.GRU and nn.RNN classifiers training on the simulator
+# (tests/torch/rnn.py), each cell as two networks in one process: unidirectional without cuDNN
+# (PyTorch's fused cell kernels, tests/sim/torch/rnn.c) and bidirectional through cuDNN's RNN API
+# (the simulated cuDNN's tests/sim/cudnn/rnn.c: forward in training mode, backward data and
+# weights), then an inference forward through cuDNN, eager, captured in a CUDA graph, and on
+# packed sequences of different lengths:
+#   - without the library, each network's first loss equals the CPU's within relative 1e-5 and
+#     its third within 1e-4 (after two backward passes and Adam updates); the inference outputs
+#     within absolute 1e-5; the graph's replay equals the eager forward exactly;
+#   - with the library (another simulator seed): the same losses, outputs and parameter bits;
+#   - the launches of the steps beyond the first two (both networks together) are at least 90%
+#     replayed.
 # ag-timeout: 300
 . "$(dirname "$0")/lib.sh"
 . "$AG_ROOT/tests/torch/sim-env.sh"
@@ -26,15 +32,29 @@ for cell in lstm gru rnn; do
   python3 - "$cell" "$d/$cell.plain.out" "$d/$cell.cpu.out" "$d/$cell.short.json" "$d/$cell.long.json" <<'PY' || ag_fail "$cell: see above"
 import json, sys
 cell = sys.argv[1]
-dev, cpu = ([float(l.split()[2]) for l in open(p) if l.startswith("loss:")] for p in sys.argv[2:4])
-rel = [abs(a - b) / max(abs(b), 1e-12) for a, b in zip(dev, cpu)]
-a, b = (json.load(open(p)) for p in sys.argv[4:6])
-launches, replayed = b["launches"] - a["launches"], b["replayed"] - a["replayed"]
+dev, cpu = (open(p).read().splitlines() for p in sys.argv[2:4])
+def values(lines, tag, col):
+    return [float(v) for l in lines if l.startswith(tag + " ") for v in l.split()[col:]]
+ok, report = True, []
+for tag, name in (("loss:", "without cuDNN"), ("cudnn-loss:", "through cuDNN")):
+    a, b = values(dev, tag, 2), values(cpu, tag, 2)
+    rel = [abs(x - y) / max(abs(y), 1e-12) for x, y in zip(a, b)]
+    ok = ok and len(a) == len(b) == 6 and rel[0] <= 1e-5 and rel[2] <= 1e-4
+    report.append(f"{name} {rel[0]:.1e} (first), {rel[2]:.1e} (third)")
+diff = 0.0
+for tag in ("infer:", "infer-packed:"):
+    a, b = values(dev, tag, 1), values(cpu, tag, 1)
+    diff = max(diff, max(abs(x - y) for x, y in zip(a, b)) if a and len(a) == len(b) else float("inf"))
+graph = values(dev, "graph-diff:", 1)
+ok = ok and diff <= 1e-5 and graph == [0.0]
+s, l = (json.load(open(p)) for p in sys.argv[4:6])
+launches, replayed = l["launches"] - s["launches"], l["replayed"] - s["replayed"]
 share = replayed / launches if launches else 0
-print(f"{cell}: losses against the CPU {rel[0]:.1e} (first), {rel[2]:.1e} (third); the steps beyond "
-      f"the first two made {launches} launches, {replayed} replayed ({share:.1%})")
-ok = len(dev) == len(cpu) == 6 and rel[0] <= 1e-5 and rel[2] <= 1e-4 and launches > 0 and share >= 0.90
+ok = ok and launches > 0 and share >= 0.90
+print(f"{cell}: losses against the CPU {'; '.join(report)}; cuDNN inference outputs (full and packed sequences) within "
+      f"{diff:.1e} of the CPU's, its graph replay {graph[0] if graph else 'missing'} from eager; "
+      f"the steps beyond the first two made {launches} launches, {replayed} replayed ({share:.1%})")
 sys.exit(0 if ok else 1)
 PY
 done
-echo "torch-sim-rnn: LSTM, GRU and RNN train on the simulator, identical with the library"
+echo "torch-sim-rnn: LSTM, GRU and RNN train on the simulator with and without cuDNN, identical with the library"

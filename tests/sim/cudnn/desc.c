@@ -317,3 +317,20 @@ cudnnStatus_t cudnnGetActivationDescriptor(const cudnnActivationDescriptor_t act
   *coef = activationDesc->coef;
   return CUDNN_STATUS_SUCCESS;
 }
+
+/* Tensor descriptors of any dimensionality, as the RNN weight queries answer them. */
+cudnnStatus_t cudnnGetTensorNdDescriptor(const cudnnTensorDescriptor_t tensorDesc,
+                                         int nbDimsRequested, cudnnDataType_t *dataType,
+                                         int *nbDims, int dimA[], int strideA[]) {
+  DNN_FAULT(CUDNN_STATUS_BAD_PARAM);
+  if (!dnn_tensor_ok(tensorDesc) || nbDimsRequested < 0 || !dataType || !nbDims ||
+      (nbDimsRequested > 0 && (!dimA || !strideA)))
+    return CUDNN_STATUS_BAD_PARAM;
+  *dataType = tensorDesc->dtype;
+  *nbDims = tensorDesc->nbdims;
+  for (int i = 0; i < nbDimsRequested && i < tensorDesc->nbdims; i++) {
+    dimA[i] = tensorDesc->dims[i];
+    strideA[i] = tensorDesc->strides[i];
+  }
+  return CUDNN_STATUS_SUCCESS;
+}

@@ -6,6 +6,8 @@
  * ops.c     the compute calls; they validate on the calling thread, then launch one kernel of
  *           kernels.cu on the handle's stream and return: no arithmetic happens on the caller
  * bn.c      batch normalization (training forward, backward, inference), the same way
+ * rnn.c     recurrent layers (RNN, data and dropout descriptors, forward, backward data and
+ *           weights), the same way: one kernel of kernels.cu per layer and pass
  * backend.c the backend (graph) API for single-convolution graphs: descriptors with a typed
  *           attribute store, finalization, derived attributes, cudnnBackendExecute
  * twins.c   the kernels' CPU twins, which the simulated driver runs on its device thread
@@ -19,6 +21,7 @@
 #include <cudnn.h>
 
 #include "cudnnsim.h"
+#include "rnnsim.h"
 #include "common/simcommon.h"
 
 /* Set in every descriptor and handle while it lives, so that a destroyed or foreign pointer is
@@ -39,6 +42,11 @@ typedef enum {
   DNN_K_BN_TRAIN,
   DNN_K_BN_INFER,
   DNN_K_BN_BWD,
+  DNN_K_RNN_FWD,
+  DNN_K_RNN_BWD_GATE,
+  DNN_K_RNN_BWD_DX,
+  DNN_K_RNN_BWD_W,
+  DNN_K_RNN_DROP_INIT,
   DNN_K_COUNT
 } dnn_kernel_t;
 

@@ -6,6 +6,7 @@
  * -fmad=false so that a GPU rounds the same products and sums the twins do.
  */
 #include "cudnnsim.h"
+#include "rnnsim.h"
 
 __device__ __forceinline__ long long cudnnsim_tid(void) {
   return (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -79,4 +80,40 @@ extern "C" __global__ void cudnnsim_bn_bwd(cudnnsim_bn_t b, float alpha_d, float
   if (j < cudnnsim_bn_groups(&b))
     cudnnsim_bn_bwd_group(&b, alpha_d, beta_d, alpha_p, beta_p, x, dy, dx, scale, dscale, dbias,
                           smean, sinv, j);
+}
+
+/* Recurrent layers (rnnsim.h): one thread per (direction, sequence) for the sequential passes,
+ * one per output element for the input and weight gradients. */
+extern "C" __global__ void cudnnsim_rnn_fwd(cudnnsim_rnn_t p, const void *x, const void *hx,
+                                            const void *cx, const void *w, float *st, void *y,
+                                            void *hy, void *cy, unsigned *states) {
+  long long i = cudnnsim_tid();
+  if (i < (long long)p.D * p.B) cudnnsim_rnn_fwd_thread(&p, x, hx, cx, w, st, y, hy, cy, states, i);
+}
+
+extern "C" __global__ void cudnnsim_rnn_bwd_gate(cudnnsim_rnn_t p, const void *dy, const void *hx,
+                                                 const void *cx, const void *dhy, const void *dcy,
+                                                 const void *w, float *st, float *ws, void *dhx,
+                                                 void *dcx) {
+  long long i = cudnnsim_tid();
+  if (i < (long long)p.D * p.B)
+    cudnnsim_rnn_bwd_gate_thread(&p, dy, hx, cx, dhy, dcy, w, st, ws, dhx, dcx, i);
+}
+
+extern "C" __global__ void cudnnsim_rnn_bwd_dx(cudnnsim_rnn_t p, const void *w, float *st,
+                                               float *ws, void *dx) {
+  long long i = cudnnsim_tid();
+  if (i < (long long)p.T * p.B * cudnnsim_rnn_in(&p, p.layer))
+    cudnnsim_rnn_bwd_dx_elem(&p, w, st, ws, dx, i);
+}
+
+extern "C" __global__ void cudnnsim_rnn_bwd_w(cudnnsim_rnn_t p, const void *x, const void *hx,
+                                              float *st, void *dw) {
+  long long i = cudnnsim_tid();
+  if (i < cudnnsim_rnn_wcount(&p)) cudnnsim_rnn_bwd_w_elem(&p, x, hx, st, dw, i);
+}
+
+extern "C" __global__ void cudnnsim_rnn_drop_init(unsigned *states, unsigned seed_lo,
+                                                  unsigned seed_hi) {
+  if (cudnnsim_tid() == 0) states[0] = seed_lo, states[1] = seed_hi, states[2] = 0, states[3] = 0;
 }

@@ -9,6 +9,7 @@
 #include "sim_kernel.h"
 
 #include "cudnnsim.h"
+#include "rnnsim.h"
 
 SIM_KERNEL(cudnnsim_conv2d_fwd) {
   cudnnsim_conv_t p = SIM_ARG(0, cudnnsim_conv_t);
@@ -126,5 +127,63 @@ SIM_KERNEL(cudnnsim_bn_bwd) {
     if ((long long)j < groups)
       cudnnsim_bn_bwd_group(&b, alpha_d, beta_d, alpha_p, beta_p, x, dy, dx, scale, dscale, dbias,
                             smean, sinv, (long long)j);
+  }
+}
+
+SIM_KERNEL(cudnnsim_rnn_fwd) {
+  cudnnsim_rnn_t p = SIM_ARG(0, cudnnsim_rnn_t);
+  const void *x = SIM_ARG(1, const void *), *hx = SIM_ARG(2, const void *);
+  const void *cx = SIM_ARG(3, const void *), *w = SIM_ARG(4, const void *);
+  float *st = SIM_ARG(5, float *);
+  void *y = SIM_ARG(6, void *), *hy = SIM_ARG(7, void *), *cy = SIM_ARG(8, void *);
+  unsigned *states = SIM_ARG(9, unsigned *);
+  long long count = (long long)p.D * p.B;
+  SIM_FOR_EACH_THREAD(i) {
+    if ((long long)i < count)
+      cudnnsim_rnn_fwd_thread(&p, x, hx, cx, w, st, y, hy, cy, states, (long long)i);
+  }
+}
+
+SIM_KERNEL(cudnnsim_rnn_bwd_gate) {
+  cudnnsim_rnn_t p = SIM_ARG(0, cudnnsim_rnn_t);
+  const void *dy = SIM_ARG(1, const void *), *hx = SIM_ARG(2, const void *);
+  const void *cx = SIM_ARG(3, const void *), *dhy = SIM_ARG(4, const void *);
+  const void *dcy = SIM_ARG(5, const void *), *w = SIM_ARG(6, const void *);
+  float *st = SIM_ARG(7, float *), *ws = SIM_ARG(8, float *);
+  void *dhx = SIM_ARG(9, void *), *dcx = SIM_ARG(10, void *);
+  long long count = (long long)p.D * p.B;
+  SIM_FOR_EACH_THREAD(i) {
+    if ((long long)i < count)
+      cudnnsim_rnn_bwd_gate_thread(&p, dy, hx, cx, dhy, dcy, w, st, ws, dhx, dcx, (long long)i);
+  }
+}
+
+SIM_KERNEL(cudnnsim_rnn_bwd_dx) {
+  cudnnsim_rnn_t p = SIM_ARG(0, cudnnsim_rnn_t);
+  const void *w = SIM_ARG(1, const void *);
+  float *st = SIM_ARG(2, float *), *ws = SIM_ARG(3, float *);
+  void *dx = SIM_ARG(4, void *);
+  long long count = (long long)p.T * p.B * cudnnsim_rnn_in(&p, p.layer);
+  SIM_FOR_EACH_THREAD(i) {
+    if ((long long)i < count) cudnnsim_rnn_bwd_dx_elem(&p, w, st, ws, dx, (long long)i);
+  }
+}
+
+SIM_KERNEL(cudnnsim_rnn_bwd_w) {
+  cudnnsim_rnn_t p = SIM_ARG(0, cudnnsim_rnn_t);
+  const void *x = SIM_ARG(1, const void *), *hx = SIM_ARG(2, const void *);
+  float *st = SIM_ARG(3, float *);
+  void *dw = SIM_ARG(4, void *);
+  long long count = cudnnsim_rnn_wcount(&p);
+  SIM_FOR_EACH_THREAD(i) {
+    if ((long long)i < count) cudnnsim_rnn_bwd_w_elem(&p, x, hx, st, dw, (long long)i);
+  }
+}
+
+SIM_KERNEL(cudnnsim_rnn_drop_init) {
+  unsigned *states = SIM_ARG(0, unsigned *);
+  unsigned lo = SIM_ARG(1, unsigned), hi = SIM_ARG(2, unsigned);
+  SIM_FOR_EACH_THREAD(i) {
+    if (i == 0) states[0] = lo, states[1] = hi, states[2] = 0, states[3] = 0;
   }
 }

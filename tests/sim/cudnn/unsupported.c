@@ -29,8 +29,6 @@ int cudnnCreateAttnDescriptor(void);
 int cudnnCreateAttnDescriptor(void) { return 3000; }
 int cudnnCreateCTCLossDescriptor(void);
 int cudnnCreateCTCLossDescriptor(void) { return 3000; }
-int cudnnCreateDropoutDescriptor(void);
-int cudnnCreateDropoutDescriptor(void) { return 3000; }
 int cudnnCreateFusedOpsConstParamPack(void);
 int cudnnCreateFusedOpsConstParamPack(void) { return 3000; }
 int cudnnCreateFusedOpsPlan(void);
@@ -43,10 +41,6 @@ int cudnnCreateOpTensorDescriptor(void);
 int cudnnCreateOpTensorDescriptor(void) { return 3000; }
 int cudnnCreatePoolingDescriptor(void);
 int cudnnCreatePoolingDescriptor(void) { return 3000; }
-int cudnnCreateRNNDataDescriptor(void);
-int cudnnCreateRNNDataDescriptor(void) { return 3000; }
-int cudnnCreateRNNDescriptor(void);
-int cudnnCreateRNNDescriptor(void) { return 3000; }
 int cudnnCreateReduceTensorDescriptor(void);
 int cudnnCreateReduceTensorDescriptor(void) { return 3000; }
 int cudnnCreateSeqDataDescriptor(void);
@@ -63,8 +57,6 @@ int cudnnDestroyAttnDescriptor(void);
 int cudnnDestroyAttnDescriptor(void) { return 3000; }
 int cudnnDestroyCTCLossDescriptor(void);
 int cudnnDestroyCTCLossDescriptor(void) { return 3000; }
-int cudnnDestroyDropoutDescriptor(void);
-int cudnnDestroyDropoutDescriptor(void) { return 3000; }
 int cudnnDestroyFusedOpsConstParamPack(void);
 int cudnnDestroyFusedOpsConstParamPack(void) { return 3000; }
 int cudnnDestroyFusedOpsPlan(void);
@@ -77,10 +69,6 @@ int cudnnDestroyOpTensorDescriptor(void);
 int cudnnDestroyOpTensorDescriptor(void) { return 3000; }
 int cudnnDestroyPoolingDescriptor(void);
 int cudnnDestroyPoolingDescriptor(void) { return 3000; }
-int cudnnDestroyRNNDataDescriptor(void);
-int cudnnDestroyRNNDataDescriptor(void) { return 3000; }
-int cudnnDestroyRNNDescriptor(void);
-int cudnnDestroyRNNDescriptor(void) { return 3000; }
 int cudnnDestroyReduceTensorDescriptor(void);
 int cudnnDestroyReduceTensorDescriptor(void) { return 3000; }
 int cudnnDestroySeqDataDescriptor(void);
@@ -99,8 +87,6 @@ int cudnnDropoutForward(void);
 int cudnnDropoutForward(void) { return 3000; }
 int cudnnDropoutGetReserveSpaceSize(void);
 int cudnnDropoutGetReserveSpaceSize(void) { return 3000; }
-int cudnnDropoutGetStatesSize(void);
-int cudnnDropoutGetStatesSize(void) { return 3000; }
 int cudnnFindConvolutionBackwardDataAlgorithm(void);
 int cudnnFindConvolutionBackwardDataAlgorithm(void) { return 3000; }
 int cudnnFindConvolutionBackwardDataAlgorithmEx(void);
@@ -153,8 +139,6 @@ int cudnnGetConvolutionNdForwardOutputDim(void);
 int cudnnGetConvolutionNdForwardOutputDim(void) { return 3000; }
 int cudnnGetConvolutionReorderType(void);
 int cudnnGetConvolutionReorderType(void) { return 3000; }
-int cudnnGetDropoutDescriptor(void);
-int cudnnGetDropoutDescriptor(void) { return 3000; }
 int cudnnGetFilterNdDescriptor(void);
 int cudnnGetFilterNdDescriptor(void) { return 3000; }
 int cudnnGetFilterSizeInBytes(void);
@@ -189,16 +173,8 @@ int cudnnGetPoolingNdForwardOutputDim(void);
 int cudnnGetPoolingNdForwardOutputDim(void) { return 3000; }
 int cudnnGetRNNDataDescriptor(void);
 int cudnnGetRNNDataDescriptor(void) { return 3000; }
-int cudnnGetRNNDescriptor_v8(void);
-int cudnnGetRNNDescriptor_v8(void) { return 3000; }
 int cudnnGetRNNDropoutLocationsInternal(void);
 int cudnnGetRNNDropoutLocationsInternal(void) { return 3000; }
-int cudnnGetRNNTempSpaceSizes(void);
-int cudnnGetRNNTempSpaceSizes(void) { return 3000; }
-int cudnnGetRNNWeightParams(void);
-int cudnnGetRNNWeightParams(void) { return 3000; }
-int cudnnGetRNNWeightSpaceSize(void);
-int cudnnGetRNNWeightSpaceSize(void) { return 3000; }
 int cudnnGetReduceTensorDescriptor(void);
 int cudnnGetReduceTensorDescriptor(void) { return 3000; }
 int cudnnGetReductionIndicesSize(void);
@@ -207,8 +183,6 @@ int cudnnGetReductionWorkspaceSize(void);
 int cudnnGetReductionWorkspaceSize(void) { return 3000; }
 int cudnnGetSeqDataDescriptor(void);
 int cudnnGetSeqDataDescriptor(void) { return 3000; }
-int cudnnGetTensorNdDescriptor(void);
-int cudnnGetTensorNdDescriptor(void) { return 3000; }
 int cudnnGetTensorSizeInBytes(void);
 int cudnnGetTensorSizeInBytes(void) { return 3000; }
 int cudnnGetTensorTransformDescriptor(void);
@@ -247,12 +221,6 @@ int cudnnPoolingForward(void);
 int cudnnPoolingForward(void) { return 3000; }
 int cudnnQueryRuntimeError(void);
 int cudnnQueryRuntimeError(void) { return 3000; }
-int cudnnRNNBackwardData_v8(void);
-int cudnnRNNBackwardData_v8(void) { return 3000; }
-int cudnnRNNBackwardWeights_v8(void);
-int cudnnRNNBackwardWeights_v8(void) { return 3000; }
-int cudnnRNNForward(void);
-int cudnnRNNForward(void) { return 3000; }
 int cudnnRNNGetClip_v8(void);
 int cudnnRNNGetClip_v8(void) { return 3000; }
 int cudnnRNNGetClip_v9(void);
@@ -265,8 +233,6 @@ int cudnnReduceTensor(void);
 int cudnnReduceTensor(void) { return 3000; }
 int cudnnReorderFilterAndBias(void);
 int cudnnReorderFilterAndBias(void) { return 3000; }
-int cudnnRestoreDropoutDescriptor(void);
-int cudnnRestoreDropoutDescriptor(void) { return 3000; }
 int cudnnScaleTensor(void);
 int cudnnScaleTensor(void) { return 3000; }
 int cudnnSetActivationDescriptorSwishBeta(void);
@@ -291,8 +257,6 @@ int cudnnSetConvolutionNdDescriptor(void);
 int cudnnSetConvolutionNdDescriptor(void) { return 3000; }
 int cudnnSetConvolutionReorderType(void);
 int cudnnSetConvolutionReorderType(void) { return 3000; }
-int cudnnSetDropoutDescriptor(void);
-int cudnnSetDropoutDescriptor(void) { return 3000; }
 int cudnnSetFilterNdDescriptor(void);
 int cudnnSetFilterNdDescriptor(void) { return 3000; }
 int cudnnSetFusedOpsConstParamPackAttribute(void);
@@ -307,10 +271,6 @@ int cudnnSetPooling2dDescriptor(void);
 int cudnnSetPooling2dDescriptor(void) { return 3000; }
 int cudnnSetPoolingNdDescriptor(void);
 int cudnnSetPoolingNdDescriptor(void) { return 3000; }
-int cudnnSetRNNDataDescriptor(void);
-int cudnnSetRNNDataDescriptor(void) { return 3000; }
-int cudnnSetRNNDescriptor_v8(void);
-int cudnnSetRNNDescriptor_v8(void) { return 3000; }
 int cudnnSetReduceTensorDescriptor(void);
 int cudnnSetReduceTensorDescriptor(void) { return 3000; }
 int cudnnSetSeqDataDescriptor(void);
