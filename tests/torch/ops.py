@@ -456,6 +456,52 @@ n_ok += 1
 digest = hashlib.sha256(u.numpy().tobytes() + nrm.numpy().tobytes()).hexdigest()[:16]
 print(f"ok rand, randn, uniform_, normal_ (digest {digest})")
 
+# The same kernels into float16 and bfloat16 (the numbers drawn in float as for float32, then
+# rounded once: the same seed gives float32's numbers rounded, except where a uniform number
+# rounds up to the upper bound, which becomes the lower one), bernoulli_ (in-place dropout) and
+# random_ on int64 (the seed PyTorch draws for cuDNN's recurrent dropout).
+for dt in (torch.float16, torch.bfloat16):
+    torch.manual_seed(3)
+    h_u, h_n = torch.rand(100000, device="cuda", dtype=dt).cpu(), torch.randn(100000, device="cuda", dtype=dt).cpu()
+    h_v = torch.empty(10000, device="cuda", dtype=dt).uniform_(-2, 3).cpu()
+    top = u.to(dt) == 1
+    stats = [(f"randn {dt} is float32's rounded", torch.equal(h_n, nrm.to(dt))),
+             (f"rand {dt} is float32's rounded", torch.equal(h_u[~top], u.to(dt)[~top]) and bool((h_u[top] == 0).all())),
+             (f"rand {dt} in [0, 1)", h_u.min() >= 0 and h_u.max() < 1),
+             (f"uniform_ {dt} bounds", h_v.min() >= -2 and h_v.max() < 3 and abs(h_v.float().mean() - 0.5) < 0.05)]
+    for what, good in stats:
+        if not good:
+            print(f"FAIL {what}")
+            sys.exit(1)
+    n_ok += 1
+b = torch.empty(100000, device="cuda").bernoulli_(0.3).cpu()
+kept = torch.nn.functional.dropout(torch.ones(100000, device="cuda"), 0.25, inplace=True).cpu()
+r64 = torch.empty(100000, dtype=torch.int64, device="cuda").random_().cpu()
+# Outputs that are not trivially 1-d (a transposed tensor, a 0-dim one) go through the kernels'
+# offset-calculator variant; a 0-dim int64 random_ is how PyTorch seeds cuDNN's recurrent dropout.
+nc = torch.empty(300, 400, device="cuda").t().uniform_(-1, 1).cpu()
+seed0 = torch.empty((), dtype=torch.int64, device="cuda").random_().item()
+torch.manual_seed(5)
+lstm = torch.nn.LSTM(8, 16, num_layers=2, dropout=0.3).cuda()
+lstm_out, _ = lstm(torch.randn(5, 3, 8, device="cuda"))
+lstm_out.sum().backward()
+lstm_bits = lstm_out.detach().cpu().numpy().tobytes() + lstm.weight_ih_l0.grad.cpu().numpy().tobytes()
+stats = [("bernoulli_ values", bool(((b == 0) | (b == 1)).all())), ("bernoulli_ mean", abs(b.mean() - 0.3) < 0.005),
+         ("in-place dropout", abs((kept == 0).float().mean() - 0.25) < 0.005 and bool(((kept == 0) | (kept == 4 / 3)).all())),
+         ("random_ int64 range", bool((r64 >= 0).all())),
+         ("random_ int64 spread", abs(r64.double().mean() / 2.0 ** 63 - 0.5) < 0.01 and r64.unique().numel() == r64.numel()),
+         ("uniform_ transposed", nc.min() >= -1 and nc.max() < 1 and abs(nc.mean()) < 0.01), ("random_ 0-dim", seed0 >= 0),
+         ("LSTM with dropout through cuDNN", bool(torch.isfinite(lstm_out.detach().cpu()).all()) and lstm.weight_ih_l0.grad.abs().sum() > 0)]
+for what, good in stats:
+    if not good:
+        print(f"FAIL {what}")
+        sys.exit(1)
+n_ok += 1
+digest = hashlib.sha256(h_u.float().numpy().tobytes() + b.numpy().tobytes() + r64.numpy().tobytes() + nc.numpy().tobytes() +
+                        lstm_bits).hexdigest()[:16]
+print(f"ok rand, randn, uniform_ in float16 and bfloat16, bernoulli_, in-place dropout, random_, transposed and 0-dim "
+      f"outputs, an LSTM with dropout through cuDNN (digest {digest})")
+
 # Philox4x32-10 against the known-answer vectors of its authors (Random123's kat_vectors).
 # The twins' library is already loaded (tools/torch-sim preloads it): found by its path there.
 twins = ctypes.CDLL(next(p for p in os.environ.get("LD_PRELOAD", "").split(":") if p.endswith("/libtorchtwins.so")))

@@ -4,8 +4,8 @@ Run under tools/torch-sim, with or without libautograph preloaded. MODEL is resn
 mobilenet_v3_small, built with 10 classes from a fixed seed, trained for STEPS steps of SGD with
 momentum on one fixed batch of four 32x32 images (cross-entropy), in training mode (batch
 normalisation on batch statistics). mobilenet_v3_small's classifier dropout is built with
-p = 0: torchvision applies it in place, through bernoulli_, whose kernel has no twin yet (and
-with it off the CPU can check the model). Prints the loss of every step and a checksum of the
+p = 0: with it the device's masks would not be the CPU's (another generator), and the CPU could
+not check the model. Prints the loss of every step and a checksum of the
 exact bits of every parameter and buffer (`checksum: <hex>`), for a bit-for-bit comparison of
 runs. With `cpu`, the same on the CPU instead (the comparison of the two is the caller's).
 """

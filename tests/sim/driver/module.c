@@ -751,11 +751,13 @@ static CUresult fill_kernel(struct CUgraphNode_st *n, void *arg) {
 }
 
 /* The common path of every launch API. The modelled host cost is spent on the caller. */
-/* SIM_LAUNCH_LOG=<path>: one JSON line per accepted kernel launch (also those captured into a
- * graph), written and flushed on the launching thread before the call returns, so that a tool
- * can tell which launches an operation made by the file's size before and after it: the
- * kernel's name, grid, block and parameter bytes (hex, in the packed layout of the kernel's
- * parameters). Appends; a path that cannot be opened is reported once and nothing is logged. */
+/* SIM_LAUNCH_LOG=<path>: one JSON line per kernel launch whose configuration and parameters
+ * were valid (also those captured into a graph), written and flushed on the launching thread
+ * before the call returns, so that a tool can tell which launches an operation made by the
+ * file's size before and after it: the kernel's name, grid, block, parameter bytes (hex, in the
+ * packed layout of the kernel's parameters) and whether it has a twin (without one the launch
+ * then fails with CUDA_ERROR_NO_BINARY_FOR_GPU). Appends; a path that cannot be opened is
+ * reported once and nothing is logged. */
 static pthread_once_t launch_log_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t launch_log_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *launch_log;
@@ -767,14 +769,14 @@ static void launch_log_open(void) {
     fprintf(stderr, "sim: SIM_LAUNCH_LOG: cannot open %s: %s\n", path, strerror(errno));
 }
 
-static void launch_log_write(const drv_launch_t *l, size_t bytes) {
+static void launch_log_write(const drv_launch_t *l, size_t bytes, int twin) {
   pthread_once(&launch_log_once, launch_log_open);
   if (!launch_log) return;
   pthread_mutex_lock(&launch_log_lock);
   fprintf(launch_log, "{\"name\": \"%s\", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"params\": \"",
           l->f->name, l->grid.x, l->grid.y, l->grid.z, l->block.x, l->block.y, l->block.z);
   for (size_t i = 0; i < bytes; i++) fprintf(launch_log, "%02x", (unsigned char)l->blob[i]);
-  fputs("\"}\n", launch_log);
+  fprintf(launch_log, "\", \"twin\": %s}\n", twin ? "true" : "false");
   fflush(launch_log);
   pthread_mutex_unlock(&launch_log_lock);
 }
@@ -793,7 +795,11 @@ static CUresult launch(int ptds, const char *api, CUfunction f, unsigned gx, uns
   drv_launch_t *l = malloc(sizeof *l);
   if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
   r = drv_launch_prepare(l, f, gx, gy, gz, bx, by, bz, shmem, params, extra);
-  if (!r && !drv_func_twin(l->f)) r = CUDA_ERROR_NO_BINARY_FOR_GPU;
+  if (!r) {
+    int twin = drv_func_twin(l->f) != NULL;
+    launch_log_write(l, l->f->param_bytes, twin);
+    if (!twin) r = CUDA_ERROR_NO_BINARY_FOR_GPU;
+  }
   if (!r && ka && ka->set) {
     if ((l->attrs = malloc(sizeof *l->attrs)) != NULL) *l->attrs = *ka;
     else r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -803,7 +809,6 @@ static CUresult launch(int ptds, const char *api, CUfunction f, unsigned gx, uns
     free(l);
     return r;
   }
-  launch_log_write(l, l->f->param_bytes);
   pthread_mutex_lock(&drv_lock);
   if (s->cap) {
     drv_capture_node(s, CU_GRAPH_NODE_TYPE_KERNEL, fill_kernel, l, &r);

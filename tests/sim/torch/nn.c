@@ -345,38 +345,102 @@ static void normal4(philox_t *s, float r[4]) {
   }
 }
 
+/* k->p[0]: the distribution (DIST_*); k->p[1]: the output's element type; k->p[2]: the
+ * transform is lambda #2 (an output that is not trivially 1-d, a 0-dim tensor say): its
+ * captures are {OffsetCalculator<1> offset_calc; char *out_data; transform} and element e goes
+ * to out_data + offset_calc.get(e)[0], where lambda #1's are {char *out_data; int stride0;
+ * transform} and e goes to out_data + stride0 * e. The transform's own captures: uniform_
+ * {opmath range; T from; T to} (the value is static_cast<T>(rand * range + from), and `to`
+ * becomes `from`), normal_ {float mean; float std} (static_cast<T>(rand * std + mean)),
+ * bernoulli_ {double p} (static_cast<T>(rand < p)), random_ none (below). */
+enum { DIST_UNIFORM, DIST_NORMAL, DIST_BERNOULLI, DIST_RANDOM64 };
+
+typedef struct {
+  char *out;
+  const char *oc, *inner; /* oc: NULL for lambda #1; inner: the transform's captures */
+  int stride0;
+} dist_out_t;
+
+static dist_out_t dist_out(const simtw_nn_t *k, const char *tf) {
+  dist_out_t d = {0};
+  if (k->p[2]) {
+    size_t at = (simtw_oc_size(1) + 7) & ~(size_t)7;
+    d.oc = tf;
+    memcpy(&d.out, tf + at, 8);
+    d.inner = tf + at + 8;
+  } else {
+    memcpy(&d.out, tf, 8);
+    memcpy(&d.stride0, tf + 8, 4);
+    d.inner = tf + 12;
+  }
+  return d;
+}
+
+static char *dist_at(const dist_out_t *d, uint64_t e) {
+  return d->oc ? d->out + simtw_oc_get(d->oc, 1, 0, (uint32_t)e) : d->out + (int64_t)d->stride0 * (int64_t)e;
+}
+
 static void run_distribution(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   int64_t numel = ARG(int64_t, 0);
   uint64_t seed, offset;
   philox_unpack(args[1], &seed, &offset);
-  const char *tf = args[3];
-  char *out;
-  int stride0;
-  float a, b, c;
-  memcpy(&out, tf, 8);
-  memcpy(&stride0, tf + 8, 4);
-  memcpy(&a, tf + 12, 4);
-  memcpy(&b, tf + 16, 4);
-  memcpy(&c, tf + 20, 4);
+  dist_out_t d = dist_out(k, args[3]);
+  simtw_dt_t dt = (simtw_dt_t)k->p[1];
+  size_t es = simtw_dt_size(dt);
+  float a, b;
+  double p = 0;
+  memcpy(&a, d.inner, 4);
+  memcpy(&b, d.inner + 4, 4);
+  simtw_val_t from = simtw_load(dt, d.inner + 4), to = simtw_load(dt, d.inner + 4 + es);
+  /* a double after lambda #1's int stride0 sits at the next 8-byte boundary */
+  if (k->p[0] == DIST_BERNOULLI) memcpy(&p, d.inner + (k->p[2] ? 0 : 4), 8);
   uint64_t threads = (uint64_t)grid.x * block.x;
   for (uint64_t idx = 0; idx < threads; idx++) {
     philox_t s;
     philox_init(&s, seed, idx, offset);
     for (uint64_t li = idx; li < (uint64_t)numel; li += threads * 4) {
       float r[4];
-      if (k->p[0]) normal4(&s, r);
+      if (k->p[0] == DIST_NORMAL) normal4(&s, r);
       else philox_uniform4(&s, r);
       for (int j = 0; j < 4; j++) {
         uint64_t e = li + (uint64_t)j * threads;
         if (e >= (uint64_t)numel) break;
-        float v;
-        if (k->p[0]) {
-          v = fmaf(r[j], b, a); /* {mean, std} */
-        } else {
-          v = fmaf(r[j], a, b); /* {range, from, to} */
-          if (v == c) v = b;
+        simtw_val_t v;
+        if (k->p[0] == DIST_NORMAL) {
+          v = simtw_cast(simtw_fval(fmaf(r[j], b, a)), dt); /* {mean, std} */
+        } else if (k->p[0] == DIST_BERNOULLI) {
+          v = simtw_cast(simtw_fval((double)r[j] < p), dt);
+        } else { /* {range, from, to} */
+          v = simtw_cast(simtw_fval(fmaf(r[j], a, (float)from.f)), dt);
+          if (v.f == to.f) v = from;
         }
-        memcpy(out + (int64_t)stride0 * (int64_t)e, &v, 4); /* stride0 in bytes */
+        simtw_store(dt, dist_at(&d, e), v);
+      }
+    }
+  }
+}
+
+/* random_ on int64 (random_kernel's 64-bit path): distribution_elementwise_grid_stride_kernel<
+ * unsigned long, 2, …> draws curand4 per grid stride of 2 elements, as two 64-bit words (x << 32 |
+ * y, z << 32 | w), and the transform stores uniform_int<int64_t>: the word modulo 2^63. */
+static void run_random64(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
+  int64_t numel = ARG(int64_t, 0);
+  uint64_t seed, offset;
+  philox_unpack(args[1], &seed, &offset);
+  dist_out_t d = dist_out(k, args[3]);
+  uint64_t threads = (uint64_t)grid.x * block.x;
+  for (uint64_t idx = 0; idx < threads; idx++) {
+    philox_t s;
+    philox_init(&s, seed, idx, offset);
+    for (uint64_t li = idx; li < (uint64_t)numel; li += threads * 2) {
+      uint32_t w[4];
+      philox_next4(&s, w);
+      uint64_t r[2] = {(uint64_t)w[0] << 32 | w[1], (uint64_t)w[2] << 32 | w[3]};
+      for (int j = 0; j < 2; j++) {
+        uint64_t e = li + (uint64_t)j * threads;
+        if (e >= (uint64_t)numel) break;
+        int64_t v = (int64_t)(r[j] % (UINT64_C(1) << 63));
+        memcpy(dist_at(&d, e), &v, 8);
       }
     }
   }
@@ -738,7 +802,21 @@ static int targ(const char *open, int n, int *v) {
 
 #define DIST_PREFIX \
   "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4, at::native::templates::cuda::"
-#define DIST_TRIVIAL "{lambda(int, float)#1})"
+#define DIST64_PREFIX                                                                              \
+  "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<unsigned long, 2, "   \
+  "at::native::templates::cuda::random_kernel<"
+
+/* Which of distribution_nullary_kernel's two transforms the kernel dm ends with: 1 (a trivially
+ * 1-d output), 2 (through an offset calculator), else 0; acc: the accumulation type's spelling. */
+static int dist_lambda(const char *dm, const char *acc) {
+  char tail[64];
+  size_t n = strlen(dm);
+  for (int v = 1; v <= 2; v++) {
+    snprintf(tail, sizeof tail, "{lambda(int, %s)#%d})", acc, v);
+    if (n > strlen(tail) && strcmp(dm + n - strlen(tail), tail) == 0) return v;
+  }
+  return 0;
+}
 
 /* amp_update_scale_cuda_kernel(float *scale, int *growth_tracker, const float *found_inf,
  * double growth_factor, double backoff_factor, int growth_interval), one thread (GradScaler's
@@ -836,16 +914,23 @@ int simtw_nn_resolve(const char *dm, simtw_nn_t *k) {
              targ(strchr(p, '<'), 4, &k->p[3])) {
     k->p[0] = 0;
     k->run = run_dropout;
-  } else if (strncmp(dm, DIST_PREFIX, strlen(DIST_PREFIX)) == 0 && strlen(dm) > strlen(DIST_TRIVIAL) &&
-             strcmp(dm + strlen(dm) - strlen(DIST_TRIVIAL), DIST_TRIVIAL) == 0) {
-    /* the contiguous-output variant (lambda #1) of uniform_ and normal_ on float */
-    const char *t = dm + strlen(DIST_PREFIX);
-    if (strncmp(t, "uniform_and_transform<float, float, ", 36) == 0 && strstr(t, "templates::cuda::uniform_kernel<")) {
-      k->run = run_distribution;
-    } else if (strncmp(t, "normal_and_transform<float, float, ", 35) == 0 && strstr(t, "templates::cuda::normal_kernel<")) {
-      k->p[0] = 1;
-      k->run = run_distribution;
+  } else if (strncmp(dm, DIST_PREFIX, strlen(DIST_PREFIX)) == 0 && (v = dist_lambda(dm, "float")) != 0) {
+    /* uniform_, normal_ and bernoulli_(p) into float, c10::Half or c10::BFloat16 */
+    k->p[2] = v == 2;
+    const char *t = dm + strlen(DIST_PREFIX), *rest;
+    int dt = DT_NONE;
+    if ((rest = simtw_dt_float_then(strncmp(t, "uniform_and_transform<", 22) ? NULL : t + 22, ", float, ", &dt))) {
+      if (strstr(rest, "templates::cuda::uniform_kernel<")) k->p[0] = DIST_UNIFORM, k->run = run_distribution;
+      else if (strstr(rest, "templates::cuda::bernoulli_kernel<")) k->p[0] = DIST_BERNOULLI, k->run = run_distribution;
+    } else if ((rest = simtw_dt_float_then(strncmp(t, "normal_and_transform<", 21) ? NULL : t + 21, ", float, ", &dt)) &&
+               strstr(rest, "templates::cuda::normal_kernel<")) {
+      k->p[0] = DIST_NORMAL, k->run = run_distribution;
     }
+    k->p[1] = dt;
+  } else if (strncmp(dm, DIST64_PREFIX, strlen(DIST64_PREFIX)) == 0 && (v = dist_lambda(dm, "unsigned long")) != 0 &&
+             strstr(dm, "::distribution_nullary_kernel<long, unsigned long, ulonglong2, ")) {
+    /* random_ on int64 */
+    k->p[0] = DIST_RANDOM64, k->p[1] = DT_I64, k->p[2] = v == 2, k->run = run_random64;
   } else if ((p = strstr(dm, "::indexSelectSmallIndex<")) || (p = strstr(dm, "::indexSelectLargeIndex<"))) {
     const char *o = strchr(p, '<');
     const char *e;
