@@ -13,33 +13,15 @@
 . "$AG_ROOT/tests/torch/sim-env.sh"
 export AUTOGRAPH_HOLD_US=200000 # as in tests/torch/example.sh: a loaded machine's pace is no hold's end
 py=$AG_ROOT/tests/torch/llama.py d=$AG_TMP
-ag_run "$d/plain" env SIM_SEED=1 "$TORCH_SIM" "$PY" "$py" 8 &
-ag_run "$d/lib" env SIM_SEED=2 LD_PRELOAD="$AG_LIB" AUTOGRAPH_STATS="$d/long.json" "$TORCH_SIM" "$PY" "$py" 8
-wait
-ag_run "$d/short" env SIM_SEED=3 LD_PRELOAD="$AG_LIB" AUTOGRAPH_STATS="$d/short.json" "$TORCH_SIM" "$PY" "$py" 2 &
-ag_run "$d/cpu" "$TORCH_SIM" "$PY" "$py" 8 cpu
-wait
-for r in plain lib short cpu; do
-  [ "$(cat "$d/$r.rc")" = 0 ] || { tail -n 30 "$d/$r.err" >&2; ag_fail "llama.py ($r) exited $(cat "$d/$r.rc")"; }
-done
-cat "$d/plain.out"
-grep -q '^checksum: ' "$d/plain.out" || ag_fail "no checksum line"
-cmp -s "$d/plain.out" "$d/lib.out" || { diff -u "$d/plain.out" "$d/lib.out" >&2; ag_fail "the output differs with the library"; }
-python3 - "$d/plain.out" "$d/cpu.out" <<'PY' || ag_fail "the bfloat16 block on the device is not the CPU's float32 block"
+torch_four_runs "$d/llama" 8 2 "$py"
+cat "$d/llama.plain.out"
+grep -q '^checksum: ' "$d/llama.plain.out" || ag_fail "no checksum line"
+python3 - "$d/llama.plain.out" "$d/llama.cpu.out" <<'PY' || ag_fail "the bfloat16 block on the device is not the CPU's float32 block"
 import sys
 dev, cpu = (float(next(l.split()[1] for l in open(p) if l.startswith("value:"))) for p in sys.argv[1:])
 rel = abs(dev - cpu) / max(abs(cpu), 1e-12)
 print(f"value: device (bfloat16) {dev:.6e}, CPU (float32) {cpu:.6e}, relative difference {rel:.2e}")
 sys.exit(0 if rel <= 2e-2 else 1)
 PY
-python3 - "$d/short.json" "$d/long.json" <<'PY' || ag_fail "the steady state is not replayed"
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:])
-launches, replayed = b["launches"] - a["launches"], b["replayed"] - a["replayed"]
-share = replayed / launches if launches else 0
-ew, ch = b["elementwise"] - a["elementwise"], b["chained"] - a["chained"]
-print(f"llama: the steps beyond the first two made {launches} launches, {replayed} replayed "
-      f"({share:.1%}); of these, {ew} elementwise, {ch} in chains ({ch / ew if ew else 0:.1%})")
-sys.exit(0 if launches > 0 and share >= 0.90 else 1)
-PY
+torch_steady "$d/llama"
 echo "torch-sim-llama: identical with the library, the steady state replayed"

@@ -18,3 +18,42 @@ export PYTHONDONTWRITEBYTECODE=1
 # The wheel's libraries must come from the preload, not from the simulator folder on the path.
 unset LD_LIBRARY_PATH
 AG_PROG_TIMEOUT=${AG_PROG_TIMEOUT_TORCH:-240}
+
+# torch_four_runs PREFIX LONG SHORT SCRIPT [ARG…] — the four runs of a training or inference script
+# that the torch-sim cases compare, two at a time: PREFIX.plain (SIM_SEED=1, LONG steps, without
+# the library), PREFIX.lib (SIM_SEED=2, LONG, with it, statistics in PREFIX.long.json),
+# PREFIX.short (SIM_SEED=3, SHORT, with it, PREFIX.short.json) and PREFIX.cpu (LONG, `cpu`
+# appended: the script runs on the CPU). The step count follows the script's own arguments. Fails
+# when a run exits non-zero (showing its last lines) or when plain and lib print different output.
+torch_four_runs() {
+  local pre=$1 long=$2 short=$3 r
+  shift 3
+  ag_run "$pre.plain" env SIM_SEED=1 "$TORCH_SIM" "$PY" "$@" "$long" &
+  ag_run "$pre.lib" env SIM_SEED=2 LD_PRELOAD="$AG_LIB" AUTOGRAPH_STATS="$pre.long.json" "$TORCH_SIM" "$PY" "$@" "$long"
+  wait
+  ag_run "$pre.short" env SIM_SEED=3 LD_PRELOAD="$AG_LIB" AUTOGRAPH_STATS="$pre.short.json" "$TORCH_SIM" "$PY" "$@" "$short" &
+  ag_run "$pre.cpu" "$TORCH_SIM" "$PY" "$@" "$long" cpu
+  wait
+  for r in plain lib short cpu; do
+    [ "$(cat "$pre.$r.rc")" = 0 ] || { tail -n 30 "$pre.$r.err" >&2; ag_fail "${pre##*/} ($r) exited $(cat "$pre.$r.rc")"; }
+  done
+  cmp -s "$pre.plain.out" "$pre.lib.out" ||
+    { diff -u "$pre.plain.out" "$pre.lib.out" >&2; ag_fail "${pre##*/}: the result differs with the library"; }
+}
+
+# torch_steady PREFIX — the steady state of torch_four_runs' PREFIX: the launches that the long
+# run with the library made beyond the short one's (the steps past the first two), the share of
+# them replayed, and of them the elementwise ones and those in chains (what a fusion of chains
+# would replace). Prints them; fails when no launch was made or less than 90% were replayed.
+torch_steady() {
+  python3 - "${1##*/}" "$1.short.json" "$1.long.json" <<'PY' || ag_fail "${1##*/}: the steady state is not replayed"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[2:])
+launches, replayed = b["launches"] - a["launches"], b["replayed"] - a["replayed"]
+ew, ch = b["elementwise"] - a["elementwise"], b["chained"] - a["chained"]
+share = replayed / launches if launches else 0
+print(f"{sys.argv[1]}: the steps beyond the first two made {launches} launches, {replayed} replayed ({share:.1%}); "
+      f"of these, {ew} elementwise, {ch} in chains ({ch / ew if ew else 0:.1%})")
+sys.exit(0 if launches > 0 and share >= 0.90 else 1)
+PY
+}
