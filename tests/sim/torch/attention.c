@@ -164,12 +164,6 @@ static float f32(const char *p, int off) {
   memcpy(&v, p + off, 4);
   return v;
 }
-static char *ptr(const char *p, int off) {
-  char *v;
-  memcpy(&v, p + off, 8);
-  return v;
-}
-
 /* element e of a row of dt at base (strides in elements) */
 static float ld(simtw_dt_t dt, const char *base, int64_t e) {
   if (dt == DT_F32) {
@@ -212,16 +206,16 @@ static void run_fwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   const char *P = args[0];
   simtw_dt_t dt = (simtw_dt_t)k->p[0];
   int kq = k->p[1];
-  if (ptr(P, F_SEQSTART_Q) || ptr(P, F_SEQSTART_K) || ptr(P, F_SEQLEN_K))
+  if (simtw_read_ptr(P, F_SEQSTART_Q) || simtw_read_ptr(P, F_SEQSTART_K) || simtw_read_ptr(P, F_SEQLEN_K))
     refuse(k->name, "variable sequence lengths (seqstart/seqlen pointers)");
   if (i32(P, F_WINDOW)) refuse(k->name, "a sliding window");
   if (P[F_DROPOUT]) refuse(k->name, "dropout (use_dropout set)");
   if (any_set(P, F_UNKNOWN, 8)) refuse(k->name, "a parameter field PyTorch leaves 0 set");
   int mask = (unsigned char)P[F_MASK];
   if (mask > MASK_BOTTOM_RIGHT) refuse(k->name, "an unknown custom mask type");
-  const char *q0 = ptr(P, F_Q), *k0 = ptr(P, F_K), *v0 = ptr(P, F_V), *b0 = ptr(P, F_BIAS);
-  char *o0 = ptr(P, F_OUT);
-  float *lse0 = (float *)ptr(P, F_LSE);
+  const char *q0 = simtw_read_ptr(P, F_Q), *k0 = simtw_read_ptr(P, F_K), *v0 = simtw_read_ptr(P, F_V), *b0 = simtw_read_ptr(P, F_BIAS);
+  char *o0 = simtw_read_ptr(P, F_OUT);
+  float *lse0 = (float *)simtw_read_ptr(P, F_LSE);
   float scale = f32(P, F_SCALE);
   int64_t hd = i32(P, F_HEAD_DIM), hdv = i32(P, F_HEAD_DIM_V), nq = i32(P, F_NQ), nk = i32(P, F_NK);
   int64_t nh = i32(P, F_NH), qpkv = i32(P, F_QPKV), diag = (uint32_t)i32(P, F_DIAG_OFF);
@@ -288,20 +282,20 @@ static void run_bwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   const char *P = args[0];
   simtw_dt_t dt = (simtw_dt_t)k->p[0];
   int64_t es = (int64_t)simtw_dt_size(dt);
-  if (ptr(P, B_CU_Q) || ptr(P, B_CU_K)) refuse(k->name, "variable sequence lengths (cu_seqlens pointers)");
+  if (simtw_read_ptr(P, B_CU_Q) || simtw_read_ptr(P, B_CU_K)) refuse(k->name, "variable sequence lengths (cu_seqlens pointers)");
   if (i32(P, B_WINDOW)) refuse(k->name, "a sliding window");
   if (f32(P, B_DROPOUT_P) != 0.0f) refuse(k->name, "dropout (dropout_prob above 0)");
   if (any_set(P, B_UNKNOWN, 8)) refuse(k->name, "a parameter field PyTorch leaves 0 set");
   int mask = (unsigned char)P[B_MASK];
   if (mask > MASK_BOTTOM_RIGHT) refuse(k->name, "an unknown custom mask type");
-  const char *q0 = ptr(P, B_Q), *k0 = ptr(P, B_K), *v0 = ptr(P, B_V), *b0 = ptr(P, B_BIAS);
-  const char *o0 = ptr(P, B_OUT), *go0 = ptr(P, B_GOUT);
-  const float *lse0 = (const float *)ptr(P, B_LSE);
-  float *delta0 = (float *)ptr(P, B_DELTA);
-  char *gq0 = ptr(P, B_GQ), *gk0 = ptr(P, B_GK), *gv0 = ptr(P, B_GV), *gb0 = ptr(P, B_GB);
+  const char *q0 = simtw_read_ptr(P, B_Q), *k0 = simtw_read_ptr(P, B_K), *v0 = simtw_read_ptr(P, B_V), *b0 = simtw_read_ptr(P, B_BIAS);
+  const char *o0 = simtw_read_ptr(P, B_OUT), *go0 = simtw_read_ptr(P, B_GOUT);
+  const float *lse0 = (const float *)simtw_read_ptr(P, B_LSE);
+  float *delta0 = (float *)simtw_read_ptr(P, B_DELTA);
+  char *gq0 = simtw_read_ptr(P, B_GQ), *gk0 = simtw_read_ptr(P, B_GK), *gv0 = simtw_read_ptr(P, B_GV), *gb0 = simtw_read_ptr(P, B_GB);
   float scale = f32(P, B_SCALE);
   int64_t hd = i32(P, B_HEAD_DIM), hdv = i32(P, B_HEAD_DIM_V), nq = i32(P, B_NQ), nk = i32(P, B_NK);
-  int64_t nh = i32(P, B_NH), qpkv = i32(P, B_QPKV), mult = (signed char)P[B_GQKV_MULT];
+  int64_t nh = i32(P, B_NH), qpkv = i32(P, B_QPKV), mult = simtw_load(DT_I8, P + B_GQKV_MULT).i;
   int64_t q_sm = i64(P, B_Q_SM), k_sm = i64(P, B_K_SM), v_sm = i64(P, B_V_SM), b_sm = i64(P, B_B_SM);
   int64_t go_sm = i64(P, B_GO_SM), gb_sm = i64(P, B_GB_SM);
   int64_t o_sh = i64(P, B_O_SH), q_sh = i32(P, B_Q_SH), k_sh = i32(P, B_K_SH), v_sh = i32(P, B_V_SH);
@@ -312,7 +306,8 @@ static void run_bwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   int64_t gb_sb = i64(P, B_GB_SB), go_sh = i64(P, B_GO_SH), gq_sh = i64(P, B_GQ_SH), gk_sh = i64(P, B_GK_SH);
   int64_t gv_sh = i64(P, B_GV_SH), gb_sh = i64(P, B_GB_SH);
   if (qpkv < 1) refuse(k->name, "q_heads_per_kv below 1");
-  int64_t o_sm = hdv * nh, gq_sm = mult * nh * hd, gk_sm = mult * nh * hd, gv_sm = mult * nh * hdv;
+  /* gq and gk have the same row stride (their rows are head dimension wide) */
+  int64_t o_sm = hdv * nh, gq_sm = mult * nh * hd, gk_sm = gq_sm, gv_sm = mult * nh * hdv;
   size_t nqk = nq > 0 && nk > 0 ? (size_t)(nq * nk) : 1;
   float *pm = malloc(sizeof(float) * nqk), *ds = malloc(sizeof(float) * nqk);
   float *dl = malloc(sizeof(float) * (size_t)(nq ? nq : 1));

@@ -107,12 +107,6 @@ static float f32(const char *p, int off) {
   memcpy(&v, p + off, 4);
   return v;
 }
-static char *ptr(const char *p, int off) {
-  char *v;
-  memcpy(&v, p + off, sizeof v);
-  return v;
-}
-
 static void stop(const simtw_nn_t *k, const char *why) {
   fprintf(stderr, "sim: %s: %s; stopped\n", k->name, why);
   abort();
@@ -135,7 +129,7 @@ static fa_t fa_read(const simtw_nn_t *k, const char *p) {
       f.sq < 0 || f.sk < 0 || f.d <= 0 || f.d > f.dr || f.sq > f.sqr ||
       fabsf(f.scale_log2 - f.scale * (float)M_LOG2E) > 1e-5f * fabsf(f.scale_log2) + 1e-30f)
     stop(k, "Flash_fwd_params of an unknown layout (is_bf16, heads, lengths or scales disagree)");
-  if (ptr(p, O_CUQ) || ptr(p, O_CUK) || ptr(p, O_SEQUSED) || ptr(p, O_LEFTPAD))
+  if (simtw_read_ptr(p, O_CUQ) || simtw_read_ptr(p, O_CUK) || simtw_read_ptr(p, O_SEQUSED) || simtw_read_ptr(p, O_LEFTPAD))
     stop(k, "a variable-length batch (cu_seqlens, seqused_k or leftpad_k), which has no twin");
   return f;
 }
@@ -159,7 +153,7 @@ static int64_t at(const char *p, int ob, int orow, int oh, int b, int i, int h) 
 /* Rows 0..n-1 of one (batch, head) of the tensor at pointer offset optr with the strides at
  * (ob, orow, oh), d values each, converted to float into out[n][d]. */
 static void load(const fa_t *f, int optr, int ob, int orow, int oh, int b, int h, int n, float *out) {
-  const char *p = f->base, *t = ptr(p, optr);
+  const char *p = f->base, *t = simtw_read_ptr(p, optr);
   for (int i = 0; i < n; i++) {
     int64_t o = at(p, ob, orow, oh, b, i, h);
     for (int c = 0; c < f->d; c++) out[(size_t)i * f->d + c] = ld(f, t, o + c);
@@ -218,12 +212,12 @@ static void run_fwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   const char *p = args[0];
   fa_t f = fa_read(k, p);
   if (f32(p, O_PDROP) < 1.0f) stop(k, "dropout in a kernel without it");
-  if (ptr(p, O_BLOCK_TABLE) || ptr(p, O_CACHE_IDX)) stop(k, "a paged or indexed KV cache, which has no twin");
+  if (simtw_read_ptr(p, O_BLOCK_TABLE) || simtw_read_ptr(p, O_CACHE_IDX)) stop(k, "a paged or indexed KV cache, which has no twin");
   int split = k->p[4], nsplit = split ? i32(p, O_NSPLITS) : 1, bn = k->p[5];
   int per = split && bn > 0 && nsplit > 0 ? ((f.sk + bn - 1) / bn + nsplit - 1) / nsplit * bn : f.sk;
   if (split && (nsplit < 1 || bn <= 0)) stop(k, "a split count of an unknown layout");
-  char *o = ptr(p, O_O);
-  float *lse = (float *)ptr(p, O_LSE), *oacc = (float *)ptr(p, O_OACC), *lacc = (float *)ptr(p, O_LSEACC);
+  char *o = simtw_read_ptr(p, O_O);
+  float *lse = (float *)simtw_read_ptr(p, O_LSE), *oacc = (float *)simtw_read_ptr(p, O_OACC), *lacc = (float *)simtw_read_ptr(p, O_LSEACC);
   float *s = malloc(sizeof(float) * ((size_t)f.sq * f.sk + (size_t)(f.sq + 2 * f.sk + 1) * f.d));
   if (!s) stop(k, "out of memory");
   float *acc = s + (size_t)f.sq * f.sk, *buf = acc + f.d;
@@ -260,9 +254,9 @@ static void run_combine(const simtw_nn_t *k, dim3 grid, dim3 block, void **args)
   fa_t f = fa_read(k, p);
   int nsplit = i32(p, O_NSPLITS);
   if (nsplit < 1 || nsplit > 1 << k->p[4]) stop(k, "a split count beyond the kernel's");
-  char *o = ptr(p, O_O);
-  float *lse = (float *)ptr(p, O_LSE);
-  const float *oacc = (const float *)ptr(p, O_OACC), *lacc = (const float *)ptr(p, O_LSEACC);
+  char *o = simtw_read_ptr(p, O_O);
+  float *lse = (float *)simtw_read_ptr(p, O_LSE);
+  const float *oacc = (const float *)simtw_read_ptr(p, O_OACC), *lacc = (const float *)simtw_read_ptr(p, O_LSEACC);
   size_t rows = (size_t)f.b * f.h * f.sq;
   for (size_t r = 0; r < rows; r++) {
     float m = -INFINITY, sum = 0.0f;
@@ -292,8 +286,8 @@ static void run_dot_do_o(const simtw_nn_t *k, dim3 grid, dim3 block, void **args
   fa_t f = fa_read(k, p);
   float pdrop = f32(p, O_PDROP);
   if (pdrop < 1.0f) stop(k, "dropout (p_dropout < 1), which has no twin");
-  const char *o = ptr(p, O_O), *dout = ptr(p, O_DO);
-  float *dsum = (float *)ptr(p, O_DSUM), *acc = (float *)ptr(p, O_DQACC);
+  const char *o = simtw_read_ptr(p, O_O), *dout = simtw_read_ptr(p, O_DO);
+  float *dsum = (float *)simtw_read_ptr(p, O_DSUM), *acc = (float *)simtw_read_ptr(p, O_DQACC);
   for (int b = 0; b < f.b; b++)
     for (int h = 0; h < f.h; h++)
       for (int i = 0; i < f.sq; i++) {
@@ -313,9 +307,9 @@ static void run_bwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   const char *p = args[0];
   fa_t f = fa_read(k, p);
   if (f32(p, O_PDROP) < 1.0f) stop(k, "dropout in a kernel without it");
-  char *dk = ptr(p, O_DK), *dv = ptr(p, O_DV);
-  const float *lse = (const float *)ptr(p, O_LSE), *dsum = (const float *)ptr(p, O_DSUM);
-  float *acc = (float *)ptr(p, O_DQACC);
+  char *dk = simtw_read_ptr(p, O_DK), *dv = simtw_read_ptr(p, O_DV);
+  const float *lse = (const float *)simtw_read_ptr(p, O_LSE), *dsum = (const float *)simtw_read_ptr(p, O_DSUM);
+  float *acc = (float *)simtw_read_ptr(p, O_DQACC);
   float scale_rp = f32(p, O_SCALE_RP);
   size_t n = (size_t)f.sq * f.sk;
   float *s = malloc(sizeof(float) * (2 * n + (size_t)(2 * f.sq + 2 * f.sk + 2) * f.d));
@@ -376,8 +370,8 @@ static void run_convert_dq(const simtw_nn_t *k, dim3 grid, dim3 block, void **ar
   const char *p = args[0];
   fa_t f = fa_read(k, p);
   int nsplits = *(const int *)args[1];
-  char *dq = ptr(p, O_DQ);
-  const float *acc = (const float *)ptr(p, O_DQACC);
+  char *dq = simtw_read_ptr(p, O_DQ);
+  const float *acc = (const float *)simtw_read_ptr(p, O_DQACC);
   int64_t split = i64(p, O_SPLIT_STRIDE);
   float scale_rp = f32(p, O_SCALE_RP);
   if (nsplits < 1 || (nsplits > 1 && split <= 0)) stop(k, "a dq_accum split count or stride of an unknown layout");

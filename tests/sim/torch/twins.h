@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Element types, numbered as c10::ScalarType (the dtype codes of LoadWithCast/StoreWithCast);
  * DT_U32 and DT_U16 are the opaque 4- and 2-byte types of where's lambda, not ScalarTypes. */
@@ -89,6 +90,13 @@ int simtw_rnn_resolve(const char *dm, simtw_nn_t *k);
  * arg (of n), and the calculator's size in bytes. */
 uint64_t simtw_oc_get(const char *oc, int n, int arg, uint32_t idx);
 size_t simtw_oc_size(int n);
+
+/* The pointer stored at byte `off` of a kernel parameter (any alignment). */
+static inline void *simtw_read_ptr(const void *p, size_t off) {
+  void *v;
+  memcpy(&v, (const char *)p + off, sizeof v);
+  return v;
+}
 
 /* A TensorInfo<T, IndexType> parameter (tensorinfo.c), read with index_bytes 4 (int, unsigned
  * int) or 8 (int64_t); dims is 0 when the count read is out of range. */
