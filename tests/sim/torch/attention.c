@@ -149,21 +149,6 @@
 enum { MASK_NONE = 0, MASK_TOP_LEFT = 1, MASK_BOTTOM_RIGHT = 2 };
 #define LOG2E 1.4426950408889634074f
 
-static int32_t i32(const char *p, int off) {
-  int32_t v;
-  memcpy(&v, p + off, 4);
-  return v;
-}
-static int64_t i64(const char *p, int off) {
-  int64_t v;
-  memcpy(&v, p + off, 8);
-  return v;
-}
-static float f32(const char *p, int off) {
-  float v;
-  memcpy(&v, p + off, 4);
-  return v;
-}
 /* element e of a row of dt at base (strides in elements) */
 static float ld(simtw_dt_t dt, const char *base, int64_t e) {
   if (dt == DT_F32) {
@@ -208,7 +193,7 @@ static void run_fwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   int kq = k->p[1];
   if (simtw_read_ptr(P, F_SEQSTART_Q) || simtw_read_ptr(P, F_SEQSTART_K) || simtw_read_ptr(P, F_SEQLEN_K))
     refuse(k->name, "variable sequence lengths (seqstart/seqlen pointers)");
-  if (i32(P, F_WINDOW)) refuse(k->name, "a sliding window");
+  if (simtw_read_i32(P, F_WINDOW)) refuse(k->name, "a sliding window");
   if (P[F_DROPOUT]) refuse(k->name, "dropout (use_dropout set)");
   if (any_set(P, F_UNKNOWN, 8)) refuse(k->name, "a parameter field PyTorch leaves 0 set");
   int mask = (unsigned char)P[F_MASK];
@@ -216,13 +201,13 @@ static void run_fwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   const char *q0 = simtw_read_ptr(P, F_Q), *k0 = simtw_read_ptr(P, F_K), *v0 = simtw_read_ptr(P, F_V), *b0 = simtw_read_ptr(P, F_BIAS);
   char *o0 = simtw_read_ptr(P, F_OUT);
   float *lse0 = (float *)simtw_read_ptr(P, F_LSE);
-  float scale = f32(P, F_SCALE);
-  int64_t hd = i32(P, F_HEAD_DIM), hdv = i32(P, F_HEAD_DIM_V), nq = i32(P, F_NQ), nk = i32(P, F_NK);
-  int64_t nh = i32(P, F_NH), qpkv = i32(P, F_QPKV), diag = (uint32_t)i32(P, F_DIAG_OFF);
-  int64_t q_sm = i32(P, F_Q_SM), k_sm = i32(P, F_K_SM), v_sm = i32(P, F_V_SM), b_sm = i32(P, F_B_SM);
-  int64_t o_sm = i32(P, F_O_SM), q_sh = i32(P, F_Q_SH), k_sh = i32(P, F_K_SH), v_sh = i32(P, F_V_SH);
-  int64_t b_sh = i64(P, F_B_SH), q_sb = i64(P, F_Q_SB), k_sb = i64(P, F_K_SB), v_sb = i64(P, F_V_SB);
-  int64_t b_sb = i64(P, F_B_SB);
+  float scale = simtw_read_f32(P, F_SCALE);
+  int64_t hd = simtw_read_i32(P, F_HEAD_DIM), hdv = simtw_read_i32(P, F_HEAD_DIM_V), nq = simtw_read_i32(P, F_NQ), nk = simtw_read_i32(P, F_NK);
+  int64_t nh = simtw_read_i32(P, F_NH), qpkv = simtw_read_i32(P, F_QPKV), diag = (uint32_t)simtw_read_i32(P, F_DIAG_OFF);
+  int64_t q_sm = simtw_read_i32(P, F_Q_SM), k_sm = simtw_read_i32(P, F_K_SM), v_sm = simtw_read_i32(P, F_V_SM), b_sm = simtw_read_i32(P, F_B_SM);
+  int64_t o_sm = simtw_read_i32(P, F_O_SM), q_sh = simtw_read_i32(P, F_Q_SH), k_sh = simtw_read_i32(P, F_K_SH), v_sh = simtw_read_i32(P, F_V_SH);
+  int64_t b_sh = simtw_read_i64(P, F_B_SH), q_sb = simtw_read_i64(P, F_Q_SB), k_sb = simtw_read_i64(P, F_K_SB), v_sb = simtw_read_i64(P, F_V_SB);
+  int64_t b_sb = simtw_read_i64(P, F_B_SB);
   if (qpkv < 1) refuse(k->name, "q_heads_per_kv below 1");
   int64_t lse_dim = (nq + 31) / 32 * 32;
   float *t = malloc(sizeof(float) * (size_t)(nk ? nk : 1));
@@ -283,8 +268,8 @@ static void run_bwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   simtw_dt_t dt = (simtw_dt_t)k->p[0];
   int64_t es = (int64_t)simtw_dt_size(dt);
   if (simtw_read_ptr(P, B_CU_Q) || simtw_read_ptr(P, B_CU_K)) refuse(k->name, "variable sequence lengths (cu_seqlens pointers)");
-  if (i32(P, B_WINDOW)) refuse(k->name, "a sliding window");
-  if (f32(P, B_DROPOUT_P) != 0.0f) refuse(k->name, "dropout (dropout_prob above 0)");
+  if (simtw_read_i32(P, B_WINDOW)) refuse(k->name, "a sliding window");
+  if (simtw_read_f32(P, B_DROPOUT_P) != 0.0f) refuse(k->name, "dropout (dropout_prob above 0)");
   if (any_set(P, B_UNKNOWN, 8)) refuse(k->name, "a parameter field PyTorch leaves 0 set");
   int mask = (unsigned char)P[B_MASK];
   if (mask > MASK_BOTTOM_RIGHT) refuse(k->name, "an unknown custom mask type");
@@ -293,18 +278,18 @@ static void run_bwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   const float *lse0 = (const float *)simtw_read_ptr(P, B_LSE);
   float *delta0 = (float *)simtw_read_ptr(P, B_DELTA);
   char *gq0 = simtw_read_ptr(P, B_GQ), *gk0 = simtw_read_ptr(P, B_GK), *gv0 = simtw_read_ptr(P, B_GV), *gb0 = simtw_read_ptr(P, B_GB);
-  float scale = f32(P, B_SCALE);
-  int64_t hd = i32(P, B_HEAD_DIM), hdv = i32(P, B_HEAD_DIM_V), nq = i32(P, B_NQ), nk = i32(P, B_NK);
-  int64_t nh = i32(P, B_NH), qpkv = i32(P, B_QPKV), mult = simtw_load(DT_I8, P + B_GQKV_MULT).i;
-  int64_t q_sm = i64(P, B_Q_SM), k_sm = i64(P, B_K_SM), v_sm = i64(P, B_V_SM), b_sm = i64(P, B_B_SM);
-  int64_t go_sm = i64(P, B_GO_SM), gb_sm = i64(P, B_GB_SM);
-  int64_t o_sh = i64(P, B_O_SH), q_sh = i32(P, B_Q_SH), k_sh = i32(P, B_K_SH), v_sh = i32(P, B_V_SH);
-  int64_t b_sh = i64(P, B_B_SH), o_sb = i64(P, B_O_SB), q_sb = i64(P, B_Q_SB), k_sb = i64(P, B_K_SB);
-  int64_t v_sb = i64(P, B_V_SB), b_sb = i64(P, B_B_SB), lse_sb = i64(P, B_LSE_SB), lse_sh = i64(P, B_LSE_SH);
-  int64_t d_sb = i64(P, B_DELTA_SB), d_sh = i64(P, B_DELTA_SH);
-  int64_t go_sb = i64(P, B_GO_SB), gq_sb = i64(P, B_GQ_SB), gk_sb = i64(P, B_GK_SB), gv_sb = i64(P, B_GV_SB);
-  int64_t gb_sb = i64(P, B_GB_SB), go_sh = i64(P, B_GO_SH), gq_sh = i64(P, B_GQ_SH), gk_sh = i64(P, B_GK_SH);
-  int64_t gv_sh = i64(P, B_GV_SH), gb_sh = i64(P, B_GB_SH);
+  float scale = simtw_read_f32(P, B_SCALE);
+  int64_t hd = simtw_read_i32(P, B_HEAD_DIM), hdv = simtw_read_i32(P, B_HEAD_DIM_V), nq = simtw_read_i32(P, B_NQ), nk = simtw_read_i32(P, B_NK);
+  int64_t nh = simtw_read_i32(P, B_NH), qpkv = simtw_read_i32(P, B_QPKV), mult = simtw_load(DT_I8, P + B_GQKV_MULT).i;
+  int64_t q_sm = simtw_read_i64(P, B_Q_SM), k_sm = simtw_read_i64(P, B_K_SM), v_sm = simtw_read_i64(P, B_V_SM), b_sm = simtw_read_i64(P, B_B_SM);
+  int64_t go_sm = simtw_read_i64(P, B_GO_SM), gb_sm = simtw_read_i64(P, B_GB_SM);
+  int64_t o_sh = simtw_read_i64(P, B_O_SH), q_sh = simtw_read_i32(P, B_Q_SH), k_sh = simtw_read_i32(P, B_K_SH), v_sh = simtw_read_i32(P, B_V_SH);
+  int64_t b_sh = simtw_read_i64(P, B_B_SH), o_sb = simtw_read_i64(P, B_O_SB), q_sb = simtw_read_i64(P, B_Q_SB), k_sb = simtw_read_i64(P, B_K_SB);
+  int64_t v_sb = simtw_read_i64(P, B_V_SB), b_sb = simtw_read_i64(P, B_B_SB), lse_sb = simtw_read_i64(P, B_LSE_SB), lse_sh = simtw_read_i64(P, B_LSE_SH);
+  int64_t d_sb = simtw_read_i64(P, B_DELTA_SB), d_sh = simtw_read_i64(P, B_DELTA_SH);
+  int64_t go_sb = simtw_read_i64(P, B_GO_SB), gq_sb = simtw_read_i64(P, B_GQ_SB), gk_sb = simtw_read_i64(P, B_GK_SB), gv_sb = simtw_read_i64(P, B_GV_SB);
+  int64_t gb_sb = simtw_read_i64(P, B_GB_SB), go_sh = simtw_read_i64(P, B_GO_SH), gq_sh = simtw_read_i64(P, B_GQ_SH), gk_sh = simtw_read_i64(P, B_GK_SH);
+  int64_t gv_sh = simtw_read_i64(P, B_GV_SH), gb_sh = simtw_read_i64(P, B_GB_SH);
   if (qpkv < 1) refuse(k->name, "q_heads_per_kv below 1");
   /* gq and gk have the same row stride (their rows are head dimension wide) */
   int64_t o_sm = hdv * nh, gq_sm = mult * nh * hd, gk_sm = gq_sm, gv_sm = mult * nh * hdv;

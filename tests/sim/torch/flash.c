@@ -92,21 +92,6 @@ typedef struct {
   int causal, local, wl, wr;
 } fa_t;
 
-static int64_t i64(const char *p, int off) {
-  int64_t v;
-  memcpy(&v, p + off, 8);
-  return v;
-}
-static int i32(const char *p, int off) {
-  int v;
-  memcpy(&v, p + off, 4);
-  return v;
-}
-static float f32(const char *p, int off) {
-  float v;
-  memcpy(&v, p + off, 4);
-  return v;
-}
 static void stop(const simtw_nn_t *k, const char *why) {
   fprintf(stderr, "sim: %s: %s; stopped\n", k->name, why);
   abort();
@@ -119,11 +104,11 @@ static fa_t fa_read(const simtw_nn_t *k, const char *p) {
   f.base = p;
   f.dt = (simtw_dt_t)k->p[0];
   f.es = simtw_dt_size(f.dt);
-  f.b = i32(p, O_B), f.h = i32(p, O_H), f.hk = i32(p, O_HK), f.ratio = i32(p, O_HRATIO);
-  f.sq = i32(p, O_SQ), f.sk = i32(p, O_SK), f.d = i32(p, O_D), f.sqr = i32(p, O_SQR), f.dr = i32(p, O_DR);
-  f.scale = f32(p, O_SCALE), f.scale_log2 = f32(p, O_SCALE_LOG2);
+  f.b = simtw_read_i32(p, O_B), f.h = simtw_read_i32(p, O_H), f.hk = simtw_read_i32(p, O_HK), f.ratio = simtw_read_i32(p, O_HRATIO);
+  f.sq = simtw_read_i32(p, O_SQ), f.sk = simtw_read_i32(p, O_SK), f.d = simtw_read_i32(p, O_D), f.sqr = simtw_read_i32(p, O_SQR), f.dr = simtw_read_i32(p, O_DR);
+  f.scale = simtw_read_f32(p, O_SCALE), f.scale_log2 = simtw_read_f32(p, O_SCALE_LOG2);
   f.causal = k->p[1], f.local = k->p[2];
-  f.wl = i32(p, O_WL), f.wr = i32(p, O_WR);
+  f.wl = simtw_read_i32(p, O_WL), f.wr = simtw_read_i32(p, O_WR);
   int bf16 = (unsigned char)p[O_ISBF16];
   if (bf16 != (f.dt == DT_BF16) || f.b <= 0 || f.h <= 0 || f.hk <= 0 || f.h % f.hk || f.ratio != f.h / f.hk ||
       f.sq < 0 || f.sk < 0 || f.d <= 0 || f.d > f.dr || f.sq > f.sqr ||
@@ -147,7 +132,7 @@ static int seen(const fa_t *f, int i, int j) {
 
 /* Element offsets of row i, head h, batch b of a tensor with the strides at (batch, row, head). */
 static int64_t at(const char *p, int ob, int orow, int oh, int b, int i, int h) {
-  return (int64_t)b * i64(p, ob) + (int64_t)i * i64(p, orow) + (int64_t)h * i64(p, oh);
+  return (int64_t)b * simtw_read_i64(p, ob) + (int64_t)i * simtw_read_i64(p, orow) + (int64_t)h * simtw_read_i64(p, oh);
 }
 
 /* Rows 0..n-1 of one (batch, head) of the tensor at pointer offset optr with the strides at
@@ -211,9 +196,9 @@ static void run_fwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   (void)grid, (void)block;
   const char *p = args[0];
   fa_t f = fa_read(k, p);
-  if (f32(p, O_PDROP) < 1.0f) stop(k, "dropout in a kernel without it");
+  if (simtw_read_f32(p, O_PDROP) < 1.0f) stop(k, "dropout in a kernel without it");
   if (simtw_read_ptr(p, O_BLOCK_TABLE) || simtw_read_ptr(p, O_CACHE_IDX)) stop(k, "a paged or indexed KV cache, which has no twin");
-  int split = k->p[4], nsplit = split ? i32(p, O_NSPLITS) : 1, bn = k->p[5];
+  int split = k->p[4], nsplit = split ? simtw_read_i32(p, O_NSPLITS) : 1, bn = k->p[5];
   int per = split && bn > 0 && nsplit > 0 ? ((f.sk + bn - 1) / bn + nsplit - 1) / nsplit * bn : f.sk;
   if (split && (nsplit < 1 || bn <= 0)) stop(k, "a split count of an unknown layout");
   char *o = simtw_read_ptr(p, O_O);
@@ -252,7 +237,7 @@ static void run_combine(const simtw_nn_t *k, dim3 grid, dim3 block, void **args)
   (void)grid, (void)block;
   const char *p = args[0];
   fa_t f = fa_read(k, p);
-  int nsplit = i32(p, O_NSPLITS);
+  int nsplit = simtw_read_i32(p, O_NSPLITS);
   if (nsplit < 1 || nsplit > 1 << k->p[4]) stop(k, "a split count beyond the kernel's");
   char *o = simtw_read_ptr(p, O_O);
   float *lse = (float *)simtw_read_ptr(p, O_LSE);
@@ -284,7 +269,7 @@ static void run_dot_do_o(const simtw_nn_t *k, dim3 grid, dim3 block, void **args
   (void)grid, (void)block;
   const char *p = args[0];
   fa_t f = fa_read(k, p);
-  float pdrop = f32(p, O_PDROP);
+  float pdrop = simtw_read_f32(p, O_PDROP);
   if (pdrop < 1.0f) stop(k, "dropout (p_dropout < 1), which has no twin");
   const char *o = simtw_read_ptr(p, O_O), *dout = simtw_read_ptr(p, O_DO);
   float *dsum = (float *)simtw_read_ptr(p, O_DSUM), *acc = (float *)simtw_read_ptr(p, O_DQACC);
@@ -306,11 +291,11 @@ static void run_bwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
   (void)grid, (void)block;
   const char *p = args[0];
   fa_t f = fa_read(k, p);
-  if (f32(p, O_PDROP) < 1.0f) stop(k, "dropout in a kernel without it");
+  if (simtw_read_f32(p, O_PDROP) < 1.0f) stop(k, "dropout in a kernel without it");
   char *dk = simtw_read_ptr(p, O_DK), *dv = simtw_read_ptr(p, O_DV);
   const float *lse = (const float *)simtw_read_ptr(p, O_LSE), *dsum = (const float *)simtw_read_ptr(p, O_DSUM);
   float *acc = (float *)simtw_read_ptr(p, O_DQACC);
-  float scale_rp = f32(p, O_SCALE_RP);
+  float scale_rp = simtw_read_f32(p, O_SCALE_RP);
   size_t n = (size_t)f.sq * f.sk;
   float *s = malloc(sizeof(float) * (2 * n + (size_t)(2 * f.sq + 2 * f.sk + 2) * f.d));
   if (!s) stop(k, "out of memory");
@@ -372,8 +357,8 @@ static void run_convert_dq(const simtw_nn_t *k, dim3 grid, dim3 block, void **ar
   int nsplits = *(const int *)args[1];
   char *dq = simtw_read_ptr(p, O_DQ);
   const float *acc = (const float *)simtw_read_ptr(p, O_DQACC);
-  int64_t split = i64(p, O_SPLIT_STRIDE);
-  float scale_rp = f32(p, O_SCALE_RP);
+  int64_t split = simtw_read_i64(p, O_SPLIT_STRIDE);
+  float scale_rp = simtw_read_f32(p, O_SCALE_RP);
   if (nsplits < 1 || (nsplits > 1 && split <= 0)) stop(k, "a dq_accum split count or stride of an unknown layout");
   for (int b = 0; b < f.b; b++)
     for (int i = 0; i < f.sq; i++)

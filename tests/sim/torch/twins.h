@@ -98,6 +98,23 @@ static inline void *simtw_read_ptr(const void *p, size_t off) {
   return v;
 }
 
+/* The int32, int64 and float fields at byte `off` of a kernel parameter (any alignment). */
+static inline int32_t simtw_read_i32(const void *p, size_t off) {
+  int32_t v;
+  memcpy(&v, (const char *)p + off, sizeof v);
+  return v;
+}
+static inline int64_t simtw_read_i64(const void *p, size_t off) {
+  int64_t v;
+  memcpy(&v, (const char *)p + off, sizeof v);
+  return v;
+}
+static inline float simtw_read_f32(const void *p, size_t off) {
+  float v;
+  memcpy(&v, (const char *)p + off, sizeof v);
+  return v;
+}
+
 /* A TensorInfo<T, IndexType> parameter (tensorinfo.c), read with index_bytes 4 (int, unsigned
  * int) or 8 (int64_t); dims is 0 when the count read is out of range. */
 #define SIMTW_TI_DIMS 25
