@@ -161,6 +161,19 @@ static float ld(simtw_dt_t dt, const char *base, int64_t e) {
 static void st(simtw_dt_t dt, char *base, int64_t e, float v) {
   simtw_store(dt, base + e * (int64_t)simtw_dt_size(dt), simtw_fval(v));
 }
+/* One row of a gradient: dst row = sum over t < n of w[t * wstride] * (row t of src), rows of
+ * `width` elements, summed in order of t in float (acc, width floats) and zero weights skipped,
+ * then stored rounded to dt. */
+static void weighted_rows(simtw_dt_t dt, const float *w, int64_t wstride, int64_t n, const char *src,
+                          int64_t src_sm, int64_t width, float *acc, char *dst) {
+  for (int64_t c = 0; c < width; c++) acc[c] = 0.0f;
+  for (int64_t t = 0; t < n; t++) {
+    float x = w[t * wstride];
+    if (x != 0.0f)
+      for (int64_t c = 0; c < width; c++) acc[c] += x * ld(dt, src, t * src_sm + c);
+  }
+  for (int64_t c = 0; c < width; c++) st(dt, dst, c, acc[c]);
+}
 /* v rounded to the element type (the kernels' shared-memory tiles) */
 static float rnd(simtw_dt_t dt, float v) {
   return dt == DT_F32 ? v : (float)simtw_cast(simtw_fval(v), dt).f;
@@ -337,31 +350,12 @@ static void run_bwd(const simtw_nn_t *k, dim3 grid, dim3 block, void **args) {
           if (gbb) st(dt, gbb, i * gb_sm + j, d);
         }
       }
-      for (int64_t j = 0; j < nk; j++) { /* dv_j and dk_j */
-        for (int64_t c = 0; c < hdv; c++) accv[c] = 0.0f;
-        for (int64_t i = 0; i < nq; i++) {
-          float p = pm[i * nk + j];
-          if (p != 0.0f)
-            for (int64_t c = 0; c < hdv; c++) accv[c] += p * ld(dt, gob, i * go_sm + c);
-        }
-        for (int64_t c = 0; c < hdv; c++) st(dt, gvb, j * gv_sm + c, accv[c]);
-        for (int64_t c = 0; c < hd; c++) accv[c] = 0.0f;
-        for (int64_t i = 0; i < nq; i++) {
-          float d = ds[i * nk + j];
-          if (d != 0.0f)
-            for (int64_t c = 0; c < hd; c++) accv[c] += d * ld(dt, qb, i * q_sm + c);
-        }
-        for (int64_t c = 0; c < hd; c++) st(dt, gkb, j * gk_sm + c, accv[c]);
+      for (int64_t j = 0; j < nk; j++) { /* dv_j = P^T dO, dk_j = dS^T Q */
+        weighted_rows(dt, pm + j, nk, nq, gob, go_sm, hdv, accv, gvb + j * gv_sm * es);
+        weighted_rows(dt, ds + j, nk, nq, qb, q_sm, hd, accv, gkb + j * gk_sm * es);
       }
-      for (int64_t i = 0; i < nq; i++) { /* dq_i */
-        for (int64_t c = 0; c < hd; c++) accv[c] = 0.0f;
-        for (int64_t j = 0; j < nk; j++) {
-          float d = ds[i * nk + j];
-          if (d != 0.0f)
-            for (int64_t c = 0; c < hd; c++) accv[c] += d * ld(dt, kb, j * k_sm + c);
-        }
-        for (int64_t c = 0; c < hd; c++) st(dt, gqb, i * gq_sm + c, accv[c]);
-      }
+      for (int64_t i = 0; i < nq; i++) /* dq_i = dS K */
+        weighted_rows(dt, ds + i * nk, 1, nk, kb, k_sm, hd, accv, gqb + i * gq_sm * es);
     }
   free(pm);
   free(ds);
