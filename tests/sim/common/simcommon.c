@@ -4,6 +4,7 @@
  */
 #include "simcommon.h"
 
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -163,6 +164,22 @@ static void init_device(void) {
   parse_kernel_ns();
 }
 
+/* SIM_FAIL_LOG: one line `<api> <n>` appended for each call that an injected fault made fail,
+ * so that a test can tell a fault that fired from one its run never reached (a program whose
+ * number of calls depends on timing). One write(2) per line on an O_APPEND descriptor: lines of
+ * several threads and of the three libraries' copies of this file never interleave. */
+static void log_fired(const char *api, unsigned long n) {
+  const char *path = getenv("SIM_FAIL_LOG");
+  if (!path || !*path) return;
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  char line[128];
+  int len = snprintf(line, sizeof line, "%s %lu\n", api, n);
+  if (len > 0 && (size_t)len < sizeof line && write(fd, line, (size_t)len) != len)
+    fprintf(stderr, "sim: could not write SIM_FAIL_LOG %s\n", path);
+  close(fd);
+}
+
 int simc_should_fail(const char *api) {
   pthread_once(&once, init);
   int fail = 0, main_thread = -1;
@@ -174,7 +191,10 @@ int simc_should_fail(const char *api) {
       if (main_thread) continue;
     }
     unsigned long n = atomic_fetch_add(&r->calls, 1) + 1;
-    if (n == r->nth || (r->and_later && n > r->nth)) fail = 1;
+    if (n == r->nth || (r->and_later && n > r->nth)) {
+      fail = 1;
+      log_fired(api, n);
+    }
   }
   return fail;
 }

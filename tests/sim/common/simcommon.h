@@ -8,7 +8,8 @@
  * fail with that function's natural error; `<api>:<n>+` fails the n-th and every later call.
  * The names are those of the public API, without _v2/_ptsz suffixes. `<api>@bg:<n>` counts only
  * the calls made from threads other than the process's main thread: in a single-threaded test
- * program, the calls a preloaded library makes from its own thread.
+ * program, the calls a preloaded library makes from its own thread. SIM_FAIL_LOG=<file> appends
+ * a line `<api> <n>` to the file for each call an injected fault made fail.
  *
  * Modelled host costs (busy-waits on the calling thread, nanoseconds, default 0):
  * SIM_LAUNCH_NS, SIM_GRAPH_LAUNCH_NS, SIM_GRAPH_NODE_NS, SIM_NODE_UPDATE_NS. The driver also
