@@ -181,6 +181,21 @@ ops = {
 for name, f in ops.items():
     check(name, *both(f))
 
+# rsub and a scalar minus a tensor (CUDAFunctorOnOther_add), addcmul with a tensor and with a
+# 0-dim CPU tensor as tensor2 (its scalar variant), and products of bools (MulFunctor<bool>), in
+# each floating type: against the CPU on the same inputs, within the type's rounding.
+for dt, tol in ((torch.float32, 1e-6), (torch.float16, 1e-3), (torch.bfloat16, 1e-2)):
+    name = str(dt)[6:]
+    for oname, f in [("rsub_scalar", lambda a, b: torch.rsub(a, 2.5)),
+                     ("scalar_sub", lambda a, b: 0.75 - a),
+                     ("rsub_alpha", lambda a, b: torch.rsub(a, 1.5, alpha=-0.25)),
+                     ("addcmul", lambda a, b: torch.addcmul(a, b, a, value=0.375)),
+                     ("addcmul_cpu_scalar", lambda a, b: torch.addcmul(a, b, torch.tensor(1.25, dtype=a.dtype), value=-2.0)),
+                     ("bool_mul", lambda a, b: ((a > 0) * (b > 1)).to(a.dtype)),
+                     ("isfinite_all", lambda a, b: torch.stack([torch.isfinite(a).all(), torch.isfinite(a / (b - b)).all()]).to(a.dtype))]:
+        check(f"{oname}_{name}", lambda: f(x.to(dt).cuda(), y.to(dt).cuda()).float(),
+              lambda: f(x.to(dt).float(), y.to(dt).float()).to(dt).float(), rtol=tol, atol=tol)
+
 item = x.cuda().sum().item()
 check("item", lambda: item, lambda: x.sum().item())
 

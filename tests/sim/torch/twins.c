@@ -81,6 +81,17 @@ static float op_add(const char *f, const float *in) { return fmaf(rd(f, 0), in[1
 static float op_add_self(const char *f, const float *in) {
   return fmaf(rd(f, 4), rd(f, 0), in[0]);
 }
+/* CUDAFunctorOnOther_add {self, alpha}: self + alpha * other (rsub and sub with a scalar first) */
+static float op_add_other(const char *f, const float *in) {
+  return fmaf(rd(f, 4), in[0], rd(f, 0));
+}
+/* addcmul_cuda_kernel's lambda {alpha}(a, b, c): a + alpha * (b * c), the product with alpha
+ * contracted into the sum */
+static float op_addcmul(const char *f, const float *in) { return fmaf(rd(f, 0), in[1] * in[2], in[0]); }
+/* addcmul_cuda_scalar_tensor2_kernel's lambda {alpha; c}(a, b): a + alpha * (b * c) */
+static float op_addcmul_s(const char *f, const float *in) {
+  return fmaf(rd(f, 0), in[1] * rd(f, 4), in[0]);
+}
 static float op_mul(const char *f, const float *in) { (void)f; return in[0] * in[1]; }
 static float op_div(const char *f, const float *in) { (void)f; return in[0] / in[1]; }
 /* AUnaryFunctor<…, Op> {Op (empty); a}: Op(a, x); BUnaryFunctor {Op; b}: Op(x, b). */
@@ -451,7 +462,7 @@ enum {
   OK_CMP,         /* compare_kernel_impl's CompareFunctor<T> {op: GE 0, GT 1, LE 2, LT 3} */
   OK_IADD,        /* CUDAFunctor_add<T> {T alpha}: a + alpha * b, integer T */
   OK_IADD_SELF,   /* CUDAFunctorOnSelf_add<T> {T other; T alpha}: a + alpha * other */
-  OK_IMUL,        /* BinaryFunctor<T, T, T, MulFunctor<T>>: a * b */
+  OK_IMUL,        /* BinaryFunctor<T, T, T, MulFunctor<T>>: a * b (bool: a && b) */
   OK_IMUL_SCALAR, /* A/BUnaryFunctor<T, T, T, MulFunctor<T>> {MulFunctor (empty); T s}: s * a */
   OK_RECIP_F64,   /* reciprocal_kernel_cuda's lambda(double): 1.0 / x in double */
   OK_BITNOT,      /* bitwise_not_kernel_cuda's lambda(T): ~x, !x for bool */
@@ -495,6 +506,9 @@ static const op_desc_t OPS[] = {
     {{"FillFunctor<float>"}, 0, 0, op_fill, OK_FLOAT, NULL, NULL, 0},
     {{"FillFunctor<"}, 0, 0, NULL, OK_FILL, "FillFunctor<", NULL, 0},
     {{"CUDAFunctorOnSelf_add<float>"}, 1, 0, op_add_self, OK_FLOAT, NULL, "ff", 0},
+    {{"CUDAFunctorOnOther_add<float>"}, 1, 0, op_add_other, OK_FLOAT, NULL, "ff", 0},
+    {{"addcmul_cuda_kernel(", "{lambda(float, float, float)#1}"}, 3, 0, op_addcmul, OK_FLOAT, NULL, "f", 0},
+    {{"addcmul_cuda_scalar_tensor2_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_addcmul_s, OK_FLOAT, NULL, "ff", 0},
     {{"CUDAFunctor_add<float>"}, 2, 0, op_add, OK_FLOAT, NULL, "f", 0},
     {{"AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_a, OK_FLOAT, NULL, "ef", 0},
     {{"BUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"}, 1, 0, op_mul_b, OK_FLOAT, NULL, "ef", 0},
@@ -1571,8 +1585,9 @@ static int set_types(twin_t *t, const char *f, size_t len) {
     case OK_MASKED_FILL: t->out_dt = t->ct; ok = ok && t->in_dt[0] == t->ct && t->in_dt[1] == DT_BOOL; break;
     case OK_IADD: case OK_IADD_SELF: case OK_IMUL: case OK_IMUL_SCALAR:
       /* integer arithmetic only: the floating instantiations compute in their opmath type */
-      ok = ok && !simtw_dt_is_float(t->ct) && t->ct != DT_BOOL && t->ct != DT_U32 &&
-           t->ct != DT_U16;
+      ok = ok && !simtw_dt_is_float(t->ct) && t->ct != DT_U32 && t->ct != DT_U16 &&
+           /* MulFunctor<bool> is a && b: the product of values 0 and 1 */
+           (t->ct != DT_BOOL || op->kind == OK_IMUL || op->kind == OK_IMUL_SCALAR);
       t->out_dt = t->in_dt[0] = t->in_dt[1] = t->ct;
       break;
     default: t->out_dt = DT_BOOL; t->in_dt[0] = t->in_dt[1] = t->ct; break; /* comparisons */
