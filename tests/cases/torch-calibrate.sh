@@ -9,7 +9,8 @@
 #   - the operations the catalogue knows by name calibrate to the functors PyTorch defines for
 #     them (add with alpha: CUDAFunctor_add with alpha as a float; a division by a scalar: the
 #     multiplication by its reciprocal; fill in float16: the value as a half);
-#   - the coverage line is printed and the JSON's counts agree with it.
+#   - the coverage line is printed and the JSON's counts agree with it;
+#   - the table names its build: libtorch_cuda.so's build ID, as readelf prints it.
 . "$(dirname "$0")/lib.sh"
 . "$AG_ROOT/tests/torch/sim-env.sh"
 [ -x "$BUILD/autograph-inspect" ] || ag_skip "skipped: $BUILD/autograph-inspect is not built"
@@ -18,9 +19,16 @@ ag_run "$AG_TMP/cal" "$TORCH_SIM" "$PY" "$AG_ROOT/tools/calibrate-elementwise" -
 [ "$(cat "$AG_TMP/cal.rc")" = 0 ] || { tail -n 20 "$AG_TMP/cal.err" >&2; ag_fail "calibrate-elementwise exited $(cat "$AG_TMP/cal.rc")"; }
 grep -E "^functors of the wheel's contiguous elementwise kernels known: [0-9]+ of [0-9]+" "$AG_TMP/cal.out" ||
   ag_fail "no coverage line"
-python3 - "$out" "$AG_TMP/cal.out" <<'PY' || ag_fail "the calibration table is wrong (see above)"
+lib=$("$TORCH_SIM" "$PY" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so"))' 2>/dev/null | tail -n 1)
+id=$(readelf -n "$lib" 2>/dev/null | sed -n 's/^ *Build ID: *\([0-9a-f]*\)$/\1/p' | head -n 1)
+[ -n "$id" ] || ag_fail "readelf found no build ID in $lib"
+python3 - "$out" "$AG_TMP/cal.out" "$id" <<'PY' || ag_fail "the calibration table is wrong (see above)"
 import json, re, struct, sys
 t = json.load(open(sys.argv[1]))
+lib = t.get("library", {})
+if lib.get("name") != "libtorch_cuda.so" or lib.get("build_id") != sys.argv[3]:
+    print(f"calibration: the table names {lib}, the wheel's library has build ID {sys.argv[3]}")
+    sys.exit(1)
 line = [l for l in open(sys.argv[2]) if l.startswith("functors of")][0]
 bad = []
 def want(cond, what):
