@@ -319,17 +319,31 @@ static uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-/* Everything the image depends on, in one text: the format, NVRTC's version, the target, the
- * kernel's name, the caller's tag, the options and the source. */
-static void make_key(buf_t *b, const ag_jit_t *j, const char *arch) {
+/* The options NVRTC gets: the target, the fixed ones that keep results exact (no contraction of
+ * a product and a sum into one rounding; fast math is never on unless asked, and asking is
+ * refused), then the caller's. Returns how many, or -1 when there are too many. */
+#define MAX_OPTIONS 64
+static int nvrtc_options(const ag_jit_t *j, const char *arch, const char **opts) {
+  int n = 0;
+  opts[n++] = arch;
+  opts[n++] = "--fmad=false";
+  for (char **o = j->options; o && *o; o++) {
+    if (n == MAX_OPTIONS) return -1;
+    opts[n++] = *o;
+  }
+  return n;
+}
+
+/* Everything the image depends on, in one text: the format, NVRTC's version, the kernel's name,
+ * the caller's tag, every option NVRTC gets (the target among them) and the source. */
+static void make_key(buf_t *b, const ag_jit_t *j, const char *const *opts, int nopt) {
   char ver[32];
   snprintf(ver, sizeof ver, "nvrtc %d", nv.version);
   put(b, "libautograph-jit 1");
   put(b, ver);
-  put(b, arch);
   put(b, j->name);
   put(b, j->tag ? j->tag : "");
-  for (char **o = j->options; o && *o; o++) put(b, *o);
+  for (int i = 0; i < nopt; i++) put(b, opts[i]);
   put(b, ""); /* end of the options (an empty option is never stored) */
   put(b, j->source);
 }
@@ -517,28 +531,18 @@ static void result_fail(result_t *r, const char *fmt, ...) {
   r->state = AG_JIT_FAILED;
 }
 
-/* Compiles j for `arch`; fills r. */
-static void compile(const ag_jit_t *j, const char *arch, int kind, result_t *r) {
+/* Compiles j with the options opts (nvrtc_options) into an image of `kind`; fills r. */
+static void compile(const ag_jit_t *j, const char *const *opts, int nopt, int kind, result_t *r) {
   nvrtcProgram p;
-  const char *opts[64];
   char file[160], *log = NULL;
-  size_t nopt = 0, logn = 0, n = 0;
+  size_t logn = 0, n = 0;
   nvrtcResult e;
-  opts[nopt++] = arch;
-  opts[nopt++] = "--fmad=false";
-  for (char **o = j->options; o && *o; o++) {
-    if (nopt == AG_ARRAY_SIZE(opts)) {
-      result_fail(r, "more than %zu options", AG_ARRAY_SIZE(opts) - 2);
-      return;
-    }
-    opts[nopt++] = *o;
-  }
   snprintf(file, sizeof file, "%.128s.cu", j->name);
   if ((e = nv.create(&p, j->source, file, 0, NULL, NULL)) != NVRTC_SUCCESS) {
     result_fail(r, "nvrtcCreateProgram: %s", nv.error_string(e));
     return;
   }
-  e = nv.compile(p, (int)nopt, opts);
+  e = nv.compile(p, nopt, opts);
   if (nv.log_size(p, &logn) == NVRTC_SUCCESS && logn > 1 && (log = malloc(logn + 1))) {
     if (nv.log(p, log) != NVRTC_SUCCESS) log[0] = 0;
     log[logn] = 0;
@@ -569,8 +573,8 @@ out:
 /* Serves one request: the cache, else NVRTC (and then the cache is written). */
 static void serve(const ag_jit_t *j, result_t *r) {
   char arch[64], why[512], path[sizeof ag__config.cache_dir + 64];
-  const char *bad;
-  int kind = AG_JIT_CUBIN, hit;
+  const char *bad, *opts[MAX_OPTIONS];
+  int kind = AG_JIT_CUBIN, hit, nopt;
   buf_t key = {0};
   if (!nv.tried) nv_find(j->driver_version);
   if (__atomic_load_n(&off, __ATOMIC_ACQUIRE)) {
@@ -585,7 +589,11 @@ static void serve(const ag_jit_t *j, result_t *r) {
     result_fail(r, "%s", why);
     return;
   }
-  make_key(&key, j, arch);
+  if ((nopt = nvrtc_options(j, arch, opts)) < 0) {
+    result_fail(r, "more than %d options", MAX_OPTIONS - 2);
+    return;
+  }
+  make_key(&key, j, opts, nopt);
   if (key.oom) {
     result_fail(r, "out of memory");
     goto out;
@@ -611,7 +619,7 @@ static void serve(const ag_jit_t *j, result_t *r) {
       ag__log(AG_LOG_INFO, "jit: %s is damaged or stale; compiling again", path);
     }
   }
-  compile(j, arch, kind, r);
+  compile(j, opts, nopt, kind, r);
   if (r->state != AG_JIT_READY) goto out;
   AG_STAT_ADD(ag__stats.jit_compiles, 1);
   if (path[0]) cache_write(ag__config.cache_dir, path, &key, r->image, r->size, kind);

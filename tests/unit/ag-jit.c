@@ -12,13 +12,15 @@
  *               which loads (it is not launched: on the simulator a generated kernel runs
  *               through the host build the simulated NVRTC makes when it compiles, and a hit
  *               does not compile)
- *   recompile   after the cache file was truncated, then after one byte of it was changed: the
- *               damage is detected (rejected 1, no hit), the kernel compiled again, the file
- *               replaced by a whole one (a later `hit` phase hits)
+ *   recompile   after the cache file was truncated, after one byte of it was changed, and after
+ *               bytes were appended to it, and when it holds a whole entry of another key: each
+ *               is detected (rejected 1, no hit), the kernel compiled again, the file replaced
+ *               by a whole one (a later `hit` hits)
  *   nonvrtc     AUTOGRAPH_NVRTC naming a missing file: FAILED with the reason, the service
  *               off, and one line in the log however many requests follow
  *   newer       an NVRTC newer than the driver (SIM_DRIVER_VERSION=12080): refused
- *   unwritable  a cache folder that cannot be made: compiles anyway, one line in the log
+ *   unwritable  a cache folder that cannot be made: compiles anyway (twice: nothing kept), one
+ *               line in the log
  *   disabled    AUTOGRAPH_DISABLE=1: no request is taken
  * and, in this process, the cache's bound (ag__jit_cache_trim) on made-up files.
  */
@@ -250,9 +252,11 @@ static void phase_newer(void) {
 
 static void phase_unwritable(void) {
   setup();
-  ag_jit_t *h = compile_affine();
-  check_stats(1, 0, 0, 0);
-  ag__jit_release(h);
+  for (int i = 1; i <= 2; i++) { /* each compiles: nothing was kept */
+    ag_jit_t *h = compile_affine();
+    check_stats(i, 0, 0, 0);
+    ag__jit_release(h);
+  }
 }
 
 static void phase_disabled(void) {
@@ -385,6 +389,17 @@ int main(int argc, char **argv) {
   CHECK(stat(file, &st) == 0);
   CHECK_INT(st.st_mode & 0777, ==, 0600);
   off_t whole = st.st_size;
+  /* The options NVRTC got, as the entry's key records them in order: the device's architecture
+   * (the simulated device is of compute capability 9.0), --fmad=false (no product and sum fused
+   * into one rounding: on the simulator both round the same, so only the options show it), then
+   * the caller's. */
+  {
+    static const char want[] = "\0--gpu-architecture=sm_90\0--fmad=false\0-DAGJIT_UNUSED=1\0\0";
+    size_t n;
+    void *p = read_file(file, &n);
+    CHECK(memmem(p, n, want, sizeof want - 1) != NULL);
+    free(p);
+  }
 
   run("hit", image, NULL);
 
@@ -398,6 +413,29 @@ int main(int argc, char **argv) {
     size_t n;
     unsigned char *p = read_file(file, &n);
     p[n - 1] ^= 0x40;
+    write_file(file, p, n);
+    free(p);
+  }
+  run("recompile", image, NULL);
+  run("hit", image, NULL);
+  /* Longer than its header says (appended to): rejected too. */
+  {
+    FILE *f = fopen(file, "ab");
+    CHECK(f && fputs("tail", f) >= 0 && fclose(f) == 0);
+  }
+  run("recompile", image, NULL);
+  run("hit", image, NULL);
+  /* A whole entry of another key under this name (what a collision of the file names would
+   * give): the tag changed in its key and the checksum made right again. Rejected: the key is
+   * compared in full. */
+  {
+    size_t n;
+    unsigned char *p = read_file(file, &n), *tag = memmem(p, n, TAG, strlen(TAG));
+    uint64_t h = 0xcbf29ce484222325ull;
+    CHECK(tag && n > 40);
+    tag[0] ^= 0x20;
+    for (size_t i = 40; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull; /* FNV-1a, src/jit.c */
+    memcpy(p + 32, &h, sizeof h); /* the header's checksum field */
     write_file(file, p, n);
     free(p);
   }
