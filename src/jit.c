@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -353,6 +354,7 @@ static void make_key(buf_t *b, const ag_jit_t *j, const char *const *opts, int n
 #define CACHE_MAGIC "AGJITIMG"
 #define CACHE_VERSION 1u
 #define CACHE_SUFFIX ".agjit"
+#define CACHE_TMP ".tmp." /* the start of a temporary's name */
 #define CACHE_MAX_IMAGE (512ull << 20)
 
 typedef struct cache_hdr {
@@ -448,6 +450,13 @@ int ag__jit_cache_trim(const char *dir, size_t max_files, uint64_t max_bytes) {
   while ((e = readdir(d))) {
     size_t len = strlen(e->d_name);
     struct stat st;
+    /* A temporary an hour old belongs to a writer that died before its rename. */
+    if (!strncmp(e->d_name, CACHE_TMP, strlen(CACHE_TMP)) &&
+        fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        st.st_mtime < time(NULL) - 3600) {
+      (void)unlinkat(dirfd(d), e->d_name, 0);
+      continue;
+    }
     if (len <= strlen(CACHE_SUFFIX) || len >= sizeof v->name ||
         strcmp(e->d_name + len - strlen(CACHE_SUFFIX), CACHE_SUFFIX) != 0 ||
         fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
@@ -485,7 +494,7 @@ static void cache_write(const char *dir, const char *path, const buf_t *key, con
   h.version = CACHE_VERSION, h.kind = (uint32_t)kind;
   h.key_len = key->n, h.image_len = size;
   h.checksum = fnv1a(image, size, fnv1a(key->p, key->n, 0xcbf29ce484222325ull));
-  snprintf(tmp, sizeof tmp, "%s/.tmp.%ld.%u", dir, (long)getpid(), seq++);
+  snprintf(tmp, sizeof tmp, "%s/" CACHE_TMP "%ld.%u", dir, (long)getpid(), seq++);
   if (mkdir_p(dir) != 0 ||
       (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
     goto fail;

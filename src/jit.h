@@ -84,7 +84,8 @@ int ag__jit_available(void);
 #define AG_JIT_CACHE_MAX_BYTES (256ull << 20)
 
 /* Removes the oldest cache files (*.agjit, by modification time, then name) of `dir` until at
- * most max_files files and max_bytes bytes of them are left. Returns how many it removed, or
+ * most max_files files and max_bytes bytes of them are left, and temporaries (.tmp.*) more than
+ * an hour old, which writers that died left behind. Returns how many cache files it removed, or
  * -AG_ENOENT when dir cannot be read. The worker calls it after each write. */
 int ag__jit_cache_trim(const char *dir, size_t max_files, uint64_t max_bytes);
 

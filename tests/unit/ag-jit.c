@@ -341,7 +341,18 @@ static void trim_test(void) {
   struct timespec old[2] = {{1, 0}, {1, 0}};
   CHECK(utimensat(AT_FDCWD, path, old, 0) == 0);
 
+  /* Temporaries: one a dead writer left long ago, one being written now. */
+  snprintf(path, sizeof path, "%s/.tmp.1.0", dir);
+  write_file(path, "x", 1);
+  CHECK(utimensat(AT_FDCWD, path, old, 0) == 0);
+  snprintf(path, sizeof path, "%s/.tmp.2.0", dir);
+  write_file(path, "x", 1);
+
   CHECK_INT(ag__jit_cache_trim(dir, 5, 1000), ==, 0);      /* within both bounds */
+  snprintf(path, sizeof path, "%s/.tmp.1.0", dir);
+  CHECK(stat(path, &st) != 0);
+  snprintf(path, sizeof path, "%s/.tmp.2.0", dir);
+  CHECK(stat(path, &st) == 0);
   CHECK_INT(ag__jit_cache_trim(dir, 3, 1000), ==, 2);      /* by count: a and b */
   CHECK_INT(ag__jit_cache_trim(dir, 100, 25), ==, 1);      /* by bytes: c */
   for (int i = 0; i < 5; i++) {
@@ -352,7 +363,7 @@ static void trim_test(void) {
   CHECK(stat(path, &st) == 0);
   snprintf(path, sizeof path, "%s/missing", dir);
   CHECK_INT(ag__jit_cache_trim(path, 1, 1), ==, -AG_ENOENT);
-  printf("trim: the oldest entries go first, by count and by bytes\n");
+  printf("trim: the oldest entries go first, by count and by bytes; old temporaries go\n");
 }
 
 int main(int argc, char **argv) {
