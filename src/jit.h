@@ -9,12 +9,12 @@
  *   ag_jit_t *h = ag__jit_submit(src, "fused_k1", opts, tag);   engine thread, context current
  *   ...
  *   if (ag__jit_poll(h, &img, &size, &why) == AG_JIT_READY)     any thread, never blocks
- *     ag__jit_load(h, &module, &function);                      engine thread, context current
+ *     ag__jit_load(h, &module, &function, &err);                engine thread, context current
  *   ag__jit_release(h);
  *
- * NVRTC is found without a link-time dependency, on the worker at its first request (docs/
- * how-it-works.md, "Kernels compiled at run time"): AUTOGRAPH_NVRTC when set (and then only it),
- * else an NVRTC the process has already loaded (PyTorch's wheels load their own), else
+ * NVRTC is found without a link-time dependency, on the worker at its first request
+ * (docs/how-it-works.md, "Kernels compiled at run time"): AUTOGRAPH_NVRTC when set (and then
+ * only it), else an NVRTC the process has already loaded (PyTorch's wheels load their own), else
  * libnvrtc.so.13 and libnvrtc.so.12 by soname, each only when the driver can load what it
  * makes. Without one the service is off for the process, said once in the log, and every
  * request ends FAILED. AUTOGRAPH_DISABLE turns it off entirely: submit returns NULL.
