@@ -8,10 +8,12 @@
  * entry point, no engine lock, no driver call (the device's architecture and the driver's version
  * come with each request, read on the submitting thread).
  *
- * Exit: an atexit handler marks the service closing and wakes the worker, which leaves at its
- * next look at the queue; the queue is abandoned, nothing is joined, so exit never waits for a
- * compiler. A compilation running at that moment keeps running until the process ends (the
- * thread is detached and blocks every signal, so no signal of the program lands on it).
+ * Exit: an atexit handler marks the service closing: the worker takes nothing more from the
+ * queue and waits until the process ends; the queue is abandoned, nothing is joined, so exit
+ * never waits for a compiler. A compilation running at that moment keeps running until the
+ * process ends (the thread is detached and blocks every signal, so no signal of the program
+ * lands on it). The thread does not end itself: a thread ending while the process exits races
+ * with the exit's own work (a leak checker then sees the thread's half-freed data as lost).
  * Fork: the child has no worker; the handlers take the lock around the fork, and in the child
  * every request queued or being compiled ends FAILED; a later request starts a worker there.
  *
@@ -642,12 +644,7 @@ static void *worker(void *arg) {
     ag_jit_t *j;
     result_t r = {.state = AG_JIT_FAILED};
     pthread_mutex_lock(&mu);
-    while (!head && !closing) pthread_cond_wait(&cv, &mu);
-    if (closing) {
-      worker_on = 0;
-      pthread_mutex_unlock(&mu);
-      return NULL;
-    }
+    while (!head || closing) pthread_cond_wait(&cv, &mu); /* closing: until the end */
     j = head;
     head = j->next;
     if (!head) tail = NULL;
@@ -680,6 +677,7 @@ static void *worker(void *arg) {
     free(r.image);
     free(r.reason);
   }
+  return NULL; /* never reached: the thread lasts as long as the process */
 }
 
 /* ---- process events ----------------------------------------------------------------------- */
@@ -687,7 +685,6 @@ static void *worker(void *arg) {
 static void at_exit(void) {
   pthread_mutex_lock(&mu);
   closing = 1;
-  pthread_cond_broadcast(&cv);
   pthread_mutex_unlock(&mu);
 }
 

@@ -21,6 +21,7 @@
  *   newer       an NVRTC newer than the driver (SIM_DRIVER_VERSION=12080): refused
  *   unwritable  a cache folder that cannot be made: compiles anyway (twice: nothing kept), one
  *               line in the log
+ *   fork        a fork while a request is compiled: in the child it is no longer pending
  *   disabled    AUTOGRAPH_DISABLE=1: no request is taken
  * and, in this process, the cache's bound (ag__jit_cache_trim) on made-up files.
  */
@@ -262,6 +263,36 @@ static void phase_unwritable(void) {
   }
 }
 
+/* A fork while a request is being compiled: the child has no compiler thread, so what it
+ * inherited pending must end there at once (FAILED, "abandoned: the process forked"), unless it
+ * was done before the fork. The cache is off (AUTOGRAPH_CACHE_DIR=off), so the request is
+ * compiled, not read, and still pending when the fork comes but on an extremely fast compiler.
+ * The parent's own request completes as if nothing happened. */
+static void phase_fork(void) {
+  setup();
+  ag_jit_t *h = ag__jit_submit(source, "agjit_affine", options, TAG);
+  CHECK(h);
+  fflush(stdout);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    const char *why = NULL;
+    int st = ag__jit_poll(h, NULL, NULL, &why);
+    printf("child: %s%s\n", st == AG_JIT_READY ? "ready" : st == AG_JIT_FAILED ? "failed: " : "pending",
+           st == AG_JIT_FAILED ? why : "");
+    fflush(stdout);
+    /* _exit: a child of a process that used CUDA must not run its exit handlers (the simulated
+     * driver stops such a child, as a real one can hang there). */
+    _exit(st == AG_JIT_READY || (st == AG_JIT_FAILED && strstr(why, "forked")) ? 0 : 1);
+  }
+  int status;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK_INT(wait_done(h), ==, AG_JIT_READY);
+  check_stats(1, 0, 0, 0);
+  ag__jit_release(h);
+}
+
 static void phase_disabled(void) {
   setup();
   CHECK(ag__config.disable);
@@ -381,6 +412,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[1], "newer")) phase_newer();
     else if (!strcmp(argv[1], "unwritable")) phase_unwritable();
     else if (!strcmp(argv[1], "disabled")) phase_disabled();
+    else if (!strcmp(argv[1], "fork")) phase_fork();
     else CHECK_FAIL_("unknown phase %s", argv[1]);
     return 0;
   }
@@ -432,6 +464,9 @@ int main(int argc, char **argv) {
   }
   run("recompile", image, NULL);
   run("hit", image, NULL);
+  setenv("AUTOGRAPH_CACHE_DIR", "off", 1); /* so that the request is compiled */
+  run("fork", NULL, NULL);
+  setenv("AUTOGRAPH_CACHE_DIR", cache, 1);
   /* Longer than its header says (appended to): rejected too. */
   {
     FILE *f = fopen(file, "ab");
