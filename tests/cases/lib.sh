@@ -373,12 +373,14 @@ print(st.get("graphs", 0), st.get("graph_launches", 0), st.get("updates", 0))' "
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   t=${AG_TMP:-$(mktemp -d)}
   stats() { # launches runtime driver cudnn replayed passthrough copy [jit.failures]
-    printf '{"version":1,"launches":%d,"replayed":%d,"graphs":0,"graph_launches":0,"updates":0,' \
-      "$1" "$5" >"$t/s.json"
-    printf '"passthrough":%d,"fallbacks":{},"by_path":{"runtime":%d,"driver":%d,"cudnn":%d},' \
-      "$6" "$2" "$3" "$4" >>"$t/s.json"
-    printf '"jit":{"compiles":0,"cache_hits":0,"cache_rejected":0,"failures":%s},' "${8:-0}" >>"$t/s.json"
-    printf '"families":{"launch":%d,"copy":%d},"calls":{}}\n' "$1" "$7" >>"$t/s.json"
+    {
+      printf '{"version":1,"launches":%d,"replayed":%d,"graphs":0,"graph_launches":0,"updates":0,' \
+        "$1" "$5"
+      printf '"passthrough":%d,"fallbacks":{},"by_path":{"runtime":%d,"driver":%d,"cudnn":%d},' \
+        "$6" "$2" "$3" "$4"
+      printf '"jit":{"compiles":0,"cache_hits":0,"cache_rejected":0,"failures":%s},' "${8:-0}"
+      printf '"families":{"launch":%d,"copy":%d},"calls":{}}\n' "$1" "$7"
+    } >"$t/s.json"
   }
   good() { (ag_check_stats "$t/s.json" "$@") >/dev/null 2>&1 || ag_fail "rejected: $(cat "$t/s.json") for $*"; }
   bad() { ! (ag_check_stats "$t/s.json" "$@") >/dev/null 2>&1 || ag_fail "accepted: $(cat "$t/s.json") for $*"; }
