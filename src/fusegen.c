@@ -230,6 +230,8 @@ static int matches(const ag_fg_calop_t *o, const uint8_t *f, unsigned fsize) {
   return 1;
 }
 
+static int nscalars(const ag_fg_calop_t *o) { return !!CAT[o->cat].scal[0] + !!CAT[o->cat].scal[1]; }
+
 static int ptr_index(ag_fg_chain_t *c, uint64_t p) {
   for (int i = 0; i < c->nptrs; i++)
     if (c->ptr[i] == p) return i;
@@ -260,9 +262,11 @@ static int build_one(const ag_fg_table_t *t, const ag_chain_launch_t *l, ag_fg_c
   if (n <= 0 || (c->nops && n != c->n)) return AG_FG_COUNT;
   c->n = n;
   const uint8_t *f = l->args + ck->functor_off;
+  /* Of the operations whose bytes match, the one with the fewest scalars: a relu is also a
+   * clamp_min at 0, an add with alpha 1 also an add with alpha (the same results). */
   const ag_fg_calop_t *o = NULL;
-  for (int j = 0; j < ck->nops && !o; j++)
-    if (matches(&ck->ops[j], f, ck->functor_size)) o = &ck->ops[j];
+  for (int j = 0; j < ck->nops; j++)
+    if (matches(&ck->ops[j], f, ck->functor_size) && (!o || nscalars(&ck->ops[j]) < nscalars(o))) o = &ck->ops[j];
   if (!o) return AG_FG_FUNCTOR;
   const cat_t *cat = &CAT[o->cat];
   if (ck->tensors != cat->nin + 1) return AG_FG_LAYOUT;
