@@ -27,6 +27,18 @@ static int view(const ag_chain_launch_t *l, int32_t *n, uint64_t *data) {
   return t;
 }
 
+int ag__chain_links(const ag_chain_launch_t *a, const ag_chain_launch_t *b) {
+  int32_t na = 0, nb = 0;
+  uint64_t da[AG_CHAIN_MAX_TENSORS], db[AG_CHAIN_MAX_TENSORS];
+  if (!a->args || !b->args || !ag__chain_elementwise(a->k) || !ag__chain_elementwise(b->k)) return 0;
+  view(a, &na, da);
+  int t = view(b, &nb, db);
+  if (na != nb || na <= 0 || !da[0]) return 0;
+  for (int j = 1; j < t; j++)
+    if (db[j] == da[0]) return 1;
+  return 0;
+}
+
 int ag__chain_scan(const ag_chain_launch_t *l, int n, uint8_t *role) {
   int chains = 0, run = 0; /* run: launches in the current run of links, ending at i - 1 */
   int32_t prev_n = 0;

@@ -33,6 +33,10 @@ typedef struct ag_chain_launch {
 /* Nonzero when k is an elementwise framework kernel with the layout above. */
 int ag__chain_elementwise(const ag_kinfo_t *k);
 
+/* Nonzero when b, launched right after a, chains with it: both elementwise, the same element
+ * count, and b reads what a wrote. */
+int ag__chain_links(const ag_chain_launch_t *a, const ag_chain_launch_t *b);
+
 /* Marks each of l[0..n): AG_CHAIN_LINKED in a chain of two or more, AG_CHAIN_ELEMENTWISE an
  * elementwise launch in none, else AG_CHAIN_NONE. Returns the number of chains. */
 int ag__chain_scan(const ag_chain_launch_t *l, int n, uint8_t *role);

@@ -46,9 +46,10 @@ static const ag_option_desc_t options[AG_OPT_COUNT_] = {
     [AG_OPT_NVTX] = {"AUTOGRAPH_NVTX", "1"},
     [AG_OPT_NVRTC] = {"AUTOGRAPH_NVRTC", ""},
     [AG_OPT_CACHE_DIR] = {"AUTOGRAPH_CACHE_DIR", "$XDG_CACHE_HOME/libautograph"},
+    [AG_OPT_FUSE_TABLES] = {"AUTOGRAPH_FUSE_TABLES", ""},
 };
 
-static const char *const fuse_levels[] = {"off", "exact", "all"};
+static const char *const fuse_levels[] = {"off", "exact", "chains", "all"};
 
 static void bad(void (*warn)(const char *), ag_option_t o, const char *value, const char *want) {
   char msg[256];
@@ -259,7 +260,7 @@ int ag__config_parse(ag_config_t *cfg, const char *(*getenv_fn)(const char *name
     if (found >= 0)
       cfg->fuse = found;
     else
-      bad(warn, AG_OPT_FUSE, v, "expected off, exact or all"), nbad++;
+      bad(warn, AG_OPT_FUSE, v, "expected off, exact, chains or all"), nbad++;
   }
 
   v = getenv_fn(options[AG_OPT_TRACE].name);
@@ -286,6 +287,14 @@ int ag__config_parse(ag_config_t *cfg, const char *(*getenv_fn)(const char *name
       strcpy(cfg->nvrtc, v);
   }
   cache_dir_option(getenv_fn, warn, cfg, &nbad);
+  /* The calibration tables of generated chain kernels (src/fchain.h): a file or a folder. */
+  v = getenv_fn(options[AG_OPT_FUSE_TABLES].name);
+  if (v && *v) {
+    if (strlen(v) >= sizeof cfg->fuse_tables)
+      bad(warn, AG_OPT_FUSE_TABLES, v, "path too long"), nbad++;
+    else
+      strcpy(cfg->fuse_tables, v);
+  }
   return nbad;
 }
 
@@ -323,6 +332,7 @@ size_t ag__config_value(const ag_config_t *cfg, ag_option_t o, char *buf, size_t
   case AG_OPT_NVTX: n = snprintf(buf, size, "%d", cfg->nvtx); break;
   case AG_OPT_NVRTC: n = snprintf(buf, size, "%s", cfg->nvrtc); break;
   case AG_OPT_CACHE_DIR: n = snprintf(buf, size, "%s", cfg->cache_dir[0] ? cfg->cache_dir : "off"); break;
+  case AG_OPT_FUSE_TABLES: n = snprintf(buf, size, "%s", cfg->fuse_tables); break;
   default: n = snprintf(buf, size, "%s", ""); break;
   }
   return n < 0 ? 0 : (size_t)n;

@@ -25,7 +25,7 @@ typedef enum ag_option {
   AG_OPT_DUMP,    /* AUTOGRAPH_DUMP: path of the sequence dump (src/dump.h), else unset */
   AG_OPT_DUMP_INTERVAL, /* AUTOGRAPH_DUMP_INTERVAL: seconds between periodic dumps, 0: none */
   AG_OPT_DUMP_MAX_SEQ,  /* AUTOGRAPH_DUMP_MAX_SEQ: sequences written per dump at most */
-  AG_OPT_FUSE,    /* AUTOGRAPH_FUSE: off|exact|all, which fused replacements may run */
+  AG_OPT_FUSE,    /* AUTOGRAPH_FUSE: off|exact|chains|all, which fused replacements may run */
   AG_OPT_TRACE,   /* AUTOGRAPH_TRACE: path of the Chrome trace (src/trace.h), else unset */
   AG_OPT_TRACE_MAX_EVENTS, /* AUTOGRAPH_TRACE_MAX_EVENTS: events recorded at most */
   AG_OPT_HOLD_US, /* AUTOGRAPH_HOLD_US: longest a hold outlives its thread's last call, 0: never hold */
@@ -34,6 +34,7 @@ typedef enum ag_option {
   AG_OPT_NVTX,    /* AUTOGRAPH_NVTX: 0/1, NVTX ranges and marks for a tool that listens */
   AG_OPT_NVRTC,   /* AUTOGRAPH_NVRTC: path of the NVRTC library to use (src/jit.h), else unset */
   AG_OPT_CACHE_DIR, /* AUTOGRAPH_CACHE_DIR: folder of compiled kernels, "" or "off": none */
+  AG_OPT_FUSE_TABLES, /* AUTOGRAPH_FUSE_TABLES: calibration tables (a file or a folder of them) */
   AG_OPT_COUNT_
 } ag_option_t;
 
@@ -59,15 +60,21 @@ typedef struct ag_config {
   char nvrtc[4096];        /* AUTOGRAPH_NVRTC, else empty (search, src/jit.h) */
   char cache_dir[4096];    /* the cache folder in force (default from $XDG_CACHE_HOME or $HOME),
                             * empty when there is none */
+  char fuse_tables[4096];  /* AUTOGRAPH_FUSE_TABLES, else empty (the folder `calibration` next to
+                            * the library, src/fchain.h) */
 } ag_config_t;
 
 /* AUTOGRAPH_FUSE. Each level includes the ones before it.
- *   off:   no substitution (the default);
- *   exact: substitutions whose result is bit-identical by construction (the same element-wise
- *          float operations in the same order, every intermediate still written);
- *   all:   also substitutions that compute the same function but may round differently on a
- *          GPU (a fused cuDNN call may pick other kernels than the calls it replaces). */
-enum ag_fuse_level { AG_FUSE_OFF, AG_FUSE_EXACT, AG_FUSE_ALL };
+ *   off:    no substitution (the default);
+ *   exact:  substitutions whose result is bit-identical by construction (the same element-wise
+ *           float operations in the same order, every intermediate still written);
+ *   chains: also chains of PyTorch elementwise kernels replaced by one kernel generated and
+ *           compiled at run time (src/fchain.h), written to be bit-identical (each operation as
+ *           PyTorch's functor computes it, each intermediate rounded and stored) but confirmed
+ *           so on the simulator only;
+ *   all:    also substitutions that compute the same function but may round differently on a
+ *           GPU (a fused cuDNN call may pick other kernels than the calls it replaces). */
+enum ag_fuse_level { AG_FUSE_OFF, AG_FUSE_EXACT, AG_FUSE_CHAINS, AG_FUSE_ALL };
 
 /* Hard upper bound of AUTOGRAPH_MAX_SEQ: the per-sequence buffers are sized by it. */
 #define AG_MAX_SEQ_LIMIT 4096

@@ -510,6 +510,26 @@ out:
   free(starts);
 }
 
+/* s's graphs were built while generated kernels of its chains were not ready, and one has
+ * become ready or failed since (src/fchain.h): builds them again from S's run of it, with the
+ * same chunks, so that what is ready is substituted from the next replay on. Until then the
+ * chains' kernels ran as they are: the program never waits for a compiler. A failure keeps the
+ * old graphs, which then wait for the next change. Under the lock, S's context current, quiet. */
+static void refresh(strm_t *S, ag_seq_t *s, int n) {
+  const int *old;
+  int nc = ag__graph_chunks(s->graph, &old), *starts = malloc((size_t)nc * sizeof *starts);
+  ag_graph_t *g;
+  if (starts) memcpy(starts, old, (size_t)nc * sizeof *starts);
+  if (starts && ag__graph_build(&g, S->held, n, S->arena, starts, nc) == 0) {
+    ag__log(AG_LOG_DEBUG, "a sequence of %d: graphs built again with the generated kernels now ready", n);
+    ag__graph_free(s->graph);
+    s->graph = g;
+  } else {
+    ag__graph_waited(s->graph);
+  }
+  free(starts);
+}
+
 static ag_seq_t *find_prefix(const strm_t *S, int m, int exact);
 static ag_seq_t *piece_seq(const struct ag_seq_piece *k);
 
@@ -547,6 +567,7 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
   }
   if (r == 0) r = run_to(S, s, n, 1);
   if (r == 0 && whole && s->replays + 1 == AG_REPLAN_AT && ag__config.chunk_us) replan(S, s, n);
+  else if (r == 0 && whole && ag__graph_waits(s->graph)) refresh(S, s, n);
   ag__tls.quiet--;
   ag__ctx_leave(pushed);
   if (r == AG_GRAPH_NO_PREFIX) {

@@ -36,6 +36,7 @@
 #include "chain.h"
 #include "config.h"
 #include "dump.h"
+#include "fchain.h"
 #include "launch-attrs.h"
 #include "log.h"
 #include "pattern.h"
@@ -46,10 +47,19 @@
  * without it, and then substitution simply never happens. */
 extern const unsigned char ag__fused_fatbin[] __attribute__((weak, visibility("hidden")));
 
+/* A chain of elementwise launches run by one generated kernel (src/fchain.h): the description
+ * its parameters come from (that of the arguments the node was last given), and the parameter
+ * block the node points to. */
+typedef struct fcnode {
+  ag_fg_chain_t desc;
+  uint8_t params[AG_FCHAIN_PARAM_BYTES];
+} fcnode_t;
+
 /* One held launch, or a run of them replaced by a fused kernel. */
 typedef struct gnode {
   int first, count;          /* the held launches [first, first + count) it stands for */
-  const ag_pattern_t *pat;   /* NULL: an original launch */
+  const ag_pattern_t *pat;   /* NULL: an original launch, or a generated chain's */
+  fcnode_t *fc;              /* a generated chain's kernel runs them, else NULL */
   CUfunction fn;             /* the fused kernel */
   int op;                    /* a stream operation's kind (AG_OP_…), 0 for a kernel */
 } gnode_t;
@@ -69,6 +79,7 @@ typedef struct chunk {
   void **ptrs;     /* scratch: parameter pointers of one node */
   uint32_t maxp;   /* its capacity */
   int nofuse;      /* built without substitution, for good */
+  int waiting;     /* chains whose generated kernel was not ready when it was built */
   int on_from, on_to; /* only nodes [on_from, on_to) are enabled in the exec (a part of the
                        * chunk ran last); 0, nn: all */
   /* For the dump, per held launch: [2i] parameters (bit j: parameter j < 64) that an update
@@ -84,6 +95,8 @@ struct ag_graph {
   int *start;      /* nchunks + 1: chunk j holds entries [start[j], start[j + 1]) */
   chunk_t **c;
   uint8_t *role;   /* per held entry, as ag__chain_scan marked it when the graph was built */
+  int waiting;     /* chains of its chunks whose generated kernel was not ready when built … */
+  uint32_t gen;    /* … and ag__fchain_generation then */
 };
 
 /* ---- the embedded module, per context ------------------------------------------------------ */
@@ -131,6 +144,7 @@ static fmod_t *fused_module(void) {
 }
 
 void ag__graph_ctx_gone(void *ctx) {
+  ag__fchain_ctx_gone(ctx);
   /* The module died with its context (or is about to); a context created later, perhaps at the
    * same address, loads it again. */
   for (int i = 0; i < nfmods;)
@@ -361,6 +375,7 @@ static int destroy(kept_t *k) {
 /* Frees what g owns and destroys (or keeps) its driver objects; not g itself. */
 static void release(chunk_t *g) {
   kept_t k = {g->exec, g->g};
+  for (int j = 0; g->map && j < g->nn; j++) free(g->map[j].fc);
   free(g->nodes), free(g->map), free(g->off), free(g->args), free(g->fargs), free(g->ptrs);
   free(g->grid);
   free(g->varied);
@@ -395,6 +410,19 @@ void ag__graph_free(ag_graph_t *g) {
  * of its arguments, a fused node's through its pattern's rule into fargs). */
 static int gnode_params(chunk_t *g, int j, const ag_held_t *h, CUDA_KERNEL_NODE_PARAMS_v2 *p) {
   const gnode_t *m = &g->map[j];
+  if (m->fc) {
+    size_t n_off, a_off;
+    unsigned grid[3], block[3];
+    ag__fchain_params(&m->fc->desc, m->fc->params, &n_off, &a_off);
+    ag__fchain_shape(m->fc->desc.n, grid, block);
+    g->ptrs[0] = m->fc->params + n_off, g->ptrs[1] = m->fc->params + a_off;
+    memset(p, 0, sizeof *p);
+    p->func = m->fn;
+    p->gridDimX = grid[0], p->gridDimY = grid[1], p->gridDimZ = grid[2];
+    p->blockDimX = block[0], p->blockDimY = block[1], p->blockDimZ = block[2];
+    p->kernelParams = g->ptrs;
+    return 0;
+  }
   if (!m->pat) {
     const ag_held_t *hi = &h[m->first];
     fill_ptrs(g->ptrs, hi->k, g->args + g->off[m->first]);
@@ -420,7 +448,38 @@ static int gnode_params(chunk_t *g, int j, const ag_held_t *h, CUDA_KERNEL_NODE_
   return 0;
 }
 
-/* Builds the graph, substituting fused kernels where `fuse` allows and patterns match. */
+/* The chain of elementwise launches that begins at h[0] (of n), as src/chain.h links them: its
+ * length, at most AG_FG_MAX_OPS, 1 when h[0] begins none. Launches with attributes are left out
+ * (a fused node could not carry them). */
+static int chain_extent(const ag_held_t *h, int n, const uint8_t *arena, ag_chain_launch_t *l) {
+  int len = 1;
+  if (is_op(&h[0]) || h[0].nattrs) return 1;
+  l[0].k = h[0].k, l[0].args = arena + h[0].off;
+  while (len < n && len < AG_FG_MAX_OPS && !is_op(&h[len]) && !h[len].nattrs) {
+    l[len].k = h[len].k, l[len].args = arena + h[len].off;
+    if (!ag__chain_links(&l[len - 1], &l[len])) break;
+    len++;
+  }
+  return len;
+}
+
+/* Node m stands for a chain of h[0..len) run by its generated kernel, when that is ready; counts
+ * in g->waiting a chain whose kernel is not ready yet. */
+static void chain_node(chunk_t *g, gnode_t *m, const ag_chain_launch_t *l, int len) {
+  ag_fg_chain_t desc;
+  CUfunction fn = NULL;
+  int bad, st = ag__fchain_get(l, len, &desc, &fn, &bad);
+  /* A launch that cannot be described ends the chain there: what comes before it is fused
+   * alone (what comes after is a chain of its own, found from the next node on). */
+  if (st == AG_FCHAIN_NO && bad >= 2 && bad < len) st = ag__fchain_get(l, len = bad, &desc, &fn, &bad);
+  if (st == AG_FCHAIN_PENDING) g->waiting++;
+  if (st != AG_FCHAIN_READY || !(m->fc = malloc(sizeof *m->fc))) return;
+  m->fc->desc = desc;
+  m->fn = fn, m->count = len;
+}
+
+/* Builds the graph, substituting fused kernels where the level `fuse` (AUTOGRAPH_FUSE) allows
+ * and patterns match, or generated kernels are ready for chains. */
 static int build(chunk_t **out, const ag_held_t *h, int n, const uint8_t *arena, int fuse) {
   chunk_t *g;
   size_t bytes = 0;
@@ -460,7 +519,12 @@ static int build(chunk_t **out, const ag_held_t *h, int n, const uint8_t *arena,
     const ag_pattern_t *p = NULL;
     m->first = i, m->count = 1;
     m->op = is_op(&h[i]) ? h[i].k->fkind : 0;
-    if (fuse && !m->op) {
+    if (fuse >= AG_FUSE_CHAINS && !m->op) {
+      ag_chain_launch_t l[AG_FG_MAX_OPS];
+      int len = chain_extent(h + i, n - i, arena, l);
+      if (len >= 2) chain_node(g, m, l, len);
+    }
+    if (fuse >= AG_FUSE_EXACT && !m->op && !m->fc) {
       ag_pat_launch_t l[AG_PAT_MAX_OPS];
       int avail = n - i < AG_PAT_MAX_OPS ? n - i : AG_PAT_MAX_OPS;
       /* Patterns match runs of kernel launches only, and a launch with attributes is never
@@ -469,7 +533,7 @@ static int build(chunk_t **out, const ag_held_t *h, int n, const uint8_t *arena,
         if (is_op(&h[i + a]) || h[i + a].nattrs) avail = a;
       pat_view(l, h + i, avail, arena);
       p = avail ? ag__pattern_match(l, avail) : NULL;
-      if (p && !fm && !(fm = fused_module())) fuse = 0, p = NULL;
+      if (p && !fm && !(fm = fused_module())) fuse = AG_FUSE_OFF, p = NULL;
       if (p && ag__pattern_index(p) < AG_FUSED_PATTERNS && fm->fn[ag__pattern_index(p)]) {
         m->pat = p, m->fn = fm->fn[ag__pattern_index(p)], m->count = ag__pattern_len(p);
       }
@@ -492,7 +556,7 @@ static int build(chunk_t **out, const ag_held_t *h, int n, const uint8_t *arena,
                                            j ? 1 : 0, &p)))
       goto fail;
     /* Its launch attributes (only an original launch has any), before instantiation. */
-    if (!g->map[j].pat && h[g->map[j].first].nattrs &&
+    if (!g->map[j].pat && !g->map[j].fc && h[g->map[j].first].nattrs &&
         (r = ag__lattr_apply_node(g->nodes[j], &h[g->map[j].first], arena)))
       goto fail;
   }
@@ -506,11 +570,21 @@ fail:
 }
 
 /* Whether entry i begins a run of held launches [i, *end) that a kernel pattern may replace
- * (src/pattern.h), as build() would find it. */
+ * (src/pattern.h), or, at AUTOGRAPH_FUSE=chains, a chain of elementwise launches a generated
+ * kernel may (whether one will is known only when the graph is built), as build() would find
+ * it. */
 static int pattern_at(const ag_held_t *h, int n, int i, const uint8_t *arena, int *end) {
   ag_pat_launch_t l[AG_PAT_MAX_OPS];
   int avail = n - i < AG_PAT_MAX_OPS ? n - i : AG_PAT_MAX_OPS;
   if (is_op(&h[i])) return 0;
+  if (ag__config.fuse >= AG_FUSE_CHAINS) {
+    ag_chain_launch_t cl[AG_FG_MAX_OPS];
+    int len = chain_extent(h + i, n - i, arena, cl);
+    if (len >= 2) {
+      *end = i + len;
+      return 1;
+    }
+  }
   for (int a = 0; a < avail; a++)
     if (is_op(&h[i + a]) || h[i + a].nattrs) avail = a;
   pat_view(l, h + i, avail, arena);
@@ -564,6 +638,9 @@ int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *
     goto fail;
   g->n = n;
   if (!(g->role = calloc((size_t)n ? (size_t)n : 1, 1)) || scan_chains(g, h, n, arena)) goto fail;
+  /* Read before the chunks are built: a kernel that becomes ready while they are makes the
+   * graph wait for nothing, and one more rebuild at worst. */
+  if (ag__config.fuse >= AG_FUSE_CHAINS) g->gen = ag__fchain_generation();
   for (int j = 0; j < nchunks; j++) g->start[j] = starts[j];
   g->start[nchunks] = n;
   if (ag__config.fuse >= AG_FUSE_EXACT) nchunks = ag__graph_align_chunks(h, n, arena, g->start, nchunks);
@@ -573,8 +650,9 @@ int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *
       r = CUDA_ERROR_INVALID_VALUE;
       goto fail;
     }
-    if ((r = build(&g->c[j], h + a, b - a, arena, ag__config.fuse >= AG_FUSE_EXACT))) goto fail;
+    if ((r = build(&g->c[j], h + a, b - a, arena, ag__config.fuse))) goto fail;
     g->nchunks = j + 1;
+    g->waiting += g->c[j]->waiting;
   }
   *out = g;
   return 0;
@@ -582,6 +660,12 @@ fail:
   ag__graph_free(g);
   return r;
 }
+
+int ag__graph_waits(const ag_graph_t *g) {
+  return g->waiting && ag__fchain_generation() != g->gen;
+}
+
+void ag__graph_waited(ag_graph_t *g) { g->gen = ag__fchain_generation(); }
 
 int ag__graph_chunks(const ag_graph_t *g, const int **starts) {
   *starts = g->start;
@@ -632,6 +716,22 @@ again:
         changed = 1;
     }
     if (!changed) continue;
+    if (m->fc) {
+      /* A later occurrence of the chain: the same kernel serves it when its shape is the same
+       * (src/fchain.h); else, as for a pattern, the graph is rebuilt without substitution. */
+      ag_chain_launch_t l[AG_FG_MAX_OPS];
+      ag_fg_chain_t desc;
+      for (int i = 0; i < m->count; i++) l[i].k = h[m->first + i].k, l[i].args = arena + h[m->first + i].off;
+      if (ag__fchain_redescribe(l, m->count, &m->fc->desc, &desc)) {
+        if (!whole) return AG_GRAPH_NO_PREFIX;
+        ag__log(AG_LOG_INFO, "a chain of %d elementwise launches has another shape on a later "
+                "occurrence: graph of %d launches rebuilt without substitution", m->count, g->n);
+        if ((r = rebuild_plain(g, h, arena))) return r;
+        upto = g->nn;
+        goto again;
+      }
+      m->fc->desc = desc;
+    }
     if (m->pat) {
       ag_pat_launch_t l[AG_PAT_MAX_OPS];
       pat_view(l, h + m->first, m->count, arena);
@@ -694,11 +794,17 @@ static int set_enabled(chunk_t *g, int from, int to) {
 /* Counts one more run of each fused node among nodes [from, upto). */
 static void count_fused(const chunk_t *g, int from, int upto) {
   if (g->nn == g->n) return;
-  uint64_t runs[AG_FUSED_PATTERNS] = {0};
-  for (int j = from; j < upto; j++)
+  uint64_t runs[AG_FUSED_PATTERNS] = {0}, chains = 0, chained = 0;
+  for (int j = from; j < upto; j++) {
     if (g->map[j].pat) runs[ag__pattern_index(g->map[j].pat)]++;
+    if (g->map[j].fc) chains++, chained += (uint64_t)g->map[j].count;
+  }
   for (int i = 0; i < AG_FUSED_PATTERNS; i++)
     if (runs[i]) ag__stats_fused(ag__pattern_name(ag__pattern_at(i)), runs[i]);
+  if (chains) {
+    ag__stats_fused("elementwise_chain", chains);
+    AG_STAT_ADD(ag__stats.chained_fused, chained);
+  }
 }
 
 /* The nodes [*nfrom, *nto) of chunk c that stand for its entries [from, to), which must begin

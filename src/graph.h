@@ -67,7 +67,7 @@ int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *
                     const int *starts, int nchunks);
 
 /* Moves the chunk boundaries starts[1 .. nchunks - 1] (starts[nchunks] is n) out of every run of
- * held launches a kernel pattern may replace (src/pattern.h): a boundary inside one moves to the
+ * held launches a kernel pattern may replace (src/pattern.h), or a generated chain kernel (src/fchain.h): a boundary inside one moves to the
  * run's first launch, or goes when its chunk began there. A fused node never spans two graphs.
  * Returns the number of chunks left. (ag__graph_build does it when AUTOGRAPH_FUSE allows.) */
 int ag__graph_align_chunks(const ag_held_t *h, int n, const uint8_t *arena, int *starts,
@@ -75,6 +75,13 @@ int ag__graph_align_chunks(const ag_held_t *h, int n, const uint8_t *arena, int 
 
 /* The number of chunks; *starts gets their first entries (nchunks + 1 values, the last n). */
 int ag__graph_chunks(const ag_graph_t *g, const int **starts);
+
+/* Nonzero when g was built while generated kernels of its chains were not ready (or the
+ * calibration table was being read), and one of them has since become ready or failed
+ * (src/fchain.h): building it again from a run of its sequence substitutes what is ready. */
+int ag__graph_waits(const ag_graph_t *g);
+/* g waits for the next change only (its rebuild failed). */
+void ag__graph_waited(ag_graph_t *g);
 
 /* Prepares chunk j to run for the held run h (from the sequence's first entry): its entries
  * h[start_j + from .. start_j + to). All of them: updates the nodes whose arguments differ
