@@ -74,6 +74,19 @@ static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER; /* the worker has no r
 
 /* The longest exit waits for the compilation running then. */
 #define AG_JIT_EXIT_WAIT_MS 10000
+
+static void at_exit(void);
+
+/* Registers the exit handler again once NVRTC is loaded (stage 1) and once it has compiled
+ * (stage 2: the libraries it loads for that): exit runs handlers in the reverse order of their
+ * registration, so the handler then runs before the destructors of what was loaded before it.
+ * The worker's thread only. */
+static void late_hook(int stage) {
+  static int done;
+  if (done >= stage) return;
+  done = stage;
+  atexit(at_exit);
+}
 static ag_jit_t *head, *tail; /* queued requests, oldest first */
 static ag_jit_t *running;     /* the request the worker has, else NULL */
 static int queued;            /* requests queued or running */
@@ -188,6 +201,7 @@ static int nv_open(const char *path, int noload, int drv, char *why, size_t n) {
       count <= (int)AG_ARRAY_SIZE(nv.archs) && nv.get_archs(nv.archs) == NVRTC_SUCCESS)
     nv.narchs = count;
   snprintf(nv.path, sizeof nv.path, "%s", path);
+  late_hook(1); /* NVRTC is loaded (and has answered, so it has set itself up) */
   return 0; /* the handle is kept for the life of the process */
 refuse:
   dlclose(h);
@@ -639,15 +653,13 @@ static void serve(const ag_jit_t *j, result_t *r) {
     }
   }
   compile(j, opts, nopt, kind, r);
+  late_hook(2); /* NVRTC has compiled: the libraries it loads to do so are loaded too */
   if (r->state != AG_JIT_READY) goto out;
   AG_STAT_ADD(ag__stats.jit_compiles, 1);
   if (path[0]) cache_write(ag__config.cache_dir, path, &key, r->image, r->size, kind);
 out:
   free(key.p);
 }
-
-static void at_exit(void);
-static int late_hooks; /* the worker's thread only */
 
 static void *worker(void *arg) {
   (void)arg;
@@ -671,12 +683,6 @@ static void *worker(void *arg) {
 
     serve(j, &r); /* j's inputs never change once queued: read without the lock */
 
-    if (!late_hooks) {
-      /* NVRTC is loaded and has compiled (its own libraries too): the exit handler, registered
-       * again, now runs before their destructors. */
-      late_hooks = 1;
-      atexit(at_exit);
-    }
     pthread_mutex_lock(&mu);
     pthread_cond_broadcast(&idle_cv);
     if (running == j) { /* else a fork's child took it over (never happens in the parent) */
