@@ -22,6 +22,7 @@
 
 #include "cudnnsim.h"
 #include "rnnsim.h"
+#include "opgraph.h"
 #include "common/simcommon.h"
 
 /* Set in every descriptor and handle while it lives, so that a destroyed or foreign pointer is
@@ -47,6 +48,7 @@ typedef enum {
   DNN_K_RNN_BWD_DX,
   DNN_K_RNN_BWD_W,
   DNN_K_RNN_DROP_INIT,
+  DNN_K_OPGRAPH,
   DNN_K_COUNT
 } dnn_kernel_t;
 
