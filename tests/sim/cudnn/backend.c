@@ -1,28 +1,34 @@
-/* backend.c — the backend (graph) API of the simulated cuDNN, for the single-operation graphs of
- * a 2-d convolution: forward, backward data and backward filter, float32, any strides.
+/* backend.c — the backend (graph) API of the simulated cuDNN: descriptors, attributes,
+ * finalization, execution; the single-operation graphs of a 2-d convolution (forward, backward
+ * data and backward filter, float32, half or bfloat16, any strides) here, every other graph
+ * through the interpreter of opgraph.c.
  *
  * This is the subset cudnn_frontend builds for PyTorch's convolutions: tensor and convolution
  * descriptors, one convolution operation in an operation graph, engine heuristics and the engine
  * configurations they return, engines, knob choices, an execution plan, a variant pack, and
- * cudnnBackendExecute. Every descriptor keeps the attributes set on it (a typed store, the last
- * value of each attribute); cudnnBackendFinalize validates them and compiles what later steps
- * need into the descriptor by value (a tensor's shape, a convolution's geometry, an operation's
- * complete description), so a plan stays valid when the graph, the engine or the tensors it was
- * made from are destroyed, as cuDNN allows. cudnnBackendGetAttribute answers the stored
- * attributes and those cuDNN derives (engine counts, heuristic results, workspace size, notes,
- * knobs). One engine (global index 0, no knobs, no workspace, no numerical or behaviour notes)
- * computes every supported graph; cudnnBackendExecute validates on the calling thread and
- * launches one kernel of kernels.cu on the handle's stream, with the operation's description
- * by value and the variant pack's device pointers as arguments — the forward operation with the
- * legacy cudnnConvolutionForward's kernel (the backend's alpha and beta mean the same).
+ * cudnnBackendExecute; and for its cuDNN attention: pointwise, matmul, reduction and reshape
+ * operations, the fused forward attention with its score modifier and statistics node, over
+ * virtual and by-value tensors (opgraph.c). Every descriptor keeps the attributes set on it (a
+ * typed store, the last value of each attribute; backend.h); cudnnBackendFinalize validates them
+ * and compiles what later steps need into the descriptor by value (a tensor's shape, a
+ * convolution's geometry, an operation's complete description, a graph's interpreter program),
+ * so a plan stays valid when the graph, the engine or the tensors it was made from are
+ * destroyed, as cuDNN allows. cudnnBackendGetAttribute answers the stored attributes and those
+ * cuDNN derives (engine counts, heuristic results, workspace size, notes, knobs). One engine
+ * (global index 0, no knobs, no numerical or behaviour notes; a workspace only for the
+ * interpreter's virtual tensors) computes every supported graph; cudnnBackendExecute validates
+ * on the calling thread and launches one kernel of kernels.cu on the handle's stream, with the
+ * operation's description by value and the variant pack's device pointers as arguments — the
+ * forward convolution with the legacy cudnnConvolutionForward's kernel (the backend's alpha and
+ * beta mean the same).
  *
  * Statuses as cuDNN documents them: BAD_PARAM for a NULL or destroyed descriptor, a wrong
  * attribute type or count, a descriptor of the wrong type, inconsistent shapes, a missing tensor
  * in the variant pack; NOT_INITIALIZED for setting an attribute of a finalized descriptor;
  * BAD_PARAM_NOT_FINALIZED for using one that is not; NOT_SUPPORTED (and its subcodes) for valid
  * requests outside the subset: descriptor types other than those above, data other than float,
- * tensors other than 4-d, virtual or by-value tensors, graphs of more than one operation,
- * engines other than 0, knobs.
+ * half or bfloat16, convolution tensors other than 4-d or virtual or by value, a convolution with
+ * other operations, engines other than 0, knobs, and what opgraph.c refuses.
  */
 #include "backend.h"
 

@@ -8,8 +8,10 @@
  * bn.c      batch normalization (training forward, backward, inference), the same way
  * rnn.c     recurrent layers (RNN, data and dropout descriptors, forward, backward data and
  *           weights), the same way: one kernel of kernels.cu per layer and pass
- * backend.c the backend (graph) API for single-convolution graphs: descriptors with a typed
- *           attribute store, finalization, derived attributes, cudnnBackendExecute
+ * backend.c the backend (graph) API: descriptors with a typed attribute store (backend.h),
+ *           finalization, derived attributes, cudnnBackendExecute; single-convolution graphs
+ * opgraph.c every other operation graph, compiled for the interpreter of opgraph.h and executed
+ *           as one launch
  * twins.c   the kernels' CPU twins, which the simulated driver runs on its device thread
  *
  * Functions here return CUDNN_STATUS_SUCCESS or the status the public call should return.

@@ -45,7 +45,7 @@ static int tensor_of(og_build_t *gb, bk_desc_t *d, cudnnBackendAttributeName_t n
   bk_attr_t *a = attr_find(d, name);
   if (!a && optional) return -1;
   bk_desc_t *t = get_desc(d, name, 0);
-  if (!t || a->count != 1 || t->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR) {
+  if (!a || !t || a->count != 1 || t->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR) {
     *st = CUDNN_STATUS_BAD_PARAM;
     return -2;
   }
@@ -187,7 +187,7 @@ static cudnnStatus_t add_pointwise(og_build_t *gb, bk_desc_t *d, og_op_t *o) {
   if ((b >= 0) != binary || !broadcasts(&gb->g, x, y) || (b >= 0 && !broadcasts(&gb->g, b, y)))
     return CUDNN_STATUS_BAD_PARAM;
   o->kind = OG_POINTWISE, o->mode = mode;
-  o->t[0] = (signed char)x, o->t[1] = (signed char)b, o->t[2] = (signed char)y;
+  o->t[0] = (short)x, o->t[1] = (short)b, o->t[2] = (short)y;
   return produces(gb, y, gb->nops);
 }
 
@@ -211,7 +211,7 @@ static cudnnStatus_t add_matmul(og_build_t *gb, bk_desc_t *d, og_op_t *o) {
     if ((ta->dims[i] != 1 && ta->dims[i] != tc->dims[i]) || (tb->dims[i] != 1 && tb->dims[i] != tc->dims[i]))
       return CUDNN_STATUS_BAD_PARAM;
   o->kind = OG_MATMUL;
-  o->t[0] = (signed char)a, o->t[1] = (signed char)b, o->t[2] = (signed char)c;
+  o->t[0] = (short)a, o->t[1] = (short)b, o->t[2] = (short)c;
   return produces(gb, c, gb->nops);
 }
 
@@ -234,7 +234,7 @@ static cudnnStatus_t add_reduction(og_build_t *gb, bk_desc_t *d, og_op_t *o) {
   TENSOR(y, d, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, 0);
   if (!broadcasts(&gb->g, y, x)) return CUDNN_STATUS_BAD_PARAM;
   o->kind = OG_REDUCTION, o->mode = mode;
-  o->t[0] = (signed char)x, o->t[1] = (signed char)y;
+  o->t[0] = (short)x, o->t[1] = (short)y;
   return produces(gb, y, gb->nops);
 }
 
@@ -269,7 +269,7 @@ static cudnnStatus_t add_reshape(og_build_t *gb, bk_desc_t *d, og_op_t *o) {
   if (og_count(tx) != og_count(ty)) return CUDNN_STATUS_BAD_PARAM;
   if (!dense(tx) || !dense(ty) || tx->where == OG_VALUE) return CUDNN_STATUS_NOT_SUPPORTED_LAYOUT;
   o->kind = OG_RESHAPE;
-  o->t[0] = (signed char)x, o->t[1] = (signed char)y;
+  o->t[0] = (short)x, o->t[1] = (short)y;
   return produces(gb, y, gb->nops);
 }
 
@@ -306,11 +306,11 @@ static cudnnStatus_t band_mask_operands(og_build_t *gb, bk_desc_t *d, int inner,
 }
 
 static cudnnStatus_t add_band_mask(og_build_t *gb, bk_desc_t *d, og_op_t *o) {
-  int x, fill, y;
+  int x = -1, fill = -1, y = -1;
   cudnnStatus_t st = band_mask_operands(gb, d, 0, NULL, &x, &fill, &y);
   if (st != CUDNN_STATUS_SUCCESS) return st;
   o->kind = OG_BAND_MASK;
-  o->t[0] = (signed char)x, o->t[1] = (signed char)fill, o->t[2] = (signed char)y;
+  o->t[0] = (short)x, o->t[1] = (short)fill, o->t[2] = (short)y;
   return produces(gb, y, gb->nops);
 }
 
@@ -360,7 +360,7 @@ static cudnnStatus_t add_sdpa_fwd(og_build_t *gb, bk_desc_t *d, og_op_t *o) {
       return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
     if (!m->finalized) return CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED;
     int64_t uids[2] = {in_uid, out_uid};
-    int mx, my;
+    int mx = -1, my = -1;
     if ((st = band_mask_operands(gb, m, 1, uids, &mx, &fill, &my)) != CUDNN_STATUS_SUCCESS) return st;
   } else if (attr_find(d, BK_ATTR_SDPA_FWD_SCORE_IN_UID) || attr_find(d, BK_ATTR_SDPA_FWD_SCORE_OUT_UID)) {
     return CUDNN_STATUS_BAD_PARAM;
@@ -383,8 +383,8 @@ static cudnnStatus_t add_sdpa_fwd(og_build_t *gb, bk_desc_t *d, og_op_t *o) {
     if ((st = produces(gb, stats, gb->nops)) != CUDNN_STATUS_SUCCESS) return st;
   }
   o->kind = OG_SDPA_FWD;
-  o->t[0] = (signed char)q, o->t[1] = (signed char)k, o->t[2] = (signed char)v, o->t[3] = (signed char)out;
-  o->t[4] = (signed char)scale, o->t[5] = (signed char)stats, o->t[6] = (signed char)fill;
+  o->t[0] = (short)q, o->t[1] = (short)k, o->t[2] = (short)v, o->t[3] = (short)out;
+  o->t[4] = (short)scale, o->t[5] = (short)stats, o->t[6] = (short)fill;
   return produces(gb, out, gb->nops);
 }
 
@@ -468,7 +468,7 @@ static cudnnStatus_t merge_op(og_build_t *gb, const og_build_t *one) {
   og_op_t *o = &gb->ops[gb->nops++];
   *o = one->ops[0];
   for (int k = 0; k < 8; k++)
-    if (o->t[k] >= 0) o->t[k] = (signed char)map[(int)o->t[k]];
+    if (o->t[k] >= 0) o->t[k] = (short)map[(int)o->t[k]];
   return CUDNN_STATUS_SUCCESS;
 }
 

@@ -73,7 +73,7 @@ typedef struct {
  * mode is the pointwise mode or the reduction operator. */
 typedef struct {
   int kind, mode;
-  signed char t[8];
+  short t[8];
 } og_op_t;
 
 typedef struct {
