@@ -9,7 +9,13 @@
  * (cudnnBatchNormalizationForwardTrainingEx, BackwardEx, ForwardInference) against the
  * textbook formulas, running statistics included. On the simulator also: the statuses of misuse
  * (attributes after finalization, unfinalized operands, a missing tensor in the variant pack,
- * data types and graphs outside the simulated subset) and bit-identical repeated results.
+ * data types and graphs outside the simulated subset) and bit-identical repeated results; and
+ * operation graphs other than a convolution, which the simulated cuDNN interprets: a matmul
+ * with broadcast batches feeding a pointwise chain over virtual tensors with a by-value scalar,
+ * reductions, a transposing reshape (one kernel node when captured), the fused forward attention
+ * with its causal score modifier and statistics node (which the caller destroys before
+ * finalizing the attention, as cudnn_frontend does), against double references; and the
+ * statuses of graphs outside the interpreter's subset.
  * Runs unchanged on a GPU with the real cuDNN (tolerances cover its arithmetic).
  */
 #include <cuda_runtime.h>
@@ -541,8 +547,40 @@ static void reshape_test(void) {
   for (int h = 0; h < 2; h++)
     for (int i = 0; i < 4; i++)
       for (int j = 0; j < 3; j++) CHECK_INT(hy[(h * 4 + i) * 3 + j], ==, hx[(h * 3 + j) * 4 + i]);
-  bd_t descs[] = {x, t, y, ops[0], ops[1], g, plan};
-  destroy_all(descs, 7);
+  /* The execution is one kernel launch on the handle's stream: captured, it is one kernel node,
+   * whose replay computes the same. */
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK_DNN(cudnnSetStream(dnn, s));
+  void *work = NULL;
+  if (ws > 0) CHECK_CUDA(cudaMalloc(&work, (size_t)ws));
+  bd_t vp = make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  set(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 2, uids);
+  set(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 2, ptrs);
+  set(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &work);
+  CHECK_DNN(cudnnBackendFinalize(vp));
+  cudaGraph_t cg;
+  cudaGraphExec_t ge;
+  CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  CHECK_DNN(cudnnBackendExecute(dnn, plan, vp));
+  CHECK_CUDA(cudaStreamEndCapture(s, &cg));
+  size_t nodes = 0;
+  CHECK_CUDA(cudaGraphGetNodes(cg, NULL, &nodes));
+  CHECK_INT(nodes, ==, 1);
+  CHECK_CUDA(cudaMemset(dy, 0, sizeof hy));
+  CHECK_CUDA(cudaGraphInstantiate(&ge, cg, 0));
+  CHECK_CUDA(cudaGraphLaunch(ge, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  float again[24];
+  to_host(again, dy, 24);
+  CHECK(memcmp(again, hy, sizeof hy) == 0);
+  CHECK_CUDA(cudaGraphExecDestroy(ge));
+  CHECK_CUDA(cudaGraphDestroy(cg));
+  CHECK_DNN(cudnnSetStream(dnn, 0));
+  CHECK_CUDA(cudaStreamDestroy(s));
+  if (work) CHECK_CUDA(cudaFree(work));
+  bd_t descs[] = {x, t, y, ops[0], ops[1], g, plan, vp};
+  destroy_all(descs, 8);
   CHECK_CUDA(cudaFree(dx));
   CHECK_CUDA(cudaFree(dy));
 }
