@@ -94,13 +94,22 @@ static size_t type_size(cudnnBackendAttributeType_t t) {
   }
 }
 
+/* Descriptor-valued attributes whose descriptors cuDNN copies when they are set: the fused
+ * attention's score modifier and softmax statistics, which cudnn_frontend destroys after setting
+ * them and before finalizing the attention. */
+static int copied_when_set(const bk_desc_t *b, cudnnBackendAttributeName_t name) {
+  return b->type == CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR &&
+         (name == BK_ATTR_SDPA_FWD_SCORE_GRAPH || name == BK_ATTR_SDPA_FWD_SOFTMAX_STATS);
+}
+
 static void desc_free(bk_desc_t *b);
 
-/* Frees b's attributes (and, in a copy of SetAttribute's, the descriptors they name). */
+/* Frees b's attributes, and the descriptors they name where those are b's own copies (the
+ * attributes copied when set, and every one of such a copy). */
 static void attrs_free(bk_desc_t *b) {
   for (int i = 0; i < b->nattrs; i++) {
     bk_attr_t *a = &b->attrs[i];
-    if (b->owns && a->type == CUDNN_TYPE_BACKEND_DESCRIPTOR)
+    if ((b->owns || copied_when_set(b, a->name)) && a->type == CUDNN_TYPE_BACKEND_DESCRIPTOR)
       for (int64_t j = 0; j < a->count; j++) desc_free(bk(((cudnnBackendDescriptor_t *)a->data)[j]));
     free(a->data);
   }
@@ -159,13 +168,6 @@ static bk_desc_t *clone_deep(const bk_desc_t *d, int depth) {
   return c;
 }
 
-/* Descriptor-valued attributes whose descriptors cuDNN copies when they are set: the fused
- * attention's score modifier and softmax statistics, which cudnn_frontend destroys after setting
- * them and before finalizing the attention. */
-static int copied_when_set(const bk_desc_t *b, cudnnBackendAttributeName_t name) {
-  return b->type == CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR &&
-         (name == BK_ATTR_SDPA_FWD_SCORE_GRAPH || name == BK_ATTR_SDPA_FWD_SOFTMAX_STATS);
-}
 
 /* ---- Finalization of each type ---- */
 
