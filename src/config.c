@@ -44,6 +44,8 @@ static const ag_option_desc_t options[AG_OPT_COUNT_] = {
     [AG_OPT_HOLD_US] = {"AUTOGRAPH_HOLD_US", "1000"},
     [AG_OPT_CHUNK_US] = {"AUTOGRAPH_CHUNK_US", "30"},
     [AG_OPT_NVTX] = {"AUTOGRAPH_NVTX", "1"},
+    [AG_OPT_NVRTC] = {"AUTOGRAPH_NVRTC", ""},
+    [AG_OPT_CACHE_DIR] = {"AUTOGRAPH_CACHE_DIR", "$XDG_CACHE_HOME/libautograph"},
 };
 
 static const char *const fuse_levels[] = {"off", "exact", "all"};
@@ -150,6 +152,35 @@ static void int_option(const char *(*getenv_fn)(const char *), void (*warn)(cons
   bad(warn, o, v, want), (*nbad)++;
 }
 
+/* AUTOGRAPH_CACHE_DIR: set and empty or "off" means no cache, which an unset variable does not:
+ * then $XDG_CACHE_HOME/libautograph (when that is an absolute path, as the XDG specification
+ * requires), else $HOME/.cache/libautograph, else none. */
+static void cache_dir_option(const char *(*getenv_fn)(const char *), void (*warn)(const char *),
+                             ag_config_t *cfg, int *nbad) {
+  const char *v = getenv_fn(options[AG_OPT_CACHE_DIR].name), *base;
+  /* Room for a file name in the folder: a 32-digit key, a suffix and a temporary's tail. */
+  size_t cap = sizeof cfg->cache_dir - 96;
+  int n;
+  cfg->cache_dir[0] = 0;
+  if (v) {
+    if (!*v || !strcmp(v, "off")) return;
+    if (strlen(v) >= cap) {
+      bad(warn, AG_OPT_CACHE_DIR, v, "path too long"), (*nbad)++;
+      v = NULL; /* the default, as for any malformed value */
+    } else {
+      strcpy(cfg->cache_dir, v);
+      return;
+    }
+  }
+  if ((base = getenv_fn("XDG_CACHE_HOME")) && base[0] == '/')
+    n = snprintf(cfg->cache_dir, cap, "%s/libautograph", base);
+  else if ((base = getenv_fn("HOME")) && base[0] == '/')
+    n = snprintf(cfg->cache_dir, cap, "%s/.cache/libautograph", base);
+  else
+    return;
+  if (n < 0 || (size_t)n >= cap) cfg->cache_dir[0] = 0; /* no room: no cache */
+}
+
 int ag__config_parse(ag_config_t *cfg, const char *(*getenv_fn)(const char *name),
                      void (*warn)(const char *msg)) {
   const char *v;
@@ -245,6 +276,16 @@ int ag__config_parse(ag_config_t *cfg, const char *(*getenv_fn)(const char *name
   /* NVTX ranges and marks (src/nvtx.h): on unless turned off, so that a profiler shows what
    * the library did without being asked; they cost nothing when no tool listens. */
   int_option(getenv_fn, warn, AG_OPT_NVTX, 0, 1, &cfg->nvtx, &nbad);
+
+  /* The NVRTC of the run-time compiler (src/jit.h): a path given is the only one tried. */
+  v = getenv_fn(options[AG_OPT_NVRTC].name);
+  if (v && *v) {
+    if (strlen(v) >= sizeof cfg->nvrtc)
+      bad(warn, AG_OPT_NVRTC, v, "path too long"), nbad++;
+    else
+      strcpy(cfg->nvrtc, v);
+  }
+  cache_dir_option(getenv_fn, warn, cfg, &nbad);
   return nbad;
 }
 
@@ -280,6 +321,8 @@ size_t ag__config_value(const ag_config_t *cfg, ag_option_t o, char *buf, size_t
   case AG_OPT_HOLD_US: n = snprintf(buf, size, "%d", cfg->hold_us); break;
   case AG_OPT_CHUNK_US: n = snprintf(buf, size, "%d", cfg->chunk_us); break;
   case AG_OPT_NVTX: n = snprintf(buf, size, "%d", cfg->nvtx); break;
+  case AG_OPT_NVRTC: n = snprintf(buf, size, "%s", cfg->nvrtc); break;
+  case AG_OPT_CACHE_DIR: n = snprintf(buf, size, "%s", cfg->cache_dir[0] ? cfg->cache_dir : "off"); break;
   default: n = snprintf(buf, size, "%s", ""); break;
   }
   return n < 0 ? 0 : (size_t)n;

@@ -32,6 +32,8 @@ typedef enum ag_option {
   AG_OPT_CHUNK_US, /* AUTOGRAPH_CHUNK_US: most host time a held launch waits for its chunk's
                     * graph launch, 0: a sequence is one graph launched at its end */
   AG_OPT_NVTX,    /* AUTOGRAPH_NVTX: 0/1, NVTX ranges and marks for a tool that listens */
+  AG_OPT_NVRTC,   /* AUTOGRAPH_NVRTC: path of the NVRTC library to use (src/jit.h), else unset */
+  AG_OPT_CACHE_DIR, /* AUTOGRAPH_CACHE_DIR: folder of compiled kernels, "" or "off": none */
   AG_OPT_COUNT_
 } ag_option_t;
 
@@ -54,6 +56,9 @@ typedef struct ag_config {
   int hold_us;             /* microseconds, 0..1000000; 0: nothing is ever held */
   int chunk_us;            /* microseconds, 0..1000000; 0: whole sequences */
   int nvtx;                /* nonzero: NVTX ranges and marks when a tool listens (src/nvtx.h) */
+  char nvrtc[4096];        /* AUTOGRAPH_NVRTC, else empty (search, src/jit.h) */
+  char cache_dir[4096];    /* the cache folder in force (default from $XDG_CACHE_HOME or $HOME),
+                            * empty when there is none */
 } ag_config_t;
 
 /* AUTOGRAPH_FUSE. Each level includes the ones before it.

@@ -60,7 +60,8 @@
   XX(cuGraphNodeSetEnabled, 11060)                                        \
   XX(cuGraphLaunch, 10000)                                                \
   XX(cuModuleLoadData, 2000)                                              \
-  XX(cuModuleGetFunction, 2000)
+  XX(cuModuleGetFunction, 2000)                                           \
+  XX(cuModuleUnload, 2000)
 
 typedef struct ag_real {
 #define AG_REAL_FIELD_(name, ver) PFN_##name##_v##ver name;

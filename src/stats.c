@@ -303,6 +303,13 @@ size_t ag__stats_json(char *buf, size_t size) {
   ag__json_key(&j, "prefix_replays"), ag__json_u64(&j, load(&ag__stats.prefix_replays));
   ag__json_key(&j, "elementwise"), ag__json_u64(&j, load(&ag__stats.elementwise));
   ag__json_key(&j, "chained"), ag__json_u64(&j, load(&ag__stats.chained));
+  ag__json_key(&j, "jit");
+  ag__json_begin(&j, '{');
+  ag__json_key(&j, "compiles"), ag__json_u64(&j, load(&ag__stats.jit_compiles));
+  ag__json_key(&j, "cache_hits"), ag__json_u64(&j, load(&ag__stats.jit_cache_hits));
+  ag__json_key(&j, "cache_rejected"), ag__json_u64(&j, load(&ag__stats.jit_cache_rejected));
+  ag__json_key(&j, "failures"), ag__json_u64(&j, load(&ag__stats.jit_failures));
+  ag__json_end(&j, '}');
   ag__json_key(&j, "by_path");
   ag__json_begin(&j, '{');
   for (int i = 0; i < AG_PATH_COUNT_; i++)

@@ -47,6 +47,11 @@ typedef struct ag_stats {
                                 * the later nodes disabled (counted in graph_launches too) */
   uint64_t elementwise;        /* replayed launches of PyTorch elementwise kernels (src/chain.h) */
   uint64_t chained;            /* of them, those in a chain: what fusing chains would replace */
+  /* The run-time compiler (src/jit.h), stats key "jit". */
+  uint64_t jit_compiles;       /* NVRTC compilations that produced an image */
+  uint64_t jit_cache_hits;     /* images read from the disk cache instead */
+  uint64_t jit_cache_rejected; /* cache files found truncated, corrupt or of another key */
+  uint64_t jit_failures;       /* requests that ended FAILED (compile errors, no NVRTC, …) */
 } ag_stats_t;
 
 extern ag_stats_t ag__stats;

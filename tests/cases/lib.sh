@@ -117,7 +117,8 @@ ag_ok() {
 # count: by_path.runtime and by_path.driver exactly; for cuDNN programs by_path.cudnn >= the
 # number of cuDNN calls and > 0, otherwise by_path.cudnn == 0; launches == their sum;
 # passthrough + replayed == launches; replayed > 0 when AG_EXPECT_REPLAY=1, == 0 when it is 0,
-# anything when it is unset; each FAMILY counted (families.FAMILY > 0).
+# anything when it is unset; each FAMILY counted (families.FAMILY > 0); the run-time compiler's
+# object `jit` present, its counts integers.
 ag_check_stats() {
   local stats=$1 line=$2
   shift 2
@@ -172,6 +173,13 @@ if not errors:
         expect(passthrough == launches, f"passthrough={passthrough} != launches={launches}")
     elif want_replay == "1":
         expect(replayed > 0, f"replayed={replayed}, expected graph replays (AG_EXPECT_REPLAY=1)")
+# The run-time compiler's counts (docs/options.md), present whether or not it ran.
+jit = st.get("jit")
+if isinstance(jit, dict):
+    for key in ("compiles", "cache_hits", "cache_rejected", "failures"):
+        num(jit, key, "jit.")
+else:
+    errors.append(f"jit is missing or not an object: {jit!r}")
 fam = st.get("families", {})
 for name in families:
     v = num(fam, name, "families.")
@@ -364,12 +372,15 @@ print(st.get("graphs", 0), st.get("graph_launches", 0), st.get("updates", 0))' "
 # ---- self-test, when run as a case rather than sourced ----
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   t=${AG_TMP:-$(mktemp -d)}
-  stats() { # launches runtime driver cudnn replayed passthrough copy
-    printf '{"version":1,"launches":%d,"replayed":%d,"graphs":0,"graph_launches":0,"updates":0,' \
-      "$1" "$5" >"$t/s.json"
-    printf '"passthrough":%d,"fallbacks":{},"by_path":{"runtime":%d,"driver":%d,"cudnn":%d},' \
-      "$6" "$2" "$3" "$4" >>"$t/s.json"
-    printf '"families":{"launch":%d,"copy":%d},"calls":{}}\n' "$1" "$7" >>"$t/s.json"
+  stats() { # launches runtime driver cudnn replayed passthrough copy [jit.failures]
+    {
+      printf '{"version":1,"launches":%d,"replayed":%d,"graphs":0,"graph_launches":0,"updates":0,' \
+        "$1" "$5"
+      printf '"passthrough":%d,"fallbacks":{},"by_path":{"runtime":%d,"driver":%d,"cudnn":%d},' \
+        "$6" "$2" "$3" "$4"
+      printf '"jit":{"compiles":0,"cache_hits":0,"cache_rejected":0,"failures":%s},' "${8:-0}"
+      printf '"families":{"launch":%d,"copy":%d},"calls":{}}\n' "$1" "$7"
+    } >"$t/s.json"
   }
   good() { (ag_check_stats "$t/s.json" "$@") >/dev/null 2>&1 || ag_fail "rejected: $(cat "$t/s.json") for $*"; }
   bad() { ! (ag_check_stats "$t/s.json" "$@") >/dev/null 2>&1 || ag_fail "accepted: $(cat "$t/s.json") for $*"; }
@@ -382,6 +393,12 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   bad "no launches line"
   stats 30 20 10 0 0 30 0
   bad "launches: runtime=20 driver=10 cudnn=0" copy
+  # The run-time compiler's object: its counts must be integers, and it must be there.
+  stats 30 20 10 0 0 30 4 '"none"'
+  bad "launches: runtime=20 driver=10 cudnn=0"
+  stats 30 20 10 0 0 30 4
+  sed -i 's/"jit":{[^}]*},//' "$t/s.json"
+  bad "launches: runtime=20 driver=10 cudnn=0"
   stats 30 20 10 0 5 25 1
   good "launches: runtime=20 driver=10 cudnn=0"
   (AG_EXPECT_REPLAY=0 ag_check_stats "$t/s.json" "launches: runtime=20 driver=10 cudnn=0") \

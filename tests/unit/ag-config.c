@@ -210,5 +210,50 @@ int main(void) {
   CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 1);
   CHECK(strstr(last, "a lone %") != NULL);
 
+  /* The run-time compiler's NVRTC and cache folder. Unset: the folder under $XDG_CACHE_HOME when
+   * that is absolute, else under $HOME, else none; "" and "off": none; a path: that one. */
+  set(NULL, NULL, NULL);
+  vals[9][0] = "XDG_CACHE_HOME", vals[10][0] = "HOME", vals[11][0] = "AUTOGRAPH_CACHE_DIR";
+  static const char *const dirs[][4] = {
+      /* XDG_CACHE_HOME, HOME, AUTOGRAPH_CACHE_DIR, the folder in force ("off": none) */
+      {"/x/cache", "/home/u", NULL, "/x/cache/libautograph"},
+      {"relative", "/home/u", NULL, "/home/u/.cache/libautograph"},
+      {"", "/home/u", NULL, "/home/u/.cache/libautograph"},
+      {NULL, "/home/u", NULL, "/home/u/.cache/libautograph"},
+      {NULL, NULL, NULL, "off"},
+      {"/x/cache", "/home/u", "", "off"},
+      {"/x/cache", "/home/u", "off", "off"},
+      {"/x/cache", "/home/u", "/c/d", "/c/d"},
+      {"/x/cache", "/home/u", "rel/d", "rel/d"},
+  };
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    vals[9][1] = dirs[i][0], vals[10][1] = dirs[i][1], vals[11][1] = dirs[i][2];
+    CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 0);
+    CHECK_STR(c.cache_dir, strcmp(dirs[i][3], "off") ? dirs[i][3] : "");
+    ag__config_value(&c, AG_OPT_CACHE_DIR, buf, sizeof buf);
+    CHECK_STR(buf, dirs[i][3]);
+  }
+  CHECK_STR(ag__config_name(AG_OPT_CACHE_DIR), "AUTOGRAPH_CACHE_DIR");
+  {
+    static char longer[5000];
+    memset(longer, 'a', sizeof longer - 1);
+    longer[0] = '/';
+    vals[9][1] = "/x/cache", vals[11][1] = longer;
+    CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 1);
+    CHECK(strstr(last, "AUTOGRAPH_CACHE_DIR=") != NULL);
+    CHECK_STR(c.cache_dir, "/x/cache/libautograph"); /* the default */
+    vals[11][0] = "AUTOGRAPH_NVRTC", vals[11][1] = longer;
+    CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 1);
+    CHECK(strstr(last, "AUTOGRAPH_NVRTC=") != NULL);
+    CHECK_STR(c.nvrtc, "");
+  }
+  vals[11][0] = "AUTOGRAPH_NVRTC", vals[11][1] = "/opt/nvrtc/libnvrtc.so.12";
+  CHECK_INT(ag__config_parse(&c, fake_env, warn), ==, 0);
+  CHECK_STR(c.nvrtc, "/opt/nvrtc/libnvrtc.so.12");
+  ag__config_value(&c, AG_OPT_NVRTC, buf, sizeof buf);
+  CHECK_STR(buf, "/opt/nvrtc/libnvrtc.so.12");
+  CHECK_STR(ag__config_name(AG_OPT_NVRTC), "AUTOGRAPH_NVRTC");
+  vals[9][0] = vals[10][0] = vals[11][0] = NULL;
+
   return 0;
 }
