@@ -9,11 +9,18 @@
  * come with each request, read on the submitting thread).
  *
  * Exit: an atexit handler marks the service closing: the worker takes nothing more from the
- * queue and waits until the process ends; the queue is abandoned, nothing is joined, so exit
- * never waits for a compiler. A compilation running at that moment keeps running until the
- * process ends (the thread is detached and blocks every signal, so no signal of the program
- * lands on it). The thread does not end itself: a thread ending while the process exits races
- * with the exit's own work (a leak checker then sees the thread's half-freed data as lost).
+ * queue and waits until the process ends; the queue is abandoned, nothing is joined. A
+ * compilation running at that moment is waited for, at most AG_JIT_EXIT_WAIT_MS: exit destroys
+ * NVRTC's own static objects, and a compilation running through them crashes the process (seen
+ * with CUDA 13.0's NVRTC). Handlers run in the reverse order of their registration and NVRTC
+ * registers some of its destructors during its first compilation, so the handler is registered
+ * again after NVRTC is loaded and again after its first compilation: from then on it runs before
+ * every destructor of NVRTC's. An exit during the process's very first compilation is not
+ * covered (NVRTC's destructors registered by it then run first). Exit waits for one compilation
+ * at most, never for the queue. The thread is detached and blocks every signal, so
+ * no signal of the program lands on it. The thread does not end itself: a thread ending while the
+ * process exits races with the exit's own work (a leak checker then sees the thread's half-freed
+ * data as lost).
  * Fork: the child has no worker; the handlers take the lock around the fork, and in the child
  * every request queued or being compiled ends FAILED; a later request starts a worker there.
  *
@@ -66,6 +73,10 @@ struct ag_jit {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER; /* the worker has no request running */
+
+/* The longest exit waits for the compilation running then. */
+#define AG_JIT_EXIT_WAIT_MS 10000
 static ag_jit_t *head, *tail; /* queued requests, oldest first */
 static ag_jit_t *running;     /* the request the worker has, else NULL */
 static int queued;            /* requests queued or running */
@@ -638,6 +649,9 @@ out:
   free(key.p);
 }
 
+static void at_exit(void);
+static int late_hooks; /* the worker's thread only */
+
 static void *worker(void *arg) {
   (void)arg;
   for (;;) {
@@ -660,7 +674,14 @@ static void *worker(void *arg) {
 
     serve(j, &r); /* j's inputs never change once queued: read without the lock */
 
+    if (!late_hooks) {
+      /* NVRTC is loaded and has compiled (its own libraries too): the exit handler, registered
+       * again, now runs before their destructors. */
+      late_hooks = 1;
+      atexit(at_exit);
+    }
     pthread_mutex_lock(&mu);
+    pthread_cond_broadcast(&idle_cv);
     if (running == j) { /* else a fork's child took it over (never happens in the parent) */
       running = NULL;
       queued--;
@@ -683,8 +704,13 @@ static void *worker(void *arg) {
 /* ---- process events ----------------------------------------------------------------------- */
 
 static void at_exit(void) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += AG_JIT_EXIT_WAIT_MS / 1000;
   pthread_mutex_lock(&mu);
   closing = 1;
+  while (running && pthread_cond_timedwait(&idle_cv, &mu, &until) == 0) {
+  }
   pthread_mutex_unlock(&mu);
 }
 
@@ -697,6 +723,7 @@ static void atfork_child(void) {
   ag_jit_t *j, *next;
   pthread_mutex_init(&mu, NULL);
   pthread_cond_init(&cv, NULL);
+  pthread_cond_init(&idle_cv, NULL);
   for (j = head; j; j = next) {
     next = j->next;
     j->next = NULL;

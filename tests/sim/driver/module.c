@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MOD_MAGIC 0x30D0137Eu
 #define FUNC_MAGIC 0xF0C70000u
@@ -92,6 +93,19 @@ static generic_twin_fn generic_twin;
 /* Stands for the generic twin in f->twin; drv_launch_run calls simtw_twin with the name instead. */
 static void run_generic(dim3 grid, dim3 block, void **args) { (void)grid, (void)block, (void)args; }
 
+/* A kernel that the simulated NVRTC compiled, in this process or an earlier one, has its host
+ * build linked by name in NVRTC's cache folder (tests/sim/nvrtc/nvrtc.c): a program that loads
+ * the CUBIN or PTX from a cache of its own, without compiling it, runs it through that build.
+ * Loads it (for good, into the global scope); nonzero when it was found. */
+static int nvrtc_twin(const char *name) {
+  char dir[2048], path[4200];
+  const char *c = getenv("SIM_NVRTC_CACHE"), *t = getenv("TMPDIR");
+  if (c && *c) snprintf(dir, sizeof dir, "%s", c);
+  else snprintf(dir, sizeof dir, "%s/sim-nvrtc-%u", t && *t ? t : "/tmp", (unsigned)getuid());
+  if (snprintf(path, sizeof path, "%s/twin-%s.so", dir, name) >= (int)sizeof path) return 0;
+  return access(path, R_OK) == 0 && dlopen(path, RTLD_NOW | RTLD_GLOBAL) != NULL;
+}
+
 drv_twin_fn drv_func_twin(drv_func_t *f) {
   pthread_mutex_lock(&drv_lock);
   if (!f->twin_resolved) {
@@ -100,6 +114,7 @@ drv_twin_fn drv_func_twin(drv_func_t *f) {
     if (sym) {
       snprintf(sym, n, "sim_%s", f->name);
       void *p = dlsym(RTLD_DEFAULT, sym);
+      if (!p && nvrtc_twin(f->name)) p = dlsym(RTLD_DEFAULT, sym);
       memcpy(&f->twin, &p, sizeof p);
       free(sym);
       f->twin_resolved = 1;

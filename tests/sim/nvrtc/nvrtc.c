@@ -16,7 +16,9 @@
  *      when the program loads the CUBIN or PTX and launches the kernel.
  *
  * Host builds are cached by a hash of the generated source and the compiler's options in
- * $SIM_NVRTC_CACHE, else ${TMPDIR:-/tmp}/sim-nvrtc-<uid>. What the host build refuses (threads
+ * $SIM_NVRTC_CACHE, else ${TMPDIR:-/tmp}/sim-nvrtc-<uid>, and each kernel's name is linked to
+ * its build there (twin-<name>.so), where the simulated driver looks for the twin of a kernel
+ * whose image was loaded without being compiled in the process (read from a disk cache). What the host build refuses (threads
  * of a block that cooperate: __syncthreads, __shared__, warp shuffles and votes; a kernel name
  * that another twin in the process already has) fails the compilation with
  * NVRTC_ERROR_COMPILATION and a line in the log that starts with "sim-nvrtc:".
@@ -686,6 +688,16 @@ static nvrtcResult host_build(sim_prog_t *s, int nopts, const char *const *opts)
     goto out;
   }
   result = NVRTC_SUCCESS;
+  /* Each kernel's name, linked to the build: a process that loads the program's CUBIN or PTX
+   * without compiling it (a disk cache of compiled kernels) has the simulated driver find the
+   * twins there (tests/sim/README.md, "NVRTC"). */
+  for (int i = 0; i < nents; i++) {
+    char link[4200], tmp[4300];
+    snprintf(link, sizeof link, "%s/twin-%s.so", dir, ents[i]);
+    snprintf(tmp, sizeof tmp, "%s.%d", link, (int)getpid());
+    unlink(tmp);
+    if (symlink(so, tmp) != 0 || rename(tmp, link) != 0) unlink(tmp);
+  }
   for (int i = 0; i < nents; i++) {
     char sym[4096];
     snprintf(sym, sizeof sym, "sim_%s", ents[i]);
