@@ -45,6 +45,21 @@ from torch.nn.attention.bias import causal_lower_right
 EPS = {torch.float16: 2.0 ** -10, torch.bfloat16: 2.0 ** -7}
 
 
+def compare(dt, name, results, refs, digest):
+    """Each device result (output, then the gradients) against its CPU reference, within the
+    type's tolerance relative to the value (plus 1/64 of it absolute); the results' bits go into
+    digest. Prints the largest error as a share of the tolerance; True when within it."""
+    worst = 0.0
+    for dev, cpu in zip(results, refs):
+        dev = dev.detach().cpu()
+        digest.update(dev.contiguous().view(torch.int16).numpy().tobytes())
+        tol = EPS[dt] * (cpu.abs() + 1.0 / 64)
+        worst = max(worst, ((dev.float() - cpu).abs() / tol).max().item())
+    ok = worst <= 1.0
+    print(f"{str(dt)[6:]:8} {name:16} largest error {worst:.2f} of the tolerance{'' if ok else '  OUT OF TOLERANCE'}")
+    return ok
+
+
 def reference(q, k, v, g, mask, scale):
     """CPU float32 attention of the half-precision inputs q, k, v (batch, heads, length, dim) and
     its gradients for the output gradient g: out, dq, dk, dv. As on the device, the backward's
@@ -105,16 +120,7 @@ def check():
                 else:
                     out = F.scaled_dot_product_attention(qd, kd, vd, is_causal=mask == "causal", **kw)
             out.backward(g.cuda())
-            refs = reference(q, k, v, g, mask, scale)
-            worst = 0.0
-            for dev, cpu in zip((out, qd.grad, kd.grad, vd.grad), refs):
-                dev = dev.detach().cpu()
-                digest.update(dev.contiguous().view(torch.int16).numpy().tobytes())
-                tol = EPS[dt] * (cpu.abs() + 1.0 / 64)
-                worst = max(worst, ((dev.float() - cpu).abs() / tol).max().item())
-            ok = worst <= 1.0
-            bad += not ok
-            print(f"{str(dt)[6:]:8} {name:16} largest error {worst:.2f} of the tolerance{'' if ok else '  OUT OF TOLERANCE'}")
+            bad += not compare(dt, name, (out, qd.grad, kd.grad, vd.grad), reference(q, k, v, g, mask, scale), digest)
     bad += check_default(gen, digest)
     print("digest:", digest.hexdigest()[:16])
     # The deterministic backward (torch.use_deterministic_algorithms) sums dq over slices of its
@@ -162,16 +168,8 @@ def check_default(gen, digest):
                 continue
             out = F.scaled_dot_product_attention(qd, kd, vd, is_causal=causal)
             out.backward(g.cuda())
-            refs = reference(q, k, v, g, "causal" if causal else None, None)
-            worst = 0.0
-            for dev, cpu in zip((out, qd.grad, kd.grad, vd.grad), refs):
-                dev = dev.detach().cpu()
-                digest.update(dev.contiguous().view(torch.int16).numpy().tobytes())
-                tol = EPS[dt] * (cpu.abs() + 1.0 / 64)
-                worst = max(worst, ((dev.float() - cpu).abs() / tol).max().item())
-            ok = worst <= 1.0
-            bad += not ok
-            print(f"{str(dt)[6:]:8} {name:16} largest error {worst:.2f} of the tolerance{'' if ok else '  OUT OF TOLERANCE'}")
+            bad += not compare(dt, name, (out, qd.grad, kd.grad, vd.grad),
+                               reference(q, k, v, g, "causal" if causal else None, None), digest)
     return bad
 
 

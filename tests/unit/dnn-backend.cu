@@ -342,6 +342,16 @@ static bd_t scalar(int64_t uid) {
   return tensor_ex(uid, 4, one, NULL, CUDNN_DATA_FLOAT, false, true);
 }
 
+/* Finalizes the operation o, its status into *st when given (else checked), and destroys the
+ * descriptor it was given: the operation keeps what it needs of it. */
+static bd_t finish(bd_t o, bd_t desc, cudnnStatus_t *st) {
+  cudnnStatus_t r = cudnnBackendFinalize(o);
+  if (st) *st = r;
+  else CHECK_DNN(r);
+  CHECK_DNN(cudnnBackendDestroyDescriptor(desc));
+  return o;
+}
+
 /* A pointwise operation y = mode(x[, b]), unfinalized when finalize is false; *st its status. */
 static bd_t pointwise(cudnnPointwiseMode_t mode, bd_t x, bd_t b, bd_t y, cudnnStatus_t *st = NULL,
                       float alpha1 = 1.0f) {
@@ -356,11 +366,7 @@ static bd_t pointwise(cudnnPointwiseMode_t mode, bd_t x, bd_t b, bd_t y, cudnnSt
   if (b) set(o, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
   set(o, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
   set(o, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &alpha1);
-  cudnnStatus_t r = cudnnBackendFinalize(o);
-  if (st) *st = r;
-  else CHECK_DNN(r);
-  CHECK_DNN(cudnnBackendDestroyDescriptor(pw)); /* the operation keeps what it needs */
-  return o;
+  return finish(o, pw, st);
 }
 
 static bd_t matmul(bd_t a, bd_t b, bd_t c, cudnnStatus_t *st = NULL) {
@@ -373,11 +379,7 @@ static bd_t matmul(bd_t a, bd_t b, bd_t c, cudnnStatus_t *st = NULL) {
   set(o, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
   set(o, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
   set(o, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm);
-  cudnnStatus_t r = cudnnBackendFinalize(o);
-  if (st) *st = r;
-  else CHECK_DNN(r);
-  CHECK_DNN(cudnnBackendDestroyDescriptor(mm));
-  return o;
+  return finish(o, mm, st);
 }
 
 static bd_t reduction(cudnnReduceTensorOp_t op, bd_t x, bd_t y) {
@@ -390,9 +392,7 @@ static bd_t reduction(cudnnReduceTensorOp_t op, bd_t x, bd_t y) {
   set(o, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
   set(o, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
   set(o, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rd);
-  CHECK_DNN(cudnnBackendFinalize(o));
-  CHECK_DNN(cudnnBackendDestroyDescriptor(rd));
-  return o;
+  return finish(o, rd, NULL);
 }
 
 static bd_t reshape(bd_t x, bd_t y) {
@@ -567,7 +567,8 @@ static void reshape_test(void) {
   size_t nodes = 0;
   CHECK_CUDA(cudaGraphGetNodes(cg, NULL, &nodes));
   CHECK_INT(nodes, ==, 1);
-  CHECK_CUDA(cudaMemset(dy, 0, sizeof hy));
+  /* On s: a non-blocking stream does not wait for the legacy stream's memset. */
+  CHECK_CUDA(cudaMemsetAsync(dy, 0, sizeof hy, s));
   CHECK_CUDA(cudaGraphInstantiate(&ge, cg, 0));
   CHECK_CUDA(cudaGraphLaunch(ge, s));
   CHECK_CUDA(cudaStreamSynchronize(s));
