@@ -286,7 +286,7 @@ static int build_one(const ag_fg_table_t *t, const ag_chain_launch_t *l, ag_fg_c
     c->scal[c->nscal] = read_scalar(f, o->place[j][0]);
     op->scal[op->nscal++] = (uint8_t)c->nscal++;
   }
-  uint64_t data[AG_FG_MAX_CALOPS + 4];
+  uint64_t data[3]; /* the output and at most two inputs (checked above) */
   memcpy(data, l->args + p[2].offset, (size_t)ck->tensors * 8);
   for (int j = 0; j < op->nin; j++) {
     int i = data[j + 1] ? ptr_index(c, data[j + 1]) : -2;
