@@ -141,3 +141,12 @@ torch-coverage: all $(BUILD)/autograph-inspect
 $(BUILD)/tests/progs/nvrtc-run: AG_NVLIBS += -lnvrtc
 $(BUILD)/tests/progs/nvrtc-run: NVCCFLAGS += -Xcompiler -ffp-contract=off \
     -DNVRTC_RUN_CUDA_INCLUDE='"$(abspath $(CUDA_HOME))/include"'
+
+# The fused-kernel generator's check against PyTorch (tests/cases/torch-fusegen.sh): a C program
+# with the generator's objects, the simulated driver and the simulated NVRTC.
+FUSEGEN_CHECK := $(BUILD)/tests/torch/fusegen-check
+AG_TEST_ALL += $(FUSEGEN_CHECK)
+$(FUSEGEN_CHECK): tests/torch/fusegen-check.c $(AG_SRC_OBJS) $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libnvrtc.so.13
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -fvisibility=hidden,$(AG_CFLAGS)) -DFUSEGEN_CUDA_INCLUDE='"$(CUDA_HOME)/include"' $(CFLAGS) \
+	    -o $@ $< $(AG_SRC_OBJS) -L$(BUILD)/sim -l:libcuda.so.1 -l:libnvrtc.so.13 $(AG_LIBS) -lm

@@ -78,6 +78,22 @@ static inline int __float2int_rd(float x) { return (int)floorf(x); }
 static inline int __float2int_ru(float x) { return (int)ceilf(x); }
 static inline float __int2float_rn(int x) { return (float)x; }
 
+/* fmaxf and fminf called with their operands in the order written. The host compiler treats
+ * them as commutative and may swap the operands, and glibc's return the second operand when
+ * both are zeros: swapped, fmaxf(-0.0f, 0.0f) would give -0 here where the twins of PyTorch's
+ * kernels, which call them in order, give +0. The call through a volatile pointer keeps the
+ * order. */
+static inline float sim_nvrtc_fmaxf(float a, float b) {
+  float (*volatile f)(float, float) = fmaxf;
+  return f(a, b);
+}
+static inline float sim_nvrtc_fminf(float a, float b) {
+  float (*volatile f)(float, float) = fminf;
+  return f(a, b);
+}
+#define fmaxf sim_nvrtc_fmaxf
+#define fminf sim_nvrtc_fminf
+
 #define SIM_NVRTC_MINMAX(T)                                \
   static inline T min(T a, T b) { return a < b ? a : b; } \
   static inline T max(T a, T b) { return a > b ? a : b; }

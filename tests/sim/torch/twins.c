@@ -909,8 +909,13 @@ static void run_contig(const twin_t *t, void **args) {
   }
   simtw_val_t in[MAX_IN] = {0};
   for (int i = 0; i < n; i++) {
-    for (int k = 0; k < nin; k++)
-      in[k] = simtw_cast(simtw_load(mem_in[k], data[1 + k] + simtw_dt_size(mem_in[k]) * (size_t)i), t->in_dt[k]);
+    /* A value loaded in the functor's own type is not cast again: a float16 or bfloat16 NaN
+     * widens with its sign and payload, as the device's conversion keeps them, where a cast
+     * back to the type would make it the canonical NaN. */
+    for (int k = 0; k < nin; k++) {
+      in[k] = simtw_load(mem_in[k], data[1 + k] + simtw_dt_size(mem_in[k]) * (size_t)i);
+      if (mem_in[k] != t->in_dt[k]) in[k] = simtw_cast(in[k], t->in_dt[k]);
+    }
     simtw_val_t v = simtw_cast(apply(t, f, in), t->out_dt);
     simtw_store(mem_out, data[0] + simtw_dt_size(mem_out) * (size_t)i, v);
   }

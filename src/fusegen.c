@@ -1,0 +1,444 @@
+/* fusegen.c — a generated kernel for a chain of elementwise kernels (see fusegen.h). */
+#include "fusegen.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ag.h"
+#include "json.h"
+
+/* ---- the operations computed here, by the calibration catalogue's names ----
+ *
+ * Each operation's formula is PyTorch's functor as the wheel's kernels compute it (opmath float
+ * for float16 and bfloat16), with its fused multiply-adds where nvcc contracts them. The bytes
+ * [sig_lo, sig_hi) of its functor, less the scalars' places, identify it among the operations
+ * one kernel serves (alpha 1 for add, 1 or -1 for a tensor plus or minus a scalar, the clamp
+ * lambda's limits selector); the rest of a functor is padding or captures that vary from run to
+ * run and is not compared. */
+typedef struct {
+  const char *op;
+  uint8_t kind, nin;
+  const char *scal[2];
+  uint8_t sig_lo, sig_hi;
+  int8_t out; /* the result's type for a cast, else -1 (the operation's own) */
+} cat_t;
+
+static const cat_t CAT[] = {
+    {"add", AG_FG_ADD, 2, {NULL, NULL}, 0, 4, -1},
+    {"add_alpha", AG_FG_AXPY, 2, {"alpha", NULL}, 0, 4, -1},
+    {"sub_alpha", AG_FG_AXPY, 2, {"alpha", NULL}, 0, 4, -1},
+    {"mul", AG_FG_MUL, 2, {NULL, NULL}, 0, 0, -1},
+    {"square", AG_FG_MUL, 2, {NULL, NULL}, 0, 0, -1},
+    {"div", AG_FG_DIV, 2, {NULL, NULL}, 0, 0, -1},
+    {"add_scalar", AG_FG_ADD_S, 1, {"other", NULL}, 0, 8, -1},
+    {"sub_scalar", AG_FG_SUB_S, 1, {"other", NULL}, 0, 8, -1},
+    {"mul_scalar", AG_FG_MUL_S, 1, {"other", NULL}, 4, 8, -1},
+    {"div_scalar", AG_FG_MUL_S, 1, {"other", NULL}, 4, 8, -1},
+    {"neg", AG_FG_NEG, 1, {NULL, NULL}, 0, 0, -1},
+    {"abs", AG_FG_ABS, 1, {NULL, NULL}, 0, 0, -1},
+    {"exp", AG_FG_EXP, 1, {NULL, NULL}, 0, 0, -1},
+    {"log", AG_FG_LOG, 1, {NULL, NULL}, 0, 0, -1},
+    {"sqrt", AG_FG_SQRT, 1, {NULL, NULL}, 0, 0, -1},
+    {"rsqrt", AG_FG_RSQRT, 1, {NULL, NULL}, 0, 0, -1},
+    {"reciprocal", AG_FG_RECIP, 1, {NULL, NULL}, 0, 0, -1},
+    {"sigmoid", AG_FG_SIGMOID, 1, {NULL, NULL}, 0, 0, -1},
+    {"tanh", AG_FG_TANH, 1, {NULL, NULL}, 0, 0, -1},
+    {"silu", AG_FG_SILU, 1, {NULL, NULL}, 0, 0, -1},
+    {"gelu", AG_FG_GELU, 1, {NULL, NULL}, 0, 0, -1},
+    {"relu", AG_FG_RELU, 1, {NULL, NULL}, 0, 12, -1},
+    {"clamp", AG_FG_CLAMP, 1, {"min", "max"}, 0, 12, -1},
+    {"clamp_min", AG_FG_CLAMP_MIN, 1, {"min", NULL}, 0, 12, -1},
+    {"pow_scalar", AG_FG_POW_S, 1, {"exponent", NULL}, 0, 0, -1},
+    {"to_float32", AG_FG_CAST, 1, {NULL, NULL}, 0, 0, AG_FG_F32},
+    {"to_float16", AG_FG_CAST, 1, {NULL, NULL}, 0, 0, AG_FG_F16},
+    {"to_bfloat16", AG_FG_CAST, 1, {NULL, NULL}, 0, 0, AG_FG_BF16},
+};
+#define NCAT ((int)(sizeof CAT / sizeof CAT[0]))
+
+static const char *const KIND[AG_FG_NKINDS] = {
+    "add", "axpy", "mul", "div", "add_scalar", "sub_scalar", "mul_scalar", "neg", "abs", "exp",
+    "log", "sqrt", "rsqrt", "reciprocal", "sigmoid", "tanh", "silu", "gelu", "relu", "clamp",
+    "clamp_min", "pow_scalar", "cast"};
+
+static const char *const REASON[AG_FG_NREASONS] = {
+    "ok", "not-elementwise", "unknown-kernel", "unknown-op", "layout", "cast-loader", "functor",
+    "scalar", "count", "dtype", "overlap", "too-big"};
+
+const char *ag__fg_kind_name(int kind) { return kind >= 0 && kind < AG_FG_NKINDS ? KIND[kind] : "?"; }
+const char *ag__fg_reason_name(int r) { return r >= 0 && r < AG_FG_NREASONS ? REASON[r] : "?"; }
+
+/* ---- loading the table ---- */
+
+/* A place's encoding: AG_FG_F32/F16/BF16, or -1 for one not computed here (double: the
+ * kernel would then compute in double). */
+static int encoding(const char *s, const ag_jtok_t *t) {
+  if (ag__json_is(s, t, "float")) return AG_FG_F32;
+  if (ag__json_is(s, t, "half")) return AG_FG_F16;
+  if (ag__json_is(s, t, "bfloat16")) return AG_FG_BF16;
+  return -1;
+}
+
+static int hexval(char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* One operation of a kernel record: 0, or -1 when the generator does not compute it (then left
+ * out). A scalar the table could not place, or placed in a form not known here, is kept with
+ * nplaces 0xff: the operation is known, its launches are refused with AG_FG_SCALAR. */
+static int load_op(const char *s, const ag_jtok_t *tok, int key, int val, ag_fg_calop_t *o, unsigned fsize) {
+  int c = 0;
+  while (c < NCAT && !ag__json_is(s, &tok[key], CAT[c].op)) c++;
+  if (c == NCAT) return -1;
+  memset(o, 0, sizeof *o);
+  o->cat = (uint8_t)c;
+  int fb = ag__json_get(s, tok, val, "functor_bytes");
+  if (fb < 0 || tok[fb].type != AG_JSON_STR) return -1;
+  for (unsigned i = 0; i < AG_FG_SIG_BYTES && i < fsize && tok[fb].start + 2 * i + 1 < tok[fb].end; i++) {
+    int hi = hexval(s[tok[fb].start + 2 * i]), lo = hexval(s[tok[fb].start + 2 * i + 1]);
+    if (hi < 0 || lo < 0) return -1;
+    o->sig[i] = (uint8_t)(hi << 4 | lo);
+  }
+  int scal = ag__json_get(s, tok, val, "scalars");
+  for (int j = 0; j < 2 && CAT[c].scal[j]; j++) {
+    int sv = ag__json_get(s, tok, scal, CAT[c].scal[j]);
+    int at = ag__json_get(s, tok, sv, "at");
+    o->nplaces[j] = 0xff;
+    if (at < 0 || tok[at].type != AG_JSON_ARR || tok[at].size == 0 || tok[at].size > 2) continue;
+    int p = at + 1, ok = 1;
+    for (uint32_t i = 0; i < tok[at].size; i++, p = (int)tok[p].next) {
+      int off = ag__json_get(s, tok, p, "offset"), enc = ag__json_get(s, tok, p, "encoding");
+      int form = ag__json_get(s, tok, p, "form");
+      int e = enc < 0 ? -1 : encoding(s, &tok[enc]);
+      double d = off < 0 ? -1 : ag__json_num(s, &tok[off]);
+      /* The kernel computes with the value it holds, in whichever of these forms it holds it. */
+      ok = ok && e >= 0 && form >= 0 &&
+           (ag__json_is(s, &tok[form], "as given") || ag__json_is(s, &tok[form], "negated") ||
+            ag__json_is(s, &tok[form], "reciprocal")) &&
+           d >= 0 && d + (e == AG_FG_F32 ? 4 : 2) <= fsize;
+      if (ok) o->place[j][i].off = (uint16_t)d, o->place[j][i].enc = (uint8_t)e;
+    }
+    if (ok) o->nplaces[j] = (uint8_t)tok[at].size;
+  }
+  return 0;
+}
+
+static int dtype_of(const char *s, const ag_jtok_t *t) {
+  if (ag__json_is(s, t, "float32")) return AG_FG_F32;
+  if (ag__json_is(s, t, "float16")) return AG_FG_F16;
+  if (ag__json_is(s, t, "bfloat16")) return AG_FG_BF16;
+  return -1;
+}
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(((const ag_fg_calkernel_t *)a)->name, ((const ag_fg_calkernel_t *)b)->name);
+}
+
+static int name_is(const void *name, const void *k) { return strcmp(name, ((const ag_fg_calkernel_t *)k)->name); }
+
+int ag__fg_table_load(ag_fg_table_t *t, const char *json, size_t len) {
+  memset(t, 0, sizeof *t);
+  int ntok = ag__json_parse(json, len, NULL, 0), rc = -AG_EINVAL;
+  if (ntok <= 0) return -AG_EINVAL;
+  ag_jtok_t *tok = malloc((size_t)ntok * sizeof *tok); /* freed before returning */
+  if (!tok) return -AG_ENOMEM;
+  ag__json_parse(json, len, tok, ntok);
+  int schema = ag__json_get(json, tok, 0, "schema"), ks = ag__json_get(json, tok, 0, "kernels");
+  if (schema < 0 || !ag__json_is(json, &tok[schema], "autograph-elementwise-calibration") || ks < 0 ||
+      tok[ks].type != AG_JSON_OBJ)
+    goto out;
+  size_t names = 0;
+  for (int k = ks + 1, i = 0; i < (int)tok[ks].size; i++, k = (int)tok[k + 1].next) names += tok[k].end - tok[k].start + 1;
+  rc = -AG_ENOMEM;
+  t->k = calloc(tok[ks].size ? tok[ks].size : 1, sizeof *t->k);
+  t->names = malloc(names ? names : 1);
+  if (!t->k || !t->names) goto out;
+  char *np = t->names;
+  for (int k = ks + 1, i = 0; i < (int)tok[ks].size; i++, k = (int)tok[k + 1].next) {
+    int e = k + 1, dt = ag__json_get(json, tok, e, "dtype"), ops = ag__json_get(json, tok, e, "ops");
+    int fo = ag__json_get(json, tok, e, "functor_offset"), fs = ag__json_get(json, tok, e, "functor_size");
+    int tn = ag__json_get(json, tok, e, "tensors");
+    if (dt < 0 || ops < 0 || fo < 0 || fs < 0 || tn < 0 || tok[ops].type != AG_JSON_OBJ || dtype_of(json, &tok[dt]) < 0)
+      continue; /* another element type (integers, double): nothing computed here */
+    ag_fg_calkernel_t *ck = &t->k[t->n++];
+    size_t nl = tok[k].end - tok[k].start;
+    memcpy(np, json + tok[k].start, nl), np[nl] = 0;
+    ck->name = np, np += nl + 1;
+    ck->functor_off = (uint16_t)ag__json_num(json, &tok[fo]);
+    ck->functor_size = (uint16_t)ag__json_num(json, &tok[fs]);
+    ck->tensors = (uint8_t)ag__json_num(json, &tok[tn]);
+    ck->dtype = (uint8_t)dtype_of(json, &tok[dt]);
+    ck->cast_loader = strstr(ck->name, "LoadWithCast") != NULL;
+    for (int o = ops + 1, j = 0; j < (int)tok[ops].size && ck->nops < AG_FG_MAX_CALOPS; j++, o = (int)tok[o + 1].next)
+      if (!load_op(json, tok, o, o + 1, &ck->ops[ck->nops], ck->functor_size)) ck->nops++;
+  }
+  qsort(t->k, (size_t)t->n, sizeof *t->k, by_name);
+  rc = 0;
+out:
+  free(tok);
+  if (rc) ag__fg_table_free(t);
+  return rc;
+}
+
+void ag__fg_table_free(ag_fg_table_t *t) {
+  free(t->k);
+  free(t->names);
+  memset(t, 0, sizeof *t);
+}
+
+const ag_fg_calkernel_t *ag__fg_table_find(const ag_fg_table_t *t, const char *name) {
+  if (!name || !t->n) return NULL;
+  return bsearch(name, t->k, (size_t)t->n, sizeof *t->k, name_is);
+}
+
+/* ---- describing a chain ---- */
+
+/* A float16 value, exactly, as float. */
+static float half_to_float(uint16_t h) {
+  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  float v = e == 0x1f ? (m ? NAN : INFINITY) : e ? ldexpf((float)(m | 0x400), e - 25) : ldexpf((float)m, -24);
+  return h & 0x8000 ? -v : v;
+}
+
+static float read_scalar(const uint8_t *f, ag_fg_place_t p) {
+  if (p.enc == AG_FG_F32) {
+    float v;
+    memcpy(&v, f + p.off, 4);
+    return v;
+  }
+  uint16_t h;
+  memcpy(&h, f + p.off, 2);
+  if (p.enc == AG_FG_F16) return half_to_float(h);
+  uint32_t u = (uint32_t)h << 16;
+  float v;
+  memcpy(&v, &u, 4);
+  return v;
+}
+
+/* Whether functor bytes f are operation o's: its identifying bytes, less its scalars' places. */
+static int matches(const ag_fg_calop_t *o, const uint8_t *f, unsigned fsize) {
+  const cat_t *c = &CAT[o->cat];
+  for (unsigned b = c->sig_lo; b < c->sig_hi && b < fsize; b++) {
+    int scalar = 0;
+    for (int j = 0; j < 2; j++)
+      for (int i = 0; o->nplaces[j] != 0xff && i < o->nplaces[j]; i++)
+        scalar |= b >= o->place[j][i].off && b < o->place[j][i].off + (o->place[j][i].enc == AG_FG_F32 ? 4u : 2u);
+    if (!scalar && f[b] != o->sig[b]) return 0;
+  }
+  return 1;
+}
+
+static int nscalars(const ag_fg_calop_t *o) { return !!CAT[o->cat].scal[0] + !!CAT[o->cat].scal[1]; }
+
+static int ptr_index(ag_fg_chain_t *c, uint64_t p) {
+  for (int i = 0; i < c->nptrs; i++)
+    if (c->ptr[i] == p) return i;
+  if (c->nptrs == AG_FG_MAX_PTRS) return -1;
+  c->ptr[c->nptrs] = p;
+  c->ptr_dt[c->nptrs] = 0xff;
+  return c->nptrs++;
+}
+
+/* Gives tensor i its one type; 0, or -1 when it already has another. */
+static int type_ptr(ag_fg_chain_t *c, int i, int dt) {
+  if (c->ptr_dt[i] == 0xff) c->ptr_dt[i] = (uint8_t)dt;
+  return c->ptr_dt[i] == dt ? 0 : -1;
+}
+
+static int build_one(const ag_fg_table_t *t, const ag_chain_launch_t *l, ag_fg_chain_t *c, int8_t *writer) {
+  const ag_kinfo_t *k = l->k;
+  if (!l->args || !ag__chain_elementwise(k)) return AG_FG_NOT_ELEMENTWISE;
+  const ag_fg_calkernel_t *ck = ag__fg_table_find(t, k->name);
+  if (!ck) return AG_FG_UNKNOWN_KERNEL;
+  if (!ck->nops) return AG_FG_UNKNOWN_OP;
+  if (ck->cast_loader) return AG_FG_CAST_LOADER;
+  const ag_kparam_t *p = k->params;
+  if (p[1].offset != ck->functor_off || p[1].size != ck->functor_size || p[2].size / 8 != ck->tensors)
+    return AG_FG_LAYOUT;
+  int32_t n;
+  memcpy(&n, l->args, 4);
+  if (n <= 0 || (c->nops && n != c->n)) return AG_FG_COUNT;
+  c->n = n;
+  const uint8_t *f = l->args + ck->functor_off;
+  /* Of the operations whose bytes match, the one with the fewest scalars: a relu is also a
+   * clamp_min at 0, an add with alpha 1 also an add with alpha (the same results). */
+  const ag_fg_calop_t *o = NULL;
+  for (int j = 0; j < ck->nops; j++)
+    if (matches(&ck->ops[j], f, ck->functor_size) && (!o || nscalars(&ck->ops[j]) < nscalars(o))) o = &ck->ops[j];
+  if (!o) return AG_FG_FUNCTOR;
+  const cat_t *cat = &CAT[o->cat];
+  if (ck->tensors != cat->nin + 1) return AG_FG_LAYOUT;
+  if (c->nops == AG_FG_MAX_OPS) return AG_FG_TOO_BIG;
+  ag_fg_op_t *op = &c->op[c->nops];
+  memset(op, 0, sizeof *op);
+  op->kind = cat->kind, op->nin = cat->nin;
+  op->in_dt = ck->dtype, op->out_dt = (uint8_t)(cat->out >= 0 ? cat->out : ck->dtype);
+  for (int j = 0; j < 2 && cat->scal[j]; j++) {
+    if (o->nplaces[j] == 0xff) return AG_FG_SCALAR;
+    /* Every place of a scalar holds the same value (clamp_min's two limits). */
+    for (int i = 1; i < o->nplaces[j]; i++)
+      if (o->place[j][i].enc != o->place[j][0].enc ||
+          memcmp(f + o->place[j][i].off, f + o->place[j][0].off, o->place[j][0].enc == AG_FG_F32 ? 4 : 2))
+        return AG_FG_SCALAR;
+    if (c->nscal == AG_FG_MAX_SCAL) return AG_FG_TOO_BIG;
+    c->scal[c->nscal] = read_scalar(f, o->place[j][0]);
+    op->scal[op->nscal++] = (uint8_t)c->nscal++;
+  }
+  uint64_t data[3]; /* the output and at most two inputs (checked above) */
+  memcpy(data, l->args + p[2].offset, (size_t)ck->tensors * 8);
+  for (int j = 0; j < op->nin; j++) {
+    int i = data[j + 1] ? ptr_index(c, data[j + 1]) : -2;
+    if (i == -2) return AG_FG_LAYOUT;
+    if (i < 0) return AG_FG_TOO_BIG;
+    if (type_ptr(c, i, op->in_dt)) return AG_FG_DTYPE;
+    op->in[j].ptr = (uint8_t)i, op->in[j].op = writer[i];
+    if (writer[i] < 0) c->ptr_loaded[i] = 1;
+  }
+  int i = data[0] ? ptr_index(c, data[0]) : -2;
+  if (i == -2) return AG_FG_LAYOUT;
+  if (i < 0) return AG_FG_TOO_BIG;
+  if (type_ptr(c, i, op->out_dt)) return AG_FG_DTYPE;
+  op->out = (uint8_t)i;
+  c->ptr_written[i] = 1;
+  writer[i] = (int8_t)c->nops++;
+  return AG_FG_OK;
+}
+
+int ag__fg_build(const ag_fg_table_t *t, const ag_chain_launch_t *l, int n, ag_fg_chain_t *c, int *bad) {
+  int8_t writer[AG_FG_MAX_PTRS]; /* the last operation that wrote each tensor, or -1 */
+  memset(c, 0, sizeof *c);
+  memset(writer, -1, sizeof writer);
+  *bad = -1;
+  if (n > AG_FG_MAX_OPS) return AG_FG_TOO_BIG;
+  for (int i = 0; i < n; i++) {
+    int r = build_one(t, &l[i], c, writer);
+    if (r) {
+      *bad = i;
+      return r;
+    }
+  }
+  if (!n) return AG_FG_COUNT;
+  /* The fused kernel reads and writes element i of every tensor in one thread: two tensors that
+   * share memory without being the same would see each other's elements in another order. */
+  for (int i = 0; i < c->nptrs; i++)
+    for (int j = i + 1; j < c->nptrs; j++) {
+      uint64_t a = c->ptr[i], b = c->ptr[j];
+      uint64_t ea = a + (uint64_t)c->n * (c->ptr_dt[i] == AG_FG_F32 ? 4 : 2);
+      uint64_t eb = b + (uint64_t)c->n * (c->ptr_dt[j] == AG_FG_F32 ? 4 : 2);
+      if (a < eb && b < ea) return AG_FG_OVERLAP;
+    }
+  return AG_FG_OK;
+}
+
+/* ---- the source ---- */
+
+typedef struct {
+  char *buf;
+  size_t size, len;
+  uint64_t hash; /* FNV-1a of everything written */
+} out_t;
+
+static void emit(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void emit(out_t *o, const char *fmt, ...) {
+  char tmp[256];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  for (int i = 0; i < n && i < (int)sizeof tmp - 1; i++) {
+    if (o->len + 1 < o->size) o->buf[o->len] = tmp[i];
+    o->len++;
+    o->hash = (o->hash ^ (uint8_t)tmp[i]) * 0x100000001b3ull;
+  }
+}
+
+/* An operand's float value: an earlier result (v<op>) or a tensor loaded before the chain. */
+static const char *operand(const ag_fg_operand_t *a, char *buf) {
+  snprintf(buf, 16, a->op >= 0 ? "v%d" : "x%d", a->op >= 0 ? a->op : a->ptr);
+  return buf;
+}
+
+static void emit_op(out_t *o, const ag_fg_chain_t *c, int i) {
+  const ag_fg_op_t *op = &c->op[i];
+  char xb[16], yb[16], s0[16], s1[16];
+  const char *x = op->nin > 0 ? operand(&op->in[0], xb) : "", *y = op->nin > 1 ? operand(&op->in[1], yb) : "";
+  snprintf(s0, sizeof s0, "a.s[%d]", op->scal[0]);
+  snprintf(s1, sizeof s1, "a.s[%d]", op->scal[1]);
+  emit(o, "    const float r%d = ", i);
+  switch (op->kind) {
+  case AG_FG_ADD: emit(o, "__fadd_rn(%s, %s)", x, y); break;
+  case AG_FG_AXPY: emit(o, "__fmaf_rn(%s, %s, %s)", s0, y, x); break; /* a + alpha * b, contracted */
+  case AG_FG_MUL: emit(o, "__fmul_rn(%s, %s)", x, y); break;
+  case AG_FG_DIV: emit(o, "__fdiv_rn(%s, %s)", x, y); break;
+  /* self + alpha * other with alpha 1 or -1: the fused multiply-add rounds once, as these do */
+  case AG_FG_ADD_S: emit(o, "__fadd_rn(%s, %s)", x, s0); break;
+  case AG_FG_SUB_S: emit(o, "__fsub_rn(%s, %s)", x, s0); break;
+  case AG_FG_MUL_S: emit(o, "__fmul_rn(%s, %s)", x, s0); break;
+  case AG_FG_NEG: emit(o, "-%s", x); break;
+  case AG_FG_ABS: emit(o, "fabsf(%s)", x); break;
+  case AG_FG_EXP: emit(o, "expf(%s)", x); break;
+  case AG_FG_LOG: emit(o, "logf(%s)", x); break;
+  case AG_FG_SQRT: emit(o, "__fsqrt_rn(%s)", x); break;
+  case AG_FG_RSQRT: emit(o, "rsqrtf(%s)", x); break;
+  case AG_FG_RECIP: emit(o, "__fdiv_rn(1.0f, %s)", x); break;
+  case AG_FG_SIGMOID: emit(o, "__fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-%s)))", x); break;
+  case AG_FG_TANH: emit(o, "tanhf(%s)", x); break;
+  case AG_FG_SILU: emit(o, "__fdiv_rn(%s, __fadd_rn(1.0f, expf(-%s)))", x, x); break;
+  case AG_FG_GELU: /* kAlpha = M_SQRT1_2 in float */
+    emit(o, "__fmul_rn(__fmul_rn(%s, 0.5f), __fadd_rn(1.0f, erff(__fmul_rn(%s, %af))))", x, x, (double)(float)M_SQRT1_2);
+    break;
+  case AG_FG_RELU: emit(o, "%s != %s ? %s : fmaxf(%s, 0.0f)", x, x, x, x); break;
+  case AG_FG_CLAMP: emit(o, "%s != %s ? %s : fminf(fmaxf(%s, %s), %s)", x, x, x, x, s0, s1); break;
+  case AG_FG_CLAMP_MIN: emit(o, "%s != %s ? %s : fmaxf(%s, %s)", x, x, x, x, s0); break;
+  case AG_FG_POW_S: emit(o, "powf(%s, %s)", x, s0); break;
+  default: emit(o, "%s", x); break; /* a cast: the store below rounds */
+  }
+  emit(o, "; // %s\n", ag__fg_kind_name(op->kind));
+  /* Stored in the output's type, and read on as the stored value. */
+  if (op->out_dt == AG_FG_F32)
+    emit(o, "    ((float *)a.t[%d])[i] = r%d;\n    const float v%d = r%d;\n", op->out, i, i, i);
+  else if (op->out_dt == AG_FG_F16)
+    emit(o, "    const __half h%d = __float2half_rn(r%d);\n    ((__half *)a.t[%d])[i] = h%d;\n"
+            "    const float v%d = __half2float(h%d);\n", i, i, op->out, i, i, i);
+  else
+    emit(o, "    const __nv_bfloat16 h%d = __float2bfloat16_rn(r%d);\n    ((__nv_bfloat16 *)a.t[%d])[i] = h%d;\n"
+            "    const float v%d = __bfloat162float(h%d);\n", i, i, op->out, i, i, i);
+  emit(o, "    (void)v%d;\n", i);
+}
+
+static void emit_all(out_t *o, const ag_fg_chain_t *c, const char *name) {
+  int f16 = 0, bf16 = 0;
+  for (int i = 0; i < c->nptrs; i++) f16 |= c->ptr_dt[i] == AG_FG_F16, bf16 |= c->ptr_dt[i] == AG_FG_BF16;
+  emit(o, "// %d PyTorch elementwise kernels in one, bit for bit (generated by libautograph)\n", c->nops);
+  if (f16) emit(o, "#include <cuda_fp16.h>\n");
+  if (bf16) emit(o, "#include <cuda_bf16.h>\n");
+  emit(o, "struct ag_fused_args {\n  void *t[%d];\n", c->nptrs);
+  if (c->nscal) emit(o, "  float s[%d];\n", c->nscal);
+  emit(o, "};\nextern \"C\" __global__ void %s(int n, ag_fused_args a) {\n", name);
+  emit(o, "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+          "       i += (long long)gridDim.x * blockDim.x) {\n");
+  for (int i = 0; i < c->nptrs; i++) {
+    if (!c->ptr_loaded[i]) continue;
+    if (c->ptr_dt[i] == AG_FG_F32) emit(o, "    const float x%d = ((const float *)a.t[%d])[i];\n", i, i);
+    else if (c->ptr_dt[i] == AG_FG_F16) emit(o, "    const float x%d = __half2float(((const __half *)a.t[%d])[i]);\n", i, i);
+    else emit(o, "    const float x%d = __bfloat162float(((const __nv_bfloat16 *)a.t[%d])[i]);\n", i, i);
+  }
+  for (int i = 0; i < c->nops; i++) emit_op(o, c, i);
+  emit(o, "  }\n}\n");
+}
+
+uint64_t ag__fg_key(const ag_fg_chain_t *c) {
+  out_t o = {NULL, 0, 0, 0xcbf29ce484222325ull};
+  emit_all(&o, c, "ag_fused");
+  return o.hash;
+}
+
+size_t ag__fg_emit(const ag_fg_chain_t *c, char *buf, size_t size, char name[32]) {
+  snprintf(name, 32, "ag_fused_%016llx", (unsigned long long)ag__fg_key(c));
+  out_t o = {buf, size, 0, 0xcbf29ce484222325ull};
+  emit_all(&o, c, name);
+  if (size) buf[o.len < size ? o.len : size - 1] = 0;
+  return o.len;
+}

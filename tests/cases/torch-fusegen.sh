@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# torch-fusegen.sh — the fused kernels that src/fusegen.c generates for chains of PyTorch's
+# elementwise kernels equal PyTorch's kernels bit for bit, intermediates included. Real PyTorch
+# on the simulator (tests/torch/fusegen.py) runs chains in float32, float16 and bfloat16 on
+# inputs with NaN, +-Inf, signed zeros, subnormals and extreme values: RMSNorm's tail
+# x * rsqrt(ms + eps), silu(a) * b, (x + y) * s, casts through bfloat16 and float16 and back,
+# and two long chains through the other operations the generator knows; the simulated driver
+# logs each launch's bytes (SIM_LAUNCH_LOG) and the script writes every tensor's bytes. Then
+# tests/torch/fusegen-check finds the chains (src/chain.c), describes them with the calibration
+# table that tools/calibrate-elementwise writes for just these operations, generates each kernel,
+# compiles it with NVRTC (the simulated one: the toolkit's real NVRTC, then a host build that
+# runs), runs it on the inputs and compares every tensor the chain writes with PyTorch's bytes.
+# Every chain must be fused and no byte may differ.
+. "$(dirname "$0")/lib.sh"
+. "$AG_ROOT/tests/torch/sim-env.sh"
+check=$BUILD/tests/torch/fusegen-check
+[ -x "$BUILD/autograph-inspect" ] || ag_skip "skipped: $BUILD/autograph-inspect is not built"
+[ -x "$check" ] || ag_skip "skipped: $check is not built"
+d=$AG_TMP
+ops=add,add_alpha,sub_alpha,mul,div,add_scalar,sub_scalar,mul_scalar,div_scalar,neg,abs,exp,log
+ops=$ops,sqrt,rsqrt,reciprocal,sigmoid,tanh,relu,silu,gelu,clamp,clamp_min,pow_scalar
+ops=$ops,to_float32,to_float16,to_bfloat16
+ag_run "$d/cal" "$TORCH_SIM" "$PY" "$AG_ROOT/tools/calibrate-elementwise" --ops "$ops" --json "$d/table.json"
+[ "$(cat "$d/cal.rc")" = 0 ] || { tail -n 20 "$d/cal.err" >&2; ag_fail "calibrate-elementwise exited $(cat "$d/cal.rc")"; }
+mkdir -p "$d/tensors"
+ag_run "$d/py" env SIM_LAUNCH_LOG="$d/launches.jsonl" "$TORCH_SIM" "$PY" "$AG_ROOT/tests/torch/fusegen.py" "$d/tensors"
+[ "$(cat "$d/py.rc")" = 0 ] || { tail -n 20 "$d/py.err" >&2; ag_fail "fusegen.py exited $(cat "$d/py.rc")"; }
+cat "$d/py.out"
+ag_run "$d/check" env LD_LIBRARY_PATH="$AG_SIM" SIM_NVRTC_CACHE="$d/nvrtc-cache" \
+  "$check" "$d/launches.jsonl" "$d/table.json" "$d/tensors"
+cat "$d/check.out"
+[ "$(cat "$d/check.rc")" = 0 ] || { tail -n 20 "$d/check.err" >&2; ag_fail "fusegen-check exited $(cat "$d/check.rc")"; }
+# What the script runs: per type, RMSNorm's tail, the SiLU gate, (x + y) * s, one or two chains
+# of casts and the two long chains; 20 in all (bfloat16 has one cast chain fewer).
+want() { # want COUNT PATTERN: lines of the check's output that match
+  local n
+  n=$(grep -cE -- "$2" "$d/check.out")
+  [ "$n" = "$1" ] || ag_fail "expected $1 lines matching '$2', found $n"
+}
+want 3 '^chain at launch [0-9]+: 3 operations \(add_scalar rsqrt mul\), [0-9]+ bytes compared, 0 differ$'
+want 3 '^chain at launch [0-9]+: 2 operations \(silu mul\), [0-9]+ bytes compared, 0 differ$'
+want 3 '^chain at launch [0-9]+: 2 operations \(add mul_scalar\), [0-9]+ bytes compared, 0 differ$'
+want 3 '^chain at launch [0-9]+: 13 operations \(sigmoid mul_scalar sub_scalar tanh exp log axpy axpy div mul_scalar neg abs sqrt\)'
+want 3 '^chain at launch [0-9]+: 9 operations \(relu clamp gelu clamp_min pow_scalar reciprocal add_scalar mul mul\)'
+want 5 '^chain at launch [0-9]+: [0-9]+ operations \((cast|mul_scalar)( (cast|mul_scalar))+\)'
+want 1 '^fusegen-check: [0-9]+ launches, 20 chains: 20 fused \([0-9]+ operations\), 0 refused; [0-9]+ tensors, [0-9]+ bytes compared, 0 differ$'
+echo "torch-fusegen: every chain fused, every byte equal to PyTorch's"

@@ -1,0 +1,92 @@
+"""fusegen.py OUTDIR — chains of elementwise operations for the fused-kernel generator's check
+(tests/cases/torch-fusegen.sh): run on the simulator with SIM_LAUNCH_LOG set, it runs each chain
+in float32, float16 and bfloat16 on contiguous device tensors, keeps every tensor alive (so no
+address is reused) and writes each input's and each result's bytes to OUTDIR/<address in
+hex>.bin. The inputs are made on the CPU and copied to the device, so that the only kernels the
+log holds are the chains' own, one chain after another.
+
+Inputs: random values, with NaN, +-Inf, signed zeros, numbers below each type's smallest normal
+and the largest finite values among them.
+"""
+import os
+import sys
+
+import torch
+
+OUT = sys.argv[1]
+N = 2048
+gen = torch.Generator().manual_seed(1234)
+kept = []
+
+
+def special(dtype):
+    fi = torch.finfo(dtype)
+    return [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, fi.tiny / 4, -fi.tiny / 2,
+            fi.tiny, fi.max, -fi.max, 1.0, -1.0]
+
+
+def tensor(dtype, lo=-3.0, hi=3.0):
+    """A device tensor of N values from [lo, hi), with the special values spread through it."""
+    x = torch.rand(N, generator=gen) * (hi - lo) + lo
+    s = special(dtype)
+    idx = torch.randperm(N, generator=gen)[: 8 * len(s)]
+    x[idx] = torch.tensor(s * 8, dtype=torch.float32)
+    return save(x.to(dtype).cuda())
+
+
+def save(t):
+    kept.append(t)
+    return t
+
+
+def chains(dt):
+    # RMSNorm's tail on a full-size mean of squares: x * rsqrt(ms + eps)
+    x, ms = tensor(dt), tensor(dt, 0.0, 2.0)
+    save(x * save(torch.rsqrt(save(ms + 1e-6))))
+    # SiLU-gated: silu(a) * b
+    a, b = tensor(dt), tensor(dt)
+    save(save(torch.nn.functional.silu(a)) * b)
+    # (x + y) * s
+    x, y = tensor(dt), tensor(dt)
+    save(save(x + y) * 0.7071)
+    # through bfloat16 and back: float32 to bfloat16 to float32 (float16 and bfloat16 first
+    # widen to float32: a float16 to bfloat16 copy casts in its loader, which is not fused)
+    x = tensor(dt)
+    t = x if dt == torch.float32 else save(x.float())
+    save(save(save(t.to(torch.bfloat16)).float()) * 3.0)
+    if dt != torch.bfloat16:
+        save(save(save(x * 2.0).to(torch.float16)).float())
+    # the other operations, two long chains
+    x, y = tensor(dt), tensor(dt)
+    t = save(torch.sigmoid(x))
+    t = save(t * 2.5)
+    t = save(t - 0.375)
+    t = save(torch.tanh(t))
+    t = save(torch.exp(t))
+    t = save(torch.log(t))
+    t = save(torch.add(t, y, alpha=2.5))
+    t = save(torch.sub(t, y, alpha=0.375))
+    t = save(t / y)
+    t = save(t / 3.0)
+    t = save(torch.neg(t))
+    t = save(torch.abs(t))
+    save(torch.sqrt(t))
+    x, y = tensor(dt), tensor(dt)
+    t = save(torch.relu(x))
+    t = save(torch.clamp(t, -1.75, 2.5))
+    t = save(torch.nn.functional.gelu(t))
+    t = save(torch.clamp_min(t, 0.125))
+    t = save(torch.pow(t, 2.5))
+    t = save(torch.reciprocal(t))
+    t = save(t + 0.5)
+    t = save(t * y)
+    save(t * t)
+
+
+for dt in (torch.float32, torch.float16, torch.bfloat16):
+    chains(dt)
+torch.cuda.synchronize()
+for t in kept:
+    with open(os.path.join(OUT, "%x.bin" % t.data_ptr()), "wb") as f:
+        f.write(t.cpu().contiguous().view(torch.uint8).numpy().tobytes())
+print(f"fusegen.py: {len(kept)} tensors of {N} elements written")

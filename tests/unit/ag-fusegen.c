@@ -1,0 +1,246 @@
+/* ag-fusegen — the generator of fused elementwise kernels (src/fusegen.h) on made-up kernels, a
+ * small calibration table and made-up argument bytes: the table's operations and scalar places
+ * are read, a chain is described (kinds, types, operands, scalars read from the functors, which
+ * tensors are loaded and which written), every refusal has its reason, and the emitted source
+ * has the expected structure: one load per outside tensor, one store per operation, the
+ * roundings where a result is stored in 16 bits, the scalars as parameters, one key per shape. */
+#include <string.h>
+
+#include "ag.h"
+#include "check.h"
+#include "fusegen.h"
+
+#define NS "_ZN2at6native"
+#define VEC NS "29vectorized_elementwise_kernelI"
+static const char n_add[] = VEC "Li4E8k_add_f";      /* float32 CUDAFunctor_add */
+static const char n_clamp[] = VEC "Li4E10k_clamp_f"; /* float32 launch_clamp_scalar */
+static const char n_tobf[] = VEC "Li4E9k_tobf_f";    /* float32 to bfloat16 */
+static const char n_muls[] = VEC "Li8E9k_muls_b";    /* bfloat16 multiplication by a scalar */
+static const char n_silu[] = VEC "Li8E9k_silu_b";    /* bfloat16 silu */
+static const char n_gelut[] = VEC "Li4E10k_gelut_f"; /* float32 gelu, tanh approximation */
+static const char n_pow[] = VEC "Li4E8k_pow_d";      /* float32 pow, exponent held as a double */
+static const char n_fill[] = VEC "Li8E9k_fill_h";    /* float16 fill */
+static const char n_exph[] = VEC "Li8E9k_exp_h";     /* float16 exp */
+static const char n_cast[] = NS "27unrolled_elementwise_kernelI7k_copy12LoadWithCastILi1EEE";
+static const char n_other[] = VEC "Li4E9k_other_f";  /* not in the table */
+
+/* The table: one kernel per line, in tools/calibrate-elementwise's schema. */
+static const char table[] =
+    "{\"schema\": \"autograph-elementwise-calibration\", \"version\": 1, \"kernels\": {\n"
+    "\"" VEC "Li4E8k_add_f\": {\"dtype\": \"float32\", \"tensors\": 3, \"functor_offset\": 4, \"functor_size\": 4,"
+    " \"ops\": {\"add\": {\"functor_bytes\": \"0000803f\", \"scalars\": {}},"
+    " \"add_alpha\": {\"functor_bytes\": \"00002040\", \"scalars\": {\"alpha\": {\"value\": 2.5, \"at\": [{\"offset\": 0, \"encoding\": \"float\", \"form\": \"as given\"}]}}}}},\n"
+    "\"" VEC "Li4E10k_clamp_f\": {\"dtype\": \"float32\", \"tensors\": 2, \"functor_offset\": 8, \"functor_size\": 24,"
+    " \"ops\": {\"clamp\": {\"functor_bytes\": \"020000000000e0bf0000204000000000a05d089b24560000\", \"scalars\": {"
+    "\"max\": {\"value\": 2.5, \"at\": [{\"offset\": 8, \"encoding\": \"float\", \"form\": \"as given\"}]},"
+    " \"min\": {\"value\": -1.75, \"at\": [{\"offset\": 4, \"encoding\": \"float\", \"form\": \"as given\"}]}}},"
+    " \"relu\": {\"functor_bytes\": \"000000000000000000000000000000006019079b24560000\", \"scalars\": {}}}},\n"
+    "\"" VEC "Li4E9k_tobf_f\": {\"dtype\": \"float32\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
+    " \"ops\": {\"to_bfloat16\": {\"functor_bytes\": \"b0\", \"scalars\": {}}}},\n"
+    "\"" VEC "Li8E9k_muls_b\": {\"dtype\": \"bfloat16\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 8,"
+    " \"ops\": {\"div_scalar\": {\"functor_bytes\": \"004756f9cdcccc3e\", \"scalars\": {\"other\": {\"value\": 2.5, \"at\": [{\"offset\": 4, \"encoding\": \"float\", \"form\": \"reciprocal\"}]}}}}},\n"
+    "\"" VEC "Li8E9k_silu_b\": {\"dtype\": \"bfloat16\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
+    " \"ops\": {\"silu\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
+    "\"" VEC "Li4E10k_gelut_f\": {\"dtype\": \"float32\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
+    " \"ops\": {\"gelu_tanh\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
+    "\"" VEC "Li4E8k_pow_d\": {\"dtype\": \"float32\", \"tensors\": 2, \"functor_offset\": 8, \"functor_size\": 16,"
+    " \"ops\": {\"pow_scalar\": {\"functor_bytes\": \"0000000000000440fe7f000024560000\", \"scalars\": {\"exponent\": {\"value\": 2.5, \"at\": [{\"offset\": 0, \"encoding\": \"double\", \"form\": \"as given\"}]}}}}},\n"
+    "\"" VEC "Li8E9k_fill_h\": {\"dtype\": \"float16\", \"tensors\": 1, \"functor_offset\": 4, \"functor_size\": 2,"
+    " \"ops\": {\"fill\": {\"functor_bytes\": \"0041\", \"scalars\": {\"value\": {\"value\": 2.5, \"at\": [{\"offset\": 0, \"encoding\": \"half\", \"form\": \"as given\"}]}}}}},\n"
+    "\"" VEC "Li8E9k_exp_h\": {\"dtype\": \"float16\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
+    " \"ops\": {\"exp\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
+    "\"" NS "27unrolled_elementwise_kernelI7k_copy12LoadWithCastILi1EEE\": {\"dtype\": \"float16\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
+    " \"ops\": {\"to_bfloat16\": {\"functor_bytes\": \"ff\", \"scalars\": {}}}},\n"
+    "\"" VEC "Li4E8k_int_i\": {\"dtype\": \"int32\", \"tensors\": 3, \"functor_offset\": 4, \"functor_size\": 4, \"ops\": {}}\n"
+    "}}";
+
+/* Kernels: N at 0, the functor, then the tensors at the next multiple of 8. */
+#define KINFO(var, nm, foff, fsize, t)                                                           \
+  static ag_kparam_t var##_p[3] = {{0, 4}, {foff, fsize}, {((foff) + (fsize) + 7) / 8 * 8, 8 * (t)}}; \
+  static ag_kinfo_t var = {.name = (char *)nm, .nparams = 3, .params = var##_p,                \
+                           .param_bytes = ((foff) + (fsize) + 7) / 8 * 8 + 8 * (t)}
+KINFO(k_add, n_add, 4, 4, 3);
+KINFO(k_clamp, n_clamp, 8, 24, 2);
+KINFO(k_tobf, n_tobf, 4, 1, 2);
+KINFO(k_muls, n_muls, 4, 8, 2);
+KINFO(k_silu, n_silu, 4, 1, 2);
+KINFO(k_gelut, n_gelut, 4, 1, 2);
+KINFO(k_pow, n_pow, 8, 16, 2);
+KINFO(k_fill, n_fill, 4, 2, 1);
+KINFO(k_exph, n_exph, 4, 1, 2);
+KINFO(k_cast, n_cast, 4, 1, 2);
+KINFO(k_other, n_other, 4, 4, 3);
+KINFO(k_wide, n_add, 4, 8, 3); /* the add kernel with another functor size */
+
+static uint8_t args[24][64];
+
+/* Launch i of k over n elements: functor bytes f (fsize of them), tensors out, in0, in1. */
+static ag_chain_launch_t L(int i, const ag_kinfo_t *k, int n, const void *f, uint64_t out, uint64_t a, uint64_t b) {
+  uint8_t *p = args[i];
+  memset(p, 0xa5, sizeof args[i]); /* padding that is none of the table's bytes */
+  memcpy(p, &n, 4);
+  memcpy(p + k->params[1].offset, f, k->params[1].size);
+  uint64_t d[3] = {out, a, b};
+  memcpy(p + k->params[2].offset, d, k->params[2].size);
+  return (ag_chain_launch_t){k, p};
+}
+
+static const float one = 1.0f, two = 2.0f;
+static const uint8_t empty[1] = {0x11};
+/* clamp(-1, 2): selector 2 (MinMax), limits, then padding and a pointer that vary */
+static const uint8_t clamp_f[24] = {2, 0, 0, 0, 0, 0, 0x80, 0xbf, 0, 0, 0, 0x40, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+static const uint8_t clamp_max_f[24] = {1, 0, 0, 0, 0, 0, 0x80, 0xbf, 0, 0, 0, 0x40};
+static const uint8_t relu_f[24] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 9, 9, 9};
+/* the empty MulFunctor and its padding, then 1 / 4 */
+static const uint8_t muls_f[8] = {0x77, 0x66, 0x55, 0x44, 0, 0, 0x80, 0x3e};
+
+/* The chain below, its pointers moved by d. */
+static void chain6(ag_chain_launch_t *l, uint64_t d, const float *alpha, const uint8_t *clamp) {
+  l[0] = L(0, &k_add, 1000, alpha, 0x10000 + d, 0xa0000 + d, 0xb0000 + d);
+  l[1] = L(1, &k_clamp, 1000, clamp, 0x20000 + d, 0x10000 + d, 0);
+  l[2] = L(2, &k_tobf, 1000, empty, 0x30000 + d, 0x20000 + d, 0);
+  l[3] = L(3, &k_muls, 1000, muls_f, 0x40000 + d, 0x30000 + d, 0);
+  l[4] = L(4, &k_silu, 1000, empty, 0x50000 + d, 0x40000 + d, 0);
+  l[5] = L(5, &k_clamp, 1000, relu_f, 0x20000 + d, 0x10000 + d, 0);
+}
+
+static int count(const char *s, const char *what) {
+  int n = 0;
+  for (const char *p = strstr(s, what); p; p = strstr(p + 1, what)) n++;
+  return n;
+}
+
+static void refused(const ag_fg_table_t *t, const ag_chain_launch_t *l, int n, int reason, int at) {
+  ag_fg_chain_t c;
+  int bad = 99;
+  CHECK_STR(ag__fg_reason_name(ag__fg_build(t, l, n, &c, &bad)), ag__fg_reason_name(reason));
+  CHECK_INT(bad, ==, at);
+}
+
+int main(void) {
+  ag_fg_table_t t;
+  CHECK_INT(ag__fg_table_load(&t, "{\"schema\": \"other\", \"kernels\": {}}", 35), ==, -AG_EINVAL);
+  CHECK_INT(ag__fg_table_load(&t, table, sizeof table - 2), ==, -AG_EINVAL); /* cut short */
+  CHECK_INT(ag__fg_table_load(&t, table, sizeof table - 1), ==, 0);
+  CHECK_INT(t.n, ==, 10); /* the int32 kernel is left out */
+  const ag_fg_calkernel_t *ck = ag__fg_table_find(&t, n_clamp);
+  CHECK(ck && ck->functor_off == 8 && ck->functor_size == 24 && ck->tensors == 2 && ck->nops == 2);
+  CHECK(ag__fg_table_find(&t, n_gelut) && ag__fg_table_find(&t, n_gelut)->nops == 0);
+  CHECK(ag__fg_table_find(&t, n_cast)->cast_loader);
+  CHECK(!ag__fg_table_find(&t, n_other));
+
+  /* float32: s = a + b; c = clamp(s, -1, 2); w = bfloat16(c); then in bfloat16 u = w / 4 (held
+   * as * 0.25), v = silu(u); and in float32 again c = relu(s), rewriting c. */
+  ag_chain_launch_t l[AG_FG_MAX_OPS + 2];
+  chain6(l, 0, &one, clamp_f);
+  ag_fg_chain_t c;
+  int bad;
+  CHECK_INT(ag__fg_build(&t, l, 6, &c, &bad), ==, AG_FG_OK);
+  CHECK_INT(c.n, ==, 1000);
+  CHECK_INT(c.nops, ==, 6);
+  CHECK_INT(c.nptrs, ==, 7);
+  const int kinds[6] = {AG_FG_ADD, AG_FG_CLAMP, AG_FG_CAST, AG_FG_MUL_S, AG_FG_SILU, AG_FG_RELU};
+  const int outs[6] = {AG_FG_F32, AG_FG_F32, AG_FG_BF16, AG_FG_BF16, AG_FG_BF16, AG_FG_F32};
+  for (int i = 0; i < 6; i++) {
+    CHECK_STR(ag__fg_kind_name(c.op[i].kind), ag__fg_kind_name(kinds[i]));
+    CHECK_INT(c.op[i].out_dt, ==, outs[i]);
+  }
+  CHECK_INT(c.op[2].in_dt, ==, AG_FG_F32);
+  CHECK(c.op[0].in[0].op == -1 && c.op[0].in[1].op == -1); /* a and b from memory */
+  for (int i = 1; i < 5; i++) CHECK_INT(c.op[i].in[0].op, ==, i - 1);
+  CHECK_INT(c.op[5].in[0].op, ==, 0);
+  CHECK_INT(c.op[5].out, ==, c.op[1].out);
+  CHECK_INT(c.nscal, ==, 3);
+  CHECK(c.scal[0] == -1.0f && c.scal[1] == 2.0f && c.scal[2] == 0.25f);
+  int loaded = 0, written = 0;
+  for (int i = 0; i < c.nptrs; i++) loaded += c.ptr_loaded[i], written += c.ptr_written[i];
+  CHECK_INT(loaded, ==, 2);
+  CHECK_INT(written, ==, 5);
+
+  static char src[8192];
+  char name[32];
+  size_t len = ag__fg_emit(&c, src, sizeof src, name);
+  CHECK_INT(len, ==, strlen(src));
+  printf("%s", src);
+  CHECK(!strncmp(name, "ag_fused_", 9) && strlen(name) == 25);
+  CHECK(strstr(src, name) && strstr(src, "extern \"C\" __global__ void "));
+  CHECK(strstr(src, "#include <cuda_bf16.h>") && !strstr(src, "cuda_fp16.h"));
+  CHECK(strstr(src, "void *t[7];") && strstr(src, "float s[3];"));
+  CHECK_INT(count(src, "[i];\n"), ==, 2);                      /* a and b, loaded once */
+  CHECK_INT(count(src, ")[i] = "), ==, 6);                     /* every result stored */
+  CHECK_INT(count(src, "= __float2bfloat16_rn(r"), ==, 3);     /* w, u, v rounded */
+  CHECK_INT(count(src, "__bfloat162float(h"), ==, 3);          /* and read on rounded */
+  CHECK(strstr(src, "__fadd_rn(x") && strstr(src, "__fmul_rn(v2, a.s[2])"));
+  CHECK(strstr(src, "fminf(fmaxf(v0, a.s[0]), a.s[1])") && strstr(src, "fmaxf(v0, 0.0f)"));
+  /* No float operator a compiler could contract: the only ones are the loop's integer index. */
+  CHECK_INT(count(src, " * "), ==, 2);
+  CHECK_INT(count(src, " + "), ==, 1);
+  char small[16];
+  CHECK_INT(ag__fg_emit(&c, small, sizeof small, name), ==, len); /* measured when cut */
+  CHECK_INT(strlen(small), ==, sizeof small - 1);
+
+  /* The key: other pointers and scalars, one key and one source; another operation, another. */
+  uint64_t key = ag__fg_key(&c);
+  static const uint8_t clamp2_f[24] = {2, 0, 0, 0, 0, 0, 0, 0xc0, 0, 0, 0x80, 0x40};
+  chain6(l, 0x1000, &one, clamp2_f);
+  ag_fg_chain_t c2;
+  CHECK_INT(ag__fg_build(&t, l, 6, &c2, &bad), ==, AG_FG_OK);
+  CHECK(c2.scal[0] == -2.0f && c2.scal[1] == 4.0f);
+  CHECK(ag__fg_key(&c2) == key);
+  chain6(l, 0x1000, &two, clamp2_f); /* alpha 2: add with alpha */
+  CHECK_INT(ag__fg_build(&t, l, 6, &c2, &bad), ==, AG_FG_OK);
+  CHECK_STR(ag__fg_kind_name(c2.op[0].kind), "axpy");
+  CHECK(c2.scal[0] == 2.0f);
+  CHECK(ag__fg_key(&c2) != key);
+
+  /* A fill has one tensor: outside the frameworks' layout (src/chain.h), as in any chain. */
+  uint16_t h25 = 0x4100;
+  l[0] = L(0, &k_fill, 64, &h25, 0x70000, 0, 0);
+  refused(&t, l, 1, AG_FG_NOT_ELEMENTWISE, 0);
+  /* float16: e = exp(exp(x)), the first result rounded to float16 and read on rounded */
+  l[0] = L(0, &k_exph, 64, empty, 0x90000, 0x98000, 0);
+  l[1] = L(1, &k_exph, 64, empty, 0xa0000, 0x90000, 0);
+  CHECK_INT(ag__fg_build(&t, l, 2, &c, &bad), ==, AG_FG_OK);
+  ag__fg_emit(&c, src, sizeof src, name);
+  CHECK(strstr(src, "#include <cuda_fp16.h>") && !strstr(src, "cuda_bf16.h"));
+  CHECK(strstr(src, "const float x0 = __half2float(((const __half *)a.t[0])[i]);"));
+  CHECK(strstr(src, "= expf(x0);") && strstr(src, "= expf(v0);") && !strstr(src, "float s["));
+  CHECK_INT(count(src, "= __float2half_rn(r"), ==, 2);
+  CHECK_INT(count(src, "= __half2float(h"), ==, 2);
+  /* x = bfloat16 silu(x), in place, then x / 4 in place: x loaded once, then the first result */
+  l[0] = L(0, &k_silu, 64, empty, 0x80000, 0x80000, 0);
+  l[1] = L(1, &k_muls, 64, muls_f, 0x80000, 0x80000, 0);
+  CHECK_INT(ag__fg_build(&t, l, 2, &c, &bad), ==, AG_FG_OK);
+  CHECK(c.nptrs == 1 && c.ptr_loaded[0] && c.ptr_written[0] && c.op[1].in[0].op == 0);
+
+  /* Refusals, each with the launch at fault. */
+  l[0] = L(0, &k_add, 1000, &one, 0x10000, 0xa0000, 0xb0000);
+  l[1] = L(1, &k_other, 1000, &one, 0x20000, 0x10000, 0xb0000);
+  refused(&t, l, 2, AG_FG_UNKNOWN_KERNEL, 1);
+  l[1] = L(1, &k_gelut, 1000, empty, 0x20000, 0x10000, 0); /* computed in no exact form here */
+  refused(&t, l, 2, AG_FG_UNKNOWN_OP, 1);
+  l[1] = L(1, &k_pow, 1000, empty, 0x20000, 0x10000, 0); /* a double exponent */
+  refused(&t, l, 2, AG_FG_SCALAR, 1);
+  l[1] = L(1, &k_clamp, 1000, clamp_max_f, 0x20000, 0x10000, 0); /* clamp_max: not calibrated */
+  refused(&t, l, 2, AG_FG_FUNCTOR, 1);
+  l[1] = L(1, &k_clamp, 999, clamp_f, 0x20000, 0x10000, 0);
+  refused(&t, l, 2, AG_FG_COUNT, 1);
+  l[1] = L(1, &k_silu, 1000, empty, 0x20000, 0x10000, 0); /* reads float32 as bfloat16 */
+  refused(&t, l, 2, AG_FG_DTYPE, 1);
+  l[1] = L(1, &k_clamp, 1000, clamp_f, 0x20000, 0x10004, 0); /* one element into s */
+  refused(&t, l, 2, AG_FG_OVERLAP, -1);
+  l[1] = L(1, &k_cast, 1000, empty, 0x20000, 0x10000, 0);
+  refused(&t, l, 2, AG_FG_CAST_LOADER, 1);
+  l[1] = L(1, &k_wide, 1000, &one, 0x20000, 0x10000, 0xb0000);
+  refused(&t, l, 2, AG_FG_LAYOUT, 1);
+  l[0] = (ag_chain_launch_t){&k_add, NULL};
+  refused(&t, l, 2, AG_FG_NOT_ELEMENTWISE, 0);
+  for (int i = 0; i < AG_FG_MAX_OPS + 1; i++) l[i] = L(i, &k_clamp, 64, clamp_f, 0x20000, 0x20000, 0);
+  refused(&t, l, AG_FG_MAX_OPS + 1, AG_FG_TOO_BIG, -1);
+  refused(&t, l, AG_FG_MAX_OPS, AG_FG_OK, -1);
+  refused(&t, l, 0, AG_FG_COUNT, -1);
+  ag__fg_table_free(&t);
+  CHECK(!t.k && !t.n);
+  printf("ag-fusegen: ok\n");
+  return 0;
+}
