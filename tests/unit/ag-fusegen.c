@@ -86,6 +86,10 @@ static ag_chain_launch_t L(int i, const ag_kinfo_t *k, int n, const void *f, uin
 }
 
 static const float one = 1.0f, two = 2.0f;
+/* Functor bytes for the kernels whose functor is wider than one value: a double exponent's
+ * (16 bytes), and the add kernel's with an 8-byte functor (alpha 1, then padding). */
+static const uint8_t pow_f[16] = {0};
+static const float one_wide[2] = {1.0f, 0.0f};
 static const uint8_t empty[1] = {0x11};
 /* clamp(-1, 2): selector 2 (MinMax), limits, then padding and a pointer that vary */
 static const uint8_t clamp_f[24] = {2, 0, 0, 0, 0, 0, 0x80, 0xbf, 0, 0, 0, 0x40, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
@@ -219,7 +223,7 @@ int main(void) {
   refused(&t, l, 2, AG_FG_UNKNOWN_KERNEL, 1);
   l[1] = L(1, &k_gelut, 1000, empty, 0x20000, 0x10000, 0); /* computed in no exact form here */
   refused(&t, l, 2, AG_FG_UNKNOWN_OP, 1);
-  l[1] = L(1, &k_pow, 1000, empty, 0x20000, 0x10000, 0); /* a double exponent */
+  l[1] = L(1, &k_pow, 1000, pow_f, 0x20000, 0x10000, 0); /* a double exponent */
   refused(&t, l, 2, AG_FG_SCALAR, 1);
   l[1] = L(1, &k_clamp, 1000, clamp_max_f, 0x20000, 0x10000, 0); /* clamp_max: not calibrated */
   refused(&t, l, 2, AG_FG_FUNCTOR, 1);
@@ -231,7 +235,7 @@ int main(void) {
   refused(&t, l, 2, AG_FG_OVERLAP, -1);
   l[1] = L(1, &k_cast, 1000, empty, 0x20000, 0x10000, 0);
   refused(&t, l, 2, AG_FG_CAST_LOADER, 1);
-  l[1] = L(1, &k_wide, 1000, &one, 0x20000, 0x10000, 0xb0000);
+  l[1] = L(1, &k_wide, 1000, one_wide, 0x20000, 0x10000, 0xb0000);
   refused(&t, l, 2, AG_FG_LAYOUT, 1);
   l[0] = (ag_chain_launch_t){&k_add, NULL};
   refused(&t, l, 2, AG_FG_NOT_ELEMENTWISE, 0);
