@@ -136,6 +136,8 @@ static int by_name(const void *a, const void *b) {
   return strcmp(((const ag_fg_calkernel_t *)a)->name, ((const ag_fg_calkernel_t *)b)->name);
 }
 
+static int name_is(const void *name, const void *k) { return strcmp(name, ((const ag_fg_calkernel_t *)k)->name); }
+
 int ag__fg_table_load(ag_fg_table_t *t, const char *json, size_t len) {
   memset(t, 0, sizeof *t);
   int ntok = ag__json_parse(json, len, NULL, 0), rc = -AG_EINVAL;
@@ -188,9 +190,7 @@ void ag__fg_table_free(ag_fg_table_t *t) {
 
 const ag_fg_calkernel_t *ag__fg_table_find(const ag_fg_table_t *t, const char *name) {
   if (!name || !t->n) return NULL;
-  ag_fg_calkernel_t key;
-  key.name = name;
-  return bsearch(&key, t->k, (size_t)t->n, sizeof *t->k, by_name);
+  return bsearch(name, t->k, (size_t)t->n, sizeof *t->k, name_is);
 }
 
 /* ---- describing a chain ---- */
@@ -286,7 +286,7 @@ static int build_one(const ag_fg_table_t *t, const ag_chain_launch_t *l, ag_fg_c
     c->scal[c->nscal] = read_scalar(f, o->place[j][0]);
     op->scal[op->nscal++] = (uint8_t)c->nscal++;
   }
-  uint64_t data[AG_FG_MAX_CALOPS + 4];
+  uint64_t data[3]; /* the output and at most two inputs (checked above) */
   memcpy(data, l->args + p[2].offset, (size_t)ck->tensors * 8);
   for (int j = 0; j < op->nin; j++) {
     int i = data[j + 1] ? ptr_index(c, data[j + 1]) : -2;

@@ -10,11 +10,14 @@
  *
  * Exit: an atexit handler marks the service closing: the worker takes nothing more from the
  * queue and waits until the process ends; the queue is abandoned, nothing is joined. A
- * compilation running at that moment is waited for, at most AG_JIT_EXIT_WAIT_MS: NVRTC's own
- * static objects are destroyed by the exit, after this handler (it is registered again once
- * NVRTC has compiled, so that it runs before their destructors), and a compilation running
- * through them crashes the process (seen with CUDA 13.0's NVRTC). So exit waits for one
- * compilation at most, never for the queue. The thread is detached and blocks every signal, so
+ * compilation running at that moment is waited for, at most AG_JIT_EXIT_WAIT_MS: exit destroys
+ * NVRTC's own static objects, and a compilation running through them crashes the process (seen
+ * with CUDA 13.0's NVRTC). Handlers run in the reverse order of their registration and NVRTC
+ * registers some of its destructors during its first compilation, so the handler is registered
+ * again after NVRTC is loaded and again after its first compilation: from then on it runs before
+ * every destructor of NVRTC's. An exit during the process's very first compilation is not
+ * covered (NVRTC's destructors registered by it then run first). Exit waits for one compilation
+ * at most, never for the queue. The thread is detached and blocks every signal, so
  * no signal of the program lands on it. The thread does not end itself: a thread ending while the
  * process exits races with the exit's own work (a leak checker then sees the thread's half-freed
  * data as lost).
@@ -74,19 +77,6 @@ static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER; /* the worker has no r
 
 /* The longest exit waits for the compilation running then. */
 #define AG_JIT_EXIT_WAIT_MS 10000
-
-static void at_exit(void);
-
-/* Registers the exit handler again once NVRTC is loaded (stage 1) and once it has compiled
- * (stage 2: the libraries it loads for that): exit runs handlers in the reverse order of their
- * registration, so the handler then runs before the destructors of what was loaded before it.
- * The worker's thread only. */
-static void late_hook(int stage) {
-  static int done;
-  if (done >= stage) return;
-  done = stage;
-  atexit(at_exit);
-}
 static ag_jit_t *head, *tail; /* queued requests, oldest first */
 static ag_jit_t *running;     /* the request the worker has, else NULL */
 static int queued;            /* requests queued or running */
@@ -201,7 +191,6 @@ static int nv_open(const char *path, int noload, int drv, char *why, size_t n) {
       count <= (int)AG_ARRAY_SIZE(nv.archs) && nv.get_archs(nv.archs) == NVRTC_SUCCESS)
     nv.narchs = count;
   snprintf(nv.path, sizeof nv.path, "%s", path);
-  late_hook(1); /* NVRTC is loaded (and has answered, so it has set itself up) */
   return 0; /* the handle is kept for the life of the process */
 refuse:
   dlclose(h);
@@ -653,13 +642,15 @@ static void serve(const ag_jit_t *j, result_t *r) {
     }
   }
   compile(j, opts, nopt, kind, r);
-  late_hook(2); /* NVRTC has compiled: the libraries it loads to do so are loaded too */
   if (r->state != AG_JIT_READY) goto out;
   AG_STAT_ADD(ag__stats.jit_compiles, 1);
   if (path[0]) cache_write(ag__config.cache_dir, path, &key, r->image, r->size, kind);
 out:
   free(key.p);
 }
+
+static void at_exit(void);
+static int late_hooks; /* the worker's thread only */
 
 static void *worker(void *arg) {
   (void)arg;
@@ -683,6 +674,12 @@ static void *worker(void *arg) {
 
     serve(j, &r); /* j's inputs never change once queued: read without the lock */
 
+    if (!late_hooks) {
+      /* NVRTC is loaded and has compiled (its own libraries too): the exit handler, registered
+       * again, now runs before their destructors. */
+      late_hooks = 1;
+      atexit(at_exit);
+    }
     pthread_mutex_lock(&mu);
     pthread_cond_broadcast(&idle_cv);
     if (running == j) { /* else a fork's child took it over (never happens in the parent) */

@@ -22,7 +22,9 @@ want 'mismatches against the host: float=0 half=0 axpy=0' "$ref"
 want 'syntax error: NVRTC_ERROR_COMPILATION, log names the error' "$ref"
 grep -qx 'compiled: NVRTC_SUCCESS, lowered name of gen_axpy<float>: _Z8gen_axpy.*' <<<"$ref" ||
   ag_fail "$prog: the template kernel's lowered name is missing"
-builds=$(find "$SIM_NVRTC_CACHE" -name '*.so' | wc -l)
+builds=$(find "$SIM_NVRTC_CACHE" -name '*.so' ! -name 'twin-*' | wc -l)
+links=$(find "$SIM_NVRTC_CACHE" -name 'twin-*.so' -type l | wc -l)
+[ "$links" -ge 2 ] || ag_fail "expected the kernels' names linked to their host build, found $links links"
 [ "$builds" = 1 ] || ag_fail "expected one cached host build, found $builds"
 echo "sim-nvrtc: one cached host build"
 

@@ -43,7 +43,10 @@ for r in 0 1; do
   line=$(grep "^sim nccl: rank $r of 2 " "$d/lib.err") || ag_fail "no communicator report of rank $r"
   kernels=$(sed -n 's/.*: \([0-9]*\) kernels,.*/\1/p' <<<"$line")
   others=$(sed -n 's/.*the others at most \([0-9.]*\) ms$/\1/p' <<<"$line")
-  ag_expect "$d/stats-$r.json" "launches > 100" "replayed >= 0.9 * launches" "fb['denied'] == $kernels" \
-    "$others < 1000"
+  # A hold that reaches its bound (a rank descheduled for seconds on a loaded machine) submits
+  # what it held as ordinary launches: each such hold is allowed 8 unreplayed launches (8 of them
+  # once left the share at 89.5%, 4 launches short of 90%).
+  ag_expect "$d/stats-$r.json" "launches > 100" "replayed + 8 * st['hold_timeouts'] >= 0.9 * launches" \
+    "fb['denied'] == $kernels" "$others < 1000"
 done
 echo "torch-sim-nccl: identical with the library, replayed, every NCCL kernel passed through at once"

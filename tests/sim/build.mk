@@ -38,7 +38,7 @@ SIM_DNN_FATBIN := $(BUILD)/sim/cudnn/cudnnsim_kernels.fatbin
 SIM_DNN += $(BUILD)/sim/obj/tests/sim/cudnn/fatbin.o
 $(SIM_DNN): SIM_CFLAGS += -ffp-contract=off
 
-$(SIM_DNN_FATBIN): tests/sim/cudnn/kernels.cu tests/sim/cudnn/cudnnsim.h tests/sim/cudnn/rnnsim.h tests/sim/common/halfconv.h
+$(SIM_DNN_FATBIN): tests/sim/cudnn/kernels.cu tests/sim/cudnn/cudnnsim.h tests/sim/cudnn/rnnsim.h tests/sim/cudnn/opgraph.h tests/sim/common/halfconv.h
 	@mkdir -p $(dir $@)
 	$(NVCC) -fatbin -Xfatbin -compress-all -fmad=false \
 	    -gencode arch=compute_80,code=[sm_80,compute_80] -o $@ $<

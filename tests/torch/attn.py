@@ -18,11 +18,22 @@ in units of that tolerance and a digest of the device's results; exits 1 when a 
 tolerance. Then the deterministic backward must give the default one's bits, and dropout (whose
 kernels have no twin) must fail to launch.
 
-`train STEPS`: a tiny causal self-attention block (a Linear each to q, k and v, two heads of 16,
-SDPA on the flash backend, Linear out, MSE) trained with Adam under bfloat16 autocast, STEPS steps on one
-batch; prints every loss and a checksum of the parameters' bits. With `cpu`, the same model in
-float32 on the CPU (the math backend), for the caller to compare the losses.
+Then the DEFAULT backend (no sdpa_kernel context), which PyTorch resolves to cuDNN attention for
+these inputs (checked with torch._fused_sdp_choice): square attention with and without is_causal,
+float16 and bfloat16, forward and backward, within the same tolerance of the same reference and
+in the digest. cudnn_frontend builds the forward as one fused attention operation of cuDNN's
+backend API (with the causal mask as a score modifier, and the softmax statistics in training)
+and the backward as a graph of matmuls, pointwise operations, reductions and reshapes, which the
+simulated cuDNN interprets (tests/sim/cudnn/opgraph.h).
+
+`train STEPS [cpu|default]`: a tiny causal self-attention block (a Linear each to q, k and v, two
+heads of 16, SDPA on the flash backend, Linear out, MSE) trained with Adam under bfloat16
+autocast, STEPS steps on one batch; prints every loss and a checksum of the parameters' bits. With
+`cpu`, the same model in float32 on the CPU (the math backend), for the caller to compare the
+losses; with `default`, SDPA on its default backend (which must resolve to cuDNN attention)
+instead of flash.
 """
+import contextlib
 import hashlib
 import sys
 
@@ -32,6 +43,21 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.bias import causal_lower_right
 
 EPS = {torch.float16: 2.0 ** -10, torch.bfloat16: 2.0 ** -7}
+
+
+def compare(dt, name, results, refs, digest):
+    """Each device result (output, then the gradients) against its CPU reference, within the
+    type's tolerance relative to the value (plus 1/64 of it absolute); the results' bits go into
+    digest. Prints the largest error as a share of the tolerance; True when within it."""
+    worst = 0.0
+    for dev, cpu in zip(results, refs):
+        dev = dev.detach().cpu()
+        digest.update(dev.contiguous().view(torch.int16).numpy().tobytes())
+        tol = EPS[dt] * (cpu.abs() + 1.0 / 64)
+        worst = max(worst, ((dev.float() - cpu).abs() / tol).max().item())
+    ok = worst <= 1.0
+    print(f"{str(dt)[6:]:8} {name:16} largest error {worst:.2f} of the tolerance{'' if ok else '  OUT OF TOLERANCE'}")
+    return ok
 
 
 def reference(q, k, v, g, mask, scale):
@@ -94,16 +120,8 @@ def check():
                 else:
                     out = F.scaled_dot_product_attention(qd, kd, vd, is_causal=mask == "causal", **kw)
             out.backward(g.cuda())
-            refs = reference(q, k, v, g, mask, scale)
-            worst = 0.0
-            for dev, cpu in zip((out, qd.grad, kd.grad, vd.grad), refs):
-                dev = dev.detach().cpu()
-                digest.update(dev.contiguous().view(torch.int16).numpy().tobytes())
-                tol = EPS[dt] * (cpu.abs() + 1.0 / 64)
-                worst = max(worst, ((dev.float() - cpu).abs() / tol).max().item())
-            ok = worst <= 1.0
-            bad += not ok
-            print(f"{str(dt)[6:]:8} {name:16} largest error {worst:.2f} of the tolerance{'' if ok else '  OUT OF TOLERANCE'}")
+            bad += not compare(dt, name, (out, qd.grad, kd.grad, vd.grad), reference(q, k, v, g, mask, scale), digest)
+    bad += check_default(gen, digest)
     print("digest:", digest.hexdigest()[:16])
     # The deterministic backward (torch.use_deterministic_algorithms) sums dq over slices of its
     # accumulator: the same bits as the default one.
@@ -134,22 +152,49 @@ def check():
     return 1 if bad else 0
 
 
+def check_default(gen, digest):
+    """The default backend's cases (see the top of this file); returns the number out of tolerance."""
+    bad = 0
+    # (name, batch, heads, length, head dim, causal)
+    cases = [("default square", 2, 3, 5, 16, False), ("default causal", 2, 3, 6, 16, True)]
+    for dt in (torch.float16, torch.bfloat16):
+        for name, b, h, s, d, causal in cases:
+            q, k, v, g = (torch.randn(b, h, s, d, generator=gen).to(dt) for _ in range(4))
+            qd, kd, vd = (t.cuda().requires_grad_() for t in (q, k, v))
+            chosen = torch._fused_sdp_choice(qd, kd, vd, is_causal=causal)
+            if chosen != int(SDPBackend.CUDNN_ATTENTION):
+                print(f"{str(dt)[6:]:8} {name:16} resolved to backend {chosen}, not cuDNN attention")
+                bad += 1
+                continue
+            out = F.scaled_dot_product_attention(qd, kd, vd, is_causal=causal)
+            out.backward(g.cuda())
+            bad += not compare(dt, name, (out, qd.grad, kd.grad, vd.grad),
+                               reference(q, k, v, g, "causal" if causal else None, None), digest)
+    return bad
+
+
 class Block(torch.nn.Module):
     def __init__(self, width=32, heads=2):
         super().__init__()
         self.heads = heads
+        self.require_cudnn = False
         self.q, self.k, self.v, self.out = (torch.nn.Linear(width, width) for _ in range(4))
 
     def forward(self, x):
         b, t, c = x.shape
         q, k, v = (f(x).view(b, t, self.heads, c // self.heads).transpose(1, 2) for f in (self.q, self.k, self.v))
+        if self.require_cudnn:
+            chosen = torch._fused_sdp_choice(q, k, v, is_causal=True)
+            assert chosen == int(SDPBackend.CUDNN_ATTENTION), f"the default backend is {chosen}, not cuDNN attention"
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.out(y.transpose(1, 2).reshape(b, t, c))
 
 
-def train(steps, dev):
+def train(steps, dev, backend=SDPBackend.FLASH_ATTENTION):
+    """backend None: SDPA's default backend, which must resolve to cuDNN attention."""
     torch.manual_seed(0)
     model = Block().to(dev)
+    model.require_cudnn = dev == "cuda" and backend is None
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(2, 8, 32, generator=gen).to(dev)
@@ -157,7 +202,7 @@ def train(steps, dev):
     for step in range(steps):
         opt.zero_grad()
         if dev == "cuda":
-            with torch.autocast("cuda", dtype=torch.bfloat16), sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            with torch.autocast("cuda", dtype=torch.bfloat16), (sdpa_kernel(backend) if backend else contextlib.nullcontext()):
                 loss = F.mse_loss(model(x).float(), y)
         else:
             loss = F.mse_loss(model(x), y)
@@ -174,4 +219,6 @@ def train(steps, dev):
 if __name__ == "__main__":
     if sys.argv[1] == "check":
         sys.exit(check())
-    sys.exit(train(int(sys.argv[2]), "cpu" if sys.argv[3:] == ["cpu"] else "cuda"))
+    mode = sys.argv[3] if sys.argv[3:] else ""
+    backend = None if mode == "default" else SDPBackend.FLASH_ATTENTION
+    sys.exit(train(int(sys.argv[2]), "cpu" if mode == "cpu" else "cuda", backend))

@@ -6,8 +6,8 @@ RMSNorm as float32 arithmetic cast back to bfloat16 (x.float().pow(2).mean(-1), 
 multiply, .to(bfloat16), times the weight), rotary embeddings (q * cos + rotate_half(q) * sin,
 rotate_half by slicing, negation and cat), causal attention through
 F.scaled_dot_product_attention(is_causal=True) on its memory-efficient backend (forced with
-sdpa_kernel: the flash and cuDNN backends the wheel would pick for bfloat16 do not run on the
-simulator), the output projection and residual, then RMSNorm again and
+sdpa_kernel, so that the test keeps exercising those kernels' twins; the wheel would pick cuDNN
+attention for bfloat16, which torch-sim-attn checks), the output projection and residual, then RMSNorm again and
 the SiLU-gated MLP (silu(gate) * up, down). Width 64, 4 heads, a sequence of 16 tokens, batch 2.
 STEPS forward passes under torch.no_grad() on the same input (an inference server's fixed-shape
 step); prints the output's sum and a checksum of its exact bits. With `cpu`, the same on the CPU

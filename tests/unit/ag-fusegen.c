@@ -20,6 +20,7 @@ static const char n_silu[] = VEC "Li8E9k_silu_b";    /* bfloat16 silu */
 static const char n_gelut[] = VEC "Li4E10k_gelut_f"; /* float32 gelu, tanh approximation */
 static const char n_pow[] = VEC "Li4E8k_pow_d";      /* float32 pow, exponent held as a double */
 static const char n_fill[] = VEC "Li8E9k_fill_h";    /* float16 fill */
+static const char n_exph[] = VEC "Li8E9k_exp_h";     /* float16 exp */
 static const char n_cast[] = NS "27unrolled_elementwise_kernelI7k_copy12LoadWithCastILi1EEE";
 static const char n_other[] = VEC "Li4E9k_other_f";  /* not in the table */
 
@@ -46,6 +47,8 @@ static const char table[] =
     " \"ops\": {\"pow_scalar\": {\"functor_bytes\": \"0000000000000440fe7f000024560000\", \"scalars\": {\"exponent\": {\"value\": 2.5, \"at\": [{\"offset\": 0, \"encoding\": \"double\", \"form\": \"as given\"}]}}}}},\n"
     "\"" VEC "Li8E9k_fill_h\": {\"dtype\": \"float16\", \"tensors\": 1, \"functor_offset\": 4, \"functor_size\": 2,"
     " \"ops\": {\"fill\": {\"functor_bytes\": \"0041\", \"scalars\": {\"value\": {\"value\": 2.5, \"at\": [{\"offset\": 0, \"encoding\": \"half\", \"form\": \"as given\"}]}}}}},\n"
+    "\"" VEC "Li8E9k_exp_h\": {\"dtype\": \"float16\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
+    " \"ops\": {\"exp\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
     "\"" NS "27unrolled_elementwise_kernelI7k_copy12LoadWithCastILi1EEE\": {\"dtype\": \"float16\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
     " \"ops\": {\"to_bfloat16\": {\"functor_bytes\": \"ff\", \"scalars\": {}}}},\n"
     "\"" VEC "Li4E8k_int_i\": {\"dtype\": \"int32\", \"tensors\": 3, \"functor_offset\": 4, \"functor_size\": 4, \"ops\": {}}\n"
@@ -64,6 +67,7 @@ KINFO(k_silu, n_silu, 4, 1, 2);
 KINFO(k_gelut, n_gelut, 4, 1, 2);
 KINFO(k_pow, n_pow, 8, 16, 2);
 KINFO(k_fill, n_fill, 4, 2, 1);
+KINFO(k_exph, n_exph, 4, 1, 2);
 KINFO(k_cast, n_cast, 4, 1, 2);
 KINFO(k_other, n_other, 4, 4, 3);
 KINFO(k_wide, n_add, 4, 8, 3); /* the add kernel with another functor size */
@@ -82,6 +86,10 @@ static ag_chain_launch_t L(int i, const ag_kinfo_t *k, int n, const void *f, uin
 }
 
 static const float one = 1.0f, two = 2.0f;
+/* Functor bytes for the kernels whose functor is wider than one value: a double exponent's
+ * (16 bytes), and the add kernel's with an 8-byte functor (alpha 1, then padding). */
+static const uint8_t pow_f[16] = {0};
+static const float one_wide[2] = {1.0f, 0.0f};
 static const uint8_t empty[1] = {0x11};
 /* clamp(-1, 2): selector 2 (MinMax), limits, then padding and a pointer that vary */
 static const uint8_t clamp_f[24] = {2, 0, 0, 0, 0, 0, 0x80, 0xbf, 0, 0, 0, 0x40, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
@@ -118,7 +126,7 @@ int main(void) {
   CHECK_INT(ag__fg_table_load(&t, "{\"schema\": \"other\", \"kernels\": {}}", 35), ==, -AG_EINVAL);
   CHECK_INT(ag__fg_table_load(&t, table, sizeof table - 2), ==, -AG_EINVAL); /* cut short */
   CHECK_INT(ag__fg_table_load(&t, table, sizeof table - 1), ==, 0);
-  CHECK_INT(t.n, ==, 9); /* the int32 kernel is left out */
+  CHECK_INT(t.n, ==, 10); /* the int32 kernel is left out */
   const ag_fg_calkernel_t *ck = ag__fg_table_find(&t, n_clamp);
   CHECK(ck && ck->functor_off == 8 && ck->functor_size == 24 && ck->tensors == 2 && ck->nops == 2);
   CHECK(ag__fg_table_find(&t, n_gelut) && ag__fg_table_find(&t, n_gelut)->nops == 0);
@@ -193,6 +201,16 @@ int main(void) {
   uint16_t h25 = 0x4100;
   l[0] = L(0, &k_fill, 64, &h25, 0x70000, 0, 0);
   refused(&t, l, 1, AG_FG_NOT_ELEMENTWISE, 0);
+  /* float16: e = exp(exp(x)), the first result rounded to float16 and read on rounded */
+  l[0] = L(0, &k_exph, 64, empty, 0x90000, 0x98000, 0);
+  l[1] = L(1, &k_exph, 64, empty, 0xa0000, 0x90000, 0);
+  CHECK_INT(ag__fg_build(&t, l, 2, &c, &bad), ==, AG_FG_OK);
+  ag__fg_emit(&c, src, sizeof src, name);
+  CHECK(strstr(src, "#include <cuda_fp16.h>") && !strstr(src, "cuda_bf16.h"));
+  CHECK(strstr(src, "const float x0 = __half2float(((const __half *)a.t[0])[i]);"));
+  CHECK(strstr(src, "= expf(x0);") && strstr(src, "= expf(v0);") && !strstr(src, "float s["));
+  CHECK_INT(count(src, "= __float2half_rn(r"), ==, 2);
+  CHECK_INT(count(src, "= __half2float(h"), ==, 2);
   /* x = bfloat16 silu(x), in place, then x / 4 in place: x loaded once, then the first result */
   l[0] = L(0, &k_silu, 64, empty, 0x80000, 0x80000, 0);
   l[1] = L(1, &k_muls, 64, muls_f, 0x80000, 0x80000, 0);
@@ -205,7 +223,7 @@ int main(void) {
   refused(&t, l, 2, AG_FG_UNKNOWN_KERNEL, 1);
   l[1] = L(1, &k_gelut, 1000, empty, 0x20000, 0x10000, 0); /* computed in no exact form here */
   refused(&t, l, 2, AG_FG_UNKNOWN_OP, 1);
-  l[1] = L(1, &k_pow, 1000, empty, 0x20000, 0x10000, 0); /* a double exponent */
+  l[1] = L(1, &k_pow, 1000, pow_f, 0x20000, 0x10000, 0); /* a double exponent */
   refused(&t, l, 2, AG_FG_SCALAR, 1);
   l[1] = L(1, &k_clamp, 1000, clamp_max_f, 0x20000, 0x10000, 0); /* clamp_max: not calibrated */
   refused(&t, l, 2, AG_FG_FUNCTOR, 1);
@@ -217,7 +235,7 @@ int main(void) {
   refused(&t, l, 2, AG_FG_OVERLAP, -1);
   l[1] = L(1, &k_cast, 1000, empty, 0x20000, 0x10000, 0);
   refused(&t, l, 2, AG_FG_CAST_LOADER, 1);
-  l[1] = L(1, &k_wide, 1000, &one, 0x20000, 0x10000, 0xb0000);
+  l[1] = L(1, &k_wide, 1000, one_wide, 0x20000, 0x10000, 0xb0000);
   refused(&t, l, 2, AG_FG_LAYOUT, 1);
   l[0] = (ag_chain_launch_t){&k_add, NULL};
   refused(&t, l, 2, AG_FG_NOT_ELEMENTWISE, 0);

@@ -1,5 +1,6 @@
-/* ag-json — the JSON writer (escaping, commas, truncation that still measures) and the stats
- * report built on it (per-name counters merged by name, every contract field present). */
+/* ag-json — the JSON writer (escaping, commas, truncation that still measures), the stats
+ * report built on it (per-name counters merged by name, every contract field present) and the
+ * tokenizer (nesting, siblings, keys, numbers, counting without tokens, malformed documents). */
 #include <string.h>
 
 #include "check.h"
@@ -70,5 +71,31 @@ int main(void) {
   ag__stats_reset();
   CHECK_INT(ag__stats_fused_count("p_one"), ==, 0);
   CHECK_INT(ag__stats.fused, ==, 0);
+
+  /* The tokenizer: a document's tokens, each subtree skipped by `next`. */
+  const char doc[] = " {\"a\": [1, {\"b\": \"x\\\"y\"}, -2.5e1], \"c\": {}, \"d\": true} ";
+  ag_jtok_t tok[16];
+  int nt = ag__json_parse(doc, strlen(doc), NULL, 0);
+  CHECK_INT(nt, ==, 12);
+  CHECK_INT(ag__json_parse(doc, strlen(doc), tok, 16), ==, 12);
+  CHECK(tok[0].type == AG_JSON_OBJ && tok[0].size == 3 && tok[0].next == 12);
+  int a = ag__json_get(doc, tok, 0, "a");
+  CHECK(a == 2 && tok[a].type == AG_JSON_ARR && tok[a].size == 3 && tok[a].next == 8);
+  CHECK(ag__json_num(doc, &tok[a + 1]) == 1.0);
+  int b = ag__json_get(doc, tok, (int)tok[a + 1].next, "b");
+  CHECK(b > 0 && tok[b].type == AG_JSON_STR && tok[b].end - tok[b].start == 4); /* x\"y, raw */
+  CHECK(ag__json_num(doc, &tok[tok[tok[a + 1].next].next]) == -25.0);
+  int c = ag__json_get(doc, tok, 0, "c");
+  CHECK(c > 0 && tok[c].type == AG_JSON_OBJ && tok[c].size == 0);
+  CHECK(ag__json_get(doc, tok, c, "a") == -1);
+  CHECK(ag__json_is(doc, &tok[ag__json_get(doc, tok, 0, "d") - 1], "d"));
+  CHECK(ag__json_get(doc, tok, 0, "e") == -1 && ag__json_get(doc, tok, a, "a") == -1);
+  /* Fewer tokens than the document needs: counted all the same, only the first written. */
+  CHECK_INT(ag__json_parse(doc, strlen(doc), tok, 3), ==, 12);
+  static const char *const bad[] = {"", "{", "{\"a\" 1}", "[1,]", "[1 2]", "{1: 2}", "\"open", "[] x", "{\"a\":}"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK_INT(ag__json_parse(bad[i], strlen(bad[i]), tok, 16), ==, -1);
+  char deep[200];
+  memset(deep, '[', sizeof deep);
+  CHECK_INT(ag__json_parse(deep, sizeof deep, tok, 16), ==, -1); /* nesting beyond the bound */
   return 0;
 }

@@ -9,10 +9,18 @@
  * (cudnnBatchNormalizationForwardTrainingEx, BackwardEx, ForwardInference) against the
  * textbook formulas, running statistics included. On the simulator also: the statuses of misuse
  * (attributes after finalization, unfinalized operands, a missing tensor in the variant pack,
- * data types and graphs outside the simulated subset) and bit-identical repeated results.
+ * data types and graphs outside the simulated subset) and bit-identical repeated results; and
+ * operation graphs other than a convolution, which the simulated cuDNN interprets: a matmul
+ * with broadcast batches feeding a pointwise chain over virtual tensors with a by-value scalar,
+ * reductions, a transposing reshape (one kernel node when captured), the fused forward attention
+ * with its causal score modifier and statistics node (which the caller destroys before
+ * finalizing the attention, as cudnn_frontend does), against double references; and the
+ * statuses of graphs outside the interpreter's subset.
  * Runs unchanged on a GPU with the real cuDNN (tolerances cover its arithmetic).
  */
 #include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cudnn.h>
 #include <dlfcn.h>
 #include <math.h>
@@ -310,6 +318,424 @@ static void status_test(void) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CHECK_DNN(cudnnBackendDestroyDescriptor(all[i]));
 }
 
+/* ---- Operation graphs beyond one convolution (the simulator's interpreter) ---- */
+
+/* A tensor of nd dimensions with explicit strides (NULL: packed), virtual or by value. */
+static bd_t tensor_ex(int64_t uid, int nd, const int64_t *dims, const int64_t *strides, cudnnDataType_t dt,
+                      bool virt = false, bool byval = false) {
+  int64_t st[8], align = 16;
+  for (int i = nd - 1; i >= 0; i--) st[i] = strides ? strides[i] : i == nd - 1 ? 1 : st[i + 1] * dims[i + 1];
+  bd_t t = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
+  set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nd, dims);
+  set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nd, st);
+  set(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+  set(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+  if (virt) set(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt);
+  if (byval) set(t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &byval);
+  CHECK_DNN(cudnnBackendFinalize(t));
+  return t;
+}
+
+static bd_t scalar(int64_t uid) {
+  int64_t one[4] = {1, 1, 1, 1};
+  return tensor_ex(uid, 4, one, NULL, CUDNN_DATA_FLOAT, false, true);
+}
+
+/* Finalizes the operation o, its status into *st when given (else checked), and destroys the
+ * descriptor it was given: the operation keeps what it needs of it. */
+static bd_t finish(bd_t o, bd_t desc, cudnnStatus_t *st) {
+  cudnnStatus_t r = cudnnBackendFinalize(o);
+  if (st) *st = r;
+  else CHECK_DNN(r);
+  CHECK_DNN(cudnnBackendDestroyDescriptor(desc));
+  return o;
+}
+
+/* A pointwise operation y = mode(x[, b]), unfinalized when finalize is false; *st its status. */
+static bd_t pointwise(cudnnPointwiseMode_t mode, bd_t x, bd_t b, bd_t y, cudnnStatus_t *st = NULL,
+                      float alpha1 = 1.0f) {
+  bd_t pw = make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  cudnnDataType_t ct = CUDNN_DATA_FLOAT;
+  set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+  set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &ct);
+  CHECK_DNN(cudnnBackendFinalize(pw));
+  bd_t o = make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  set(o, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw);
+  set(o, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+  if (b) set(o, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
+  set(o, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+  set(o, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &alpha1);
+  return finish(o, pw, st);
+}
+
+static bd_t matmul(bd_t a, bd_t b, bd_t c, cudnnStatus_t *st = NULL) {
+  bd_t mm = make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+  cudnnDataType_t ct = CUDNN_DATA_FLOAT;
+  set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &ct);
+  CHECK_DNN(cudnnBackendFinalize(mm));
+  bd_t o = make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+  set(o, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a);
+  set(o, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
+  set(o, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
+  set(o, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm);
+  return finish(o, mm, st);
+}
+
+static bd_t reduction(cudnnReduceTensorOp_t op, bd_t x, bd_t y) {
+  bd_t rd = make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
+  cudnnDataType_t ct = CUDNN_DATA_FLOAT;
+  set(rd, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &op);
+  set(rd, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &ct);
+  CHECK_DNN(cudnnBackendFinalize(rd));
+  bd_t o = make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
+  set(o, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+  set(o, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+  set(o, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rd);
+  return finish(o, rd, NULL);
+}
+
+static bd_t reshape(bd_t x, bd_t y) {
+  bd_t o = make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
+  set(o, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+  set(o, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+  CHECK_DNN(cudnnBackendFinalize(o));
+  return o;
+}
+
+/* The graph of ops, finalized (or its status in *st); NULL when it fails. */
+static bd_t graph(const bd_t *ops, int n, cudnnStatus_t *st = NULL) {
+  bd_t g = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  set(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, ops);
+  set(g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn);
+  cudnnStatus_t r = cudnnBackendFinalize(g);
+  if (st) *st = r;
+  else CHECK_DNN(r);
+  return g;
+}
+
+/* The plan of graph g (heuristics, first configuration), and its workspace size in *ws. */
+static bd_t plan_of(bd_t g, int64_t *ws) {
+  int64_t count = 0;
+  bd_t h = make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  cudnnBackendHeurMode_t hm = CUDNN_HEUR_MODE_A;
+  set(h, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g);
+  set(h, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &hm);
+  CHECK_DNN(cudnnBackendFinalize(h));
+  bd_t cfg = make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  CHECK_DNN(cudnnBackendGetAttribute(h, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count, &cfg));
+  bd_t p = make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+  set(p, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn);
+  set(p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg);
+  CHECK_DNN(cudnnBackendFinalize(p));
+  CHECK_DNN(cudnnBackendGetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &count, ws));
+  CHECK_DNN(cudnnBackendDestroyDescriptor(cfg));
+  CHECK_DNN(cudnnBackendDestroyDescriptor(h));
+  return p;
+}
+
+/* Executes plan with the n (uid, pointer) pairs and a workspace of ws bytes; synchronizes. */
+static cudnnStatus_t run_plan(bd_t plan, int64_t ws, int n, const int64_t *uids, void *const *ptrs) {
+  void *work = NULL;
+  if (ws > 0) CHECK_CUDA(cudaMalloc(&work, (size_t)ws));
+  bd_t vp = make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  set(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
+  set(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs);
+  set(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &work);
+  CHECK_DNN(cudnnBackendFinalize(vp));
+  cudnnStatus_t st = cudnnBackendExecute(dnn, plan, vp);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  CHECK_DNN(cudnnBackendDestroyDescriptor(vp));
+  if (work) CHECK_CUDA(cudaFree(work));
+  return st;
+}
+
+static void destroy_all(const bd_t *d, size_t n) {
+  for (size_t i = 0; i < n; i++) CHECK_DNN(cudnnBackendDestroyDescriptor(d[i]));
+}
+
+/* c = (a @ b) * s - bias, a [2,3,4,5] half, b [1,1,5,6] float (broadcast over both batch
+ * dimensions), s by value, bias [1,3,1,1]; out = half(c), r = sum of c over its last dimension,
+ * m = max of c over the batch; the intermediates virtual. Against a double reference. */
+static void chain_test(void) {
+  enum { B0 = 2, B1 = 3, M = 4, K = 5, N = 6 };
+  int64_t ad[4] = {B0, B1, M, K}, bdm[4] = {1, 1, K, N}, cd[4] = {B0, B1, M, N}, biasd[4] = {1, B1, 1, 1};
+  int64_t rd[4] = {B0, B1, M, 1}, md[4] = {1, B1, M, N};
+  bd_t a = tensor_ex(1, 4, ad, NULL, CUDNN_DATA_HALF), b = tensor_ex(2, 4, bdm, NULL, CUDNN_DATA_FLOAT);
+  bd_t s = scalar(3), bias = tensor_ex(4, 4, biasd, NULL, CUDNN_DATA_FLOAT);
+  bd_t c0 = tensor_ex(10, 4, cd, NULL, CUDNN_DATA_FLOAT, true), c1 = tensor_ex(11, 4, cd, NULL, CUDNN_DATA_FLOAT, true);
+  bd_t c2 = tensor_ex(12, 4, cd, NULL, CUDNN_DATA_FLOAT, true);
+  bd_t out = tensor_ex(5, 4, cd, NULL, CUDNN_DATA_HALF), r = tensor_ex(6, 4, rd, NULL, CUDNN_DATA_FLOAT);
+  bd_t m = tensor_ex(7, 4, md, NULL, CUDNN_DATA_FLOAT);
+  /* listed out of order: the graph runs each operation after its inputs' producers */
+  bd_t ops[] = {pointwise(CUDNN_POINTWISE_IDENTITY, c2, NULL, out), reduction(CUDNN_REDUCE_TENSOR_ADD, c2, r),
+                pointwise(CUDNN_POINTWISE_SUB, c1, bias, c2), matmul(a, b, c0),
+                pointwise(CUDNN_POINTWISE_MUL, c0, s, c1), reduction(CUDNN_REDUCE_TENSOR_MAX, c2, m)};
+  bd_t g = graph(ops, 6);
+  int64_t ws = -1;
+  bd_t plan = plan_of(g, &ws);
+  CHECK_INT(ws, >=, (int64_t)(3 * B0 * B1 * M * N * sizeof(float))); /* the three intermediates */
+  bd_t descs[] = {a, b, s, bias, c0, c1, c2, out, r, m, g, ops[0], ops[1], ops[2], ops[3], ops[4], ops[5]};
+  destroy_all(descs, sizeof descs / sizeof descs[0]); /* the plan outlives them */
+
+  const size_t na = B0 * B1 * M * K, nc = B0 * B1 * M * N;
+  float ha[na], hb[K * N], hbias[B1], sval = 0.75f;
+  fill(ha, na, 21), fill(hb, K * N, 22), fill(hbias, B1, 23);
+  __half ah[na];
+  for (size_t i = 0; i < na; i++) ah[i] = __float2half(ha[i]), ha[i] = __half2float(ah[i]);
+  void *da, *dout;
+  CHECK_CUDA(cudaMalloc(&da, sizeof ah));
+  CHECK_CUDA(cudaMemcpy(da, ah, sizeof ah, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMalloc(&dout, nc * sizeof(__half)));
+  float *db = dev_from(hb, K * N), *dbias = dev_from(hbias, B1), *dr, *dm;
+  CHECK_CUDA(cudaMalloc(&dr, B0 * B1 * M * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&dm, B1 * M * N * sizeof(float)));
+  int64_t uids[] = {1, 2, 3, 4, 5, 6, 7};
+  void *ptrs[] = {da, db, &sval, dbias, dout, dr, dm};
+  CHECK_DNN(run_plan(plan, ws, 7, uids, ptrs));
+  /* A missing pointer, or no workspace: BAD_PARAM, nothing launched. */
+  CHECK_INT(run_plan(plan, ws, 6, uids, ptrs), ==, CUDNN_STATUS_BAD_PARAM);
+  CHECK_INT(run_plan(plan, 0, 7, uids, ptrs), ==, CUDNN_STATUS_BAD_PARAM);
+
+  __half hout[nc];
+  float hr[B0 * B1 * M], hm[B1 * M * N];
+  CHECK_CUDA(cudaMemcpy(hout, dout, sizeof hout, cudaMemcpyDeviceToHost));
+  to_host(hr, dr, B0 * B1 * M), to_host(hm, dm, B1 * M * N);
+  double ref[nc];
+  for (int i0 = 0; i0 < B0; i0++)
+    for (int i1 = 0; i1 < B1; i1++)
+      for (int mi = 0; mi < M; mi++)
+        for (int ni = 0; ni < N; ni++) {
+          double acc = 0;
+          for (int k = 0; k < K; k++) acc += (double)ha[((i0 * B1 + i1) * M + mi) * K + k] * hb[k * N + ni];
+          ref[((i0 * B1 + i1) * M + mi) * N + ni] = acc * sval - hbias[i1];
+        }
+  for (size_t i = 0; i < nc; i++) {
+    double got = __half2float(hout[i]);
+    if (!(fabs(got - ref[i]) <= fabs(ref[i]) * 0x1p-10 + 1e-5)) CHECK_FAIL_("out[%zu]: got %.8g, want %.8g", i, got, ref[i]);
+  }
+  for (int i = 0; i < B0 * B1 * M; i++) {
+    double want = 0;
+    for (int ni = 0; ni < N; ni++) want += ref[i * N + ni];
+    near(hr[i], want, 4.0, "row sum", (size_t)i);
+  }
+  for (int i = 0; i < B1 * M * N; i++) {
+    double want = ref[i] > ref[B1 * M * N + i] ? ref[i] : ref[B1 * M * N + i];
+    near(hm[i], want, 1.0, "batch max", (size_t)i);
+  }
+  CHECK_DNN(cudnnBackendDestroyDescriptor(plan));
+  void *bufs[] = {da, dout, db, dbias, dr, dm};
+  for (size_t i = 0; i < 6; i++) CHECK_CUDA(cudaFree(bufs[i]));
+}
+
+/* A reshape with swapped strides is a transpose: y = x^T through a virtual tensor. */
+static void reshape_test(void) {
+  int64_t xd[4] = {1, 2, 3, 4}, td[4] = {1, 2, 4, 3}, tst[4] = {24, 12, 1, 4};
+  bd_t x = tensor_ex(1, 4, xd, NULL, CUDNN_DATA_FLOAT), t = tensor_ex(2, 4, td, tst, CUDNN_DATA_FLOAT, true);
+  bd_t y = tensor_ex(3, 4, td, NULL, CUDNN_DATA_FLOAT);
+  bd_t ops[] = {reshape(x, t), pointwise(CUDNN_POINTWISE_IDENTITY, t, NULL, y)};
+  bd_t g = graph(ops, 2);
+  int64_t ws = 0;
+  bd_t plan = plan_of(g, &ws);
+  float hx[24], hy[24];
+  fill(hx, 24, 31);
+  float *dx = dev_from(hx, 24), *dy = dev_from(hx, 24);
+  int64_t uids[] = {1, 3};
+  void *ptrs[] = {dx, dy};
+  CHECK_DNN(run_plan(plan, ws, 2, uids, ptrs));
+  to_host(hy, dy, 24);
+  for (int h = 0; h < 2; h++)
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 3; j++) CHECK_INT(hy[(h * 4 + i) * 3 + j], ==, hx[(h * 3 + j) * 4 + i]);
+  /* The execution is one kernel launch on the handle's stream: captured, it is one kernel node,
+   * whose replay computes the same. */
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK_DNN(cudnnSetStream(dnn, s));
+  void *work = NULL;
+  if (ws > 0) CHECK_CUDA(cudaMalloc(&work, (size_t)ws));
+  bd_t vp = make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  set(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 2, uids);
+  set(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 2, ptrs);
+  set(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &work);
+  CHECK_DNN(cudnnBackendFinalize(vp));
+  cudaGraph_t cg;
+  cudaGraphExec_t ge;
+  CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  CHECK_DNN(cudnnBackendExecute(dnn, plan, vp));
+  CHECK_CUDA(cudaStreamEndCapture(s, &cg));
+  size_t nodes = 0;
+  CHECK_CUDA(cudaGraphGetNodes(cg, NULL, &nodes));
+  CHECK_INT(nodes, ==, 1);
+  /* On s: a non-blocking stream does not wait for the legacy stream's memset. */
+  CHECK_CUDA(cudaMemsetAsync(dy, 0, sizeof hy, s));
+  CHECK_CUDA(cudaGraphInstantiate(&ge, cg, 0));
+  CHECK_CUDA(cudaGraphLaunch(ge, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  float again[24];
+  to_host(again, dy, 24);
+  CHECK(memcmp(again, hy, sizeof hy) == 0);
+  CHECK_CUDA(cudaGraphExecDestroy(ge));
+  CHECK_CUDA(cudaGraphDestroy(cg));
+  CHECK_DNN(cudnnSetStream(dnn, 0));
+  CHECK_CUDA(cudaStreamDestroy(s));
+  if (work) CHECK_CUDA(cudaFree(work));
+  bd_t descs[] = {x, t, y, ops[0], ops[1], g, plan, vp};
+  destroy_all(descs, 8);
+  CHECK_CUDA(cudaFree(dx));
+  CHECK_CUDA(cudaFree(dy));
+}
+
+/* The fused forward attention as cudnn_frontend builds it: q, k, v [B,H,S,D] bfloat16, a by-value
+ * scale, the causal mask as a score-modifier sub-graph of one band mask (filling -inf), and the
+ * softmax statistics node; the frontend destroys the sub-graph and the statistics node before
+ * finalizing the attention. Against a double reference: out and the log-sum-exp statistics. */
+#define BK_SDPA_STATS ((cudnnBackendDescriptorType_t)45)
+#define BK_BAND_MASK ((cudnnBackendDescriptorType_t)44)
+static void sdpa_test(int causal) {
+  enum { B = 1, H = 2, S = 5, D = 8 };
+  int64_t qd[4] = {B, H, S, D}, sd[4] = {B, H, S, S}, std_[4] = {B, H, S, 1};
+  bd_t q = tensor_ex(1, 4, qd, NULL, CUDNN_DATA_BFLOAT16), k = tensor_ex(2, 4, qd, NULL, CUDNN_DATA_BFLOAT16);
+  bd_t v = tensor_ex(3, 4, qd, NULL, CUDNN_DATA_BFLOAT16), o = tensor_ex(4, 4, qd, NULL, CUDNN_DATA_BFLOAT16);
+  bd_t scale = scalar(5), stats = tensor_ex(6, 4, std_, NULL, CUDNN_DATA_FLOAT), fill_v = scalar(7);
+  bd_t s_in = tensor_ex(8, 4, sd, NULL, CUDNN_DATA_FLOAT, true), s_out = tensor_ex(9, 4, sd, NULL, CUDNN_DATA_FLOAT, true);
+  bd_t p_in = tensor_ex(10, 4, sd, NULL, CUDNN_DATA_FLOAT, true), p_out = tensor_ex(11, 4, sd, NULL, CUDNN_DATA_FLOAT, true);
+  bd_t op = make(CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR);
+  set(op, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &q);
+  set(op, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &k);
+  set(op, CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &v);
+  set(op, CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &o);
+  set(op, CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &scale);
+  bd_t sm = make(BK_SDPA_STATS);
+  set(sm, (cudnnBackendAttributeName_t)3100, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p_in);
+  set(sm, (cudnnBackendAttributeName_t)3101, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p_out);
+  set(sm, (cudnnBackendAttributeName_t)3102, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &stats);
+  CHECK_DNN(cudnnBackendFinalize(sm));
+  set(op, (cudnnBackendAttributeName_t)2814, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &sm);
+  CHECK_DNN(cudnnBackendDestroyDescriptor(sm));
+  if (causal) {
+    bd_t mask = make(BK_BAND_MASK);
+    cudnnPointwiseMode_t ge = CUDNN_POINTWISE_CMP_GE;
+    set(mask, (cudnnBackendAttributeName_t)3000, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &s_in);
+    set(mask, (cudnnBackendAttributeName_t)3005, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &fill_v);
+    set(mask, (cudnnBackendAttributeName_t)3006, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &s_out);
+    set(mask, (cudnnBackendAttributeName_t)3007, CUDNN_TYPE_POINTWISE_MODE, 1, &ge);
+    CHECK_DNN(cudnnBackendFinalize(mask));
+    bd_t sub = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    set(sub, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mask);
+    CHECK_DNN(cudnnBackendFinalize(sub));
+    int64_t in_uid = 8, out_uid = 9;
+    set(op, (cudnnBackendAttributeName_t)2811, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &sub);
+    set(op, (cudnnBackendAttributeName_t)2812, CUDNN_TYPE_INT64, 1, &in_uid);
+    set(op, (cudnnBackendAttributeName_t)2813, CUDNN_TYPE_INT64, 1, &out_uid);
+    CHECK_DNN(cudnnBackendDestroyDescriptor(sub));
+    CHECK_DNN(cudnnBackendDestroyDescriptor(mask));
+  }
+  CHECK_DNN(cudnnBackendFinalize(op));
+  bd_t g = graph(&op, 1);
+  int64_t ws = 0;
+  bd_t plan = plan_of(g, &ws);
+  bd_t descs[] = {q, k, v, o, scale, stats, fill_v, s_in, s_out, p_in, p_out, op, g};
+  destroy_all(descs, sizeof descs / sizeof descs[0]);
+
+  const int n = B * H * S * D;
+  float hq[n], hk[n], hv[n], hs[B * H * S], sc = 0.3f, minf = -INFINITY;
+  __nv_bfloat16 bq[n], bk_[n], bv[n], bo[n];
+  fill(hq, n, 41), fill(hk, n, 42), fill(hv, n, 43);
+  for (int i = 0; i < n; i++) {
+    bq[i] = __float2bfloat16(hq[i] * 2), hq[i] = __bfloat162float(bq[i]);
+    bk_[i] = __float2bfloat16(hk[i] * 2), hk[i] = __bfloat162float(bk_[i]);
+    bv[i] = __float2bfloat16(hv[i]), hv[i] = __bfloat162float(bv[i]);
+  }
+  void *dq, *dk, *dv, *dout;
+  float *dst;
+  CHECK_CUDA(cudaMalloc(&dq, sizeof bq));
+  CHECK_CUDA(cudaMalloc(&dk, sizeof bq));
+  CHECK_CUDA(cudaMalloc(&dv, sizeof bq));
+  CHECK_CUDA(cudaMalloc(&dout, sizeof bq));
+  CHECK_CUDA(cudaMalloc(&dst, sizeof hs));
+  CHECK_CUDA(cudaMemcpy(dq, bq, sizeof bq, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(dk, bk_, sizeof bq, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(dv, bv, sizeof bq, cudaMemcpyHostToDevice));
+  int64_t uids[] = {1, 2, 3, 4, 5, 6, 7};
+  void *ptrs[] = {dq, dk, dv, dout, &sc, dst, &minf};
+  CHECK_DNN(run_plan(plan, ws, causal ? 7 : 6, uids, ptrs));
+  CHECK_CUDA(cudaMemcpy(bo, dout, sizeof bo, cudaMemcpyDeviceToHost));
+  to_host(hs, dst, B * H * S);
+  for (int h = 0; h < B * H; h++)
+    for (int r = 0; r < S; r++) {
+      double sco[S], mx = -INFINITY, l = 0;
+      for (int j = 0; j < S; j++) {
+        double acc = 0;
+        for (int d = 0; d < D; d++) acc += (double)hq[(h * S + r) * D + d] * hk[(h * S + j) * D + d];
+        sco[j] = causal && j > r ? -INFINITY : acc * sc;
+        if (sco[j] > mx) mx = sco[j];
+      }
+      for (int j = 0; j < S; j++) l += exp(sco[j] - mx);
+      near(hs[h * S + r], mx + log(l), 1.0, "stats", (size_t)(h * S + r));
+      for (int e = 0; e < D; e++) {
+        double want = 0;
+        for (int j = 0; j < S; j++) want += exp(sco[j] - mx) / l * hv[(h * S + j) * D + e];
+        double got = __bfloat162float(bo[(h * S + r) * D + e]);
+        if (!(fabs(got - want) <= fabs(want) * 0x1p-8 + 1e-4))
+          CHECK_FAIL_("sdpa out[%d,%d,%d]: got %.8g, want %.8g", h, r, e, got, want);
+      }
+    }
+  CHECK_DNN(cudnnBackendDestroyDescriptor(plan));
+  void *bufs[] = {dq, dk, dv, dout, dst};
+  for (int i = 0; i < 5; i++) CHECK_CUDA(cudaFree(bufs[i]));
+}
+
+/* Graphs outside the interpreter's subset are refused, never computed approximately. */
+static void opgraph_status_test(void) {
+  int64_t d[4] = {1, 2, 3, 4}, kd[4] = {1, 2, 5, 4};
+  bd_t x = tensor_ex(1, 4, d, NULL, CUDNN_DATA_FLOAT), y = tensor_ex(2, 4, d, NULL, CUDNN_DATA_FLOAT);
+  bd_t v = tensor_ex(3, 4, d, NULL, CUDNN_DATA_FLOAT, true), kx = tensor_ex(4, 4, kd, NULL, CUDNN_DATA_FLOAT);
+  bd_t dbl = tensor_ex(5, 4, d, NULL, CUDNN_DATA_DOUBLE);
+  cudnnStatus_t st;
+  /* a mode the interpreter does not implement */
+  bd_t o1 = pointwise(CUDNN_POINTWISE_TANH_FWD, x, NULL, y, &st);
+  CHECK_INT(st, ==, CUDNN_STATUS_NOT_SUPPORTED);
+  /* a scaling factor other than 1 */
+  bd_t o2 = pointwise(CUDNN_POINTWISE_ADD, x, x, y, &st, 2.0f);
+  CHECK_INT(st, ==, CUDNN_STATUS_NOT_SUPPORTED);
+  /* double data */
+  bd_t o3 = pointwise(CUDNN_POINTWISE_IDENTITY, dbl, NULL, y, &st);
+  CHECK_INT(st, ==, CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE);
+  /* a binary mode without its second operand; shapes that do not broadcast */
+  bd_t o4 = pointwise(CUDNN_POINTWISE_ADD, x, NULL, y, &st);
+  CHECK_INT(st, ==, CUDNN_STATUS_BAD_PARAM);
+  bd_t o5 = pointwise(CUDNN_POINTWISE_ADD, x, kx, y, &st);
+  CHECK_INT(st, ==, CUDNN_STATUS_BAD_PARAM);
+  /* a matmul whose inner dimensions differ (4 against 2) */
+  bd_t o6 = matmul(x, x, y, &st);
+  CHECK_INT(st, ==, CUDNN_STATUS_BAD_PARAM);
+  /* a virtual tensor read but never written */
+  bd_t o7 = pointwise(CUDNN_POINTWISE_EXP, v, NULL, y);
+  bd_t g1 = graph(&o7, 1, &st);
+  CHECK_INT(st, ==, CUDNN_STATUS_BAD_PARAM);
+  /* one tensor written twice */
+  bd_t o8 = pointwise(CUDNN_POINTWISE_NEG, x, NULL, y), twice[2] = {o8, o8};
+  bd_t g2 = graph(twice, 2, &st);
+  CHECK_INT(st, ==, CUDNN_STATUS_BAD_PARAM);
+  /* a cycle through virtual tensors */
+  bd_t w = tensor_ex(6, 4, d, NULL, CUDNN_DATA_FLOAT, true);
+  bd_t c1 = pointwise(CUDNN_POINTWISE_EXP, v, NULL, w), c2 = pointwise(CUDNN_POINTWISE_LOG, w, NULL, v);
+  bd_t cyc[2] = {c1, c2};
+  bd_t g3 = graph(cyc, 2, &st);
+  CHECK_INT(st, ==, CUDNN_STATUS_BAD_PARAM);
+  /* a band mask with another comparison */
+  bd_t f = scalar(7), m = make(BK_BAND_MASK);
+  cudnnPointwiseMode_t lt = CUDNN_POINTWISE_CMP_LT;
+  set(m, (cudnnBackendAttributeName_t)3000, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+  set(m, (cudnnBackendAttributeName_t)3005, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &f);
+  set(m, (cudnnBackendAttributeName_t)3006, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+  set(m, (cudnnBackendAttributeName_t)3007, CUDNN_TYPE_POINTWISE_MODE, 1, &lt);
+  CHECK_INT(cudnnBackendFinalize(m), ==, CUDNN_STATUS_NOT_SUPPORTED);
+  bd_t all[] = {x, y, v, kx, dbl, o1, o2, o3, o4, o5, o6, o7, g1, o8, g2, w, c1, c2, g3, f, m};
+  destroy_all(all, sizeof all / sizeof all[0]);
+}
+
 /* ---- Batch normalization ---- */
 
 static cudnnTensorDescriptor_t tdesc(int n, int c, int h, int w) {
@@ -433,7 +859,14 @@ int main(void) {
       {2, 3, 6, 5, 2, 2, 2, 1, 0, 1, 1, 1, 1, 1, 0, -2.0f, 0.25f},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_test(&cases[i]);
-  if (simulated) status_test();
+  if (simulated) {
+    status_test();
+    chain_test();
+    reshape_test();
+    sdpa_test(0);
+    sdpa_test(1);
+    opgraph_status_test();
+  }
   bn_test();
   CHECK_DNN(cudnnDestroy(dnn));
   printf("dnn-backend: ok\n");

@@ -1,98 +1,39 @@
-/* backend.c — the backend (graph) API of the simulated cuDNN, for the single-operation graphs of
- * a 2-d convolution: forward, backward data and backward filter, float32, any strides.
+/* backend.c — the backend (graph) API of the simulated cuDNN: descriptors, attributes,
+ * finalization, execution; the single-operation graphs of a 2-d convolution (forward, backward
+ * data and backward filter, float32, half or bfloat16, any strides) here, every other graph
+ * through the interpreter of opgraph.c.
  *
  * This is the subset cudnn_frontend builds for PyTorch's convolutions: tensor and convolution
  * descriptors, one convolution operation in an operation graph, engine heuristics and the engine
  * configurations they return, engines, knob choices, an execution plan, a variant pack, and
- * cudnnBackendExecute. Every descriptor keeps the attributes set on it (a typed store, the last
- * value of each attribute); cudnnBackendFinalize validates them and compiles what later steps
- * need into the descriptor by value (a tensor's shape, a convolution's geometry, an operation's
- * complete description), so a plan stays valid when the graph, the engine or the tensors it was
- * made from are destroyed, as cuDNN allows. cudnnBackendGetAttribute answers the stored
- * attributes and those cuDNN derives (engine counts, heuristic results, workspace size, notes,
- * knobs). One engine (global index 0, no knobs, no workspace, no numerical or behaviour notes)
- * computes every supported graph; cudnnBackendExecute validates on the calling thread and
- * launches one kernel of kernels.cu on the handle's stream, with the operation's description
- * by value and the variant pack's device pointers as arguments — the forward operation with the
- * legacy cudnnConvolutionForward's kernel (the backend's alpha and beta mean the same).
+ * cudnnBackendExecute; and for its cuDNN attention: pointwise, matmul, reduction and reshape
+ * operations, the fused forward attention with its score modifier and statistics node, over
+ * virtual and by-value tensors (opgraph.c). Every descriptor keeps the attributes set on it (a
+ * typed store, the last value of each attribute; backend.h); cudnnBackendFinalize validates them
+ * and compiles what later steps need into the descriptor by value (a tensor's shape, a
+ * convolution's geometry, an operation's complete description, a graph's interpreter program),
+ * so a plan stays valid when the graph, the engine or the tensors it was made from are
+ * destroyed, as cuDNN allows. cudnnBackendGetAttribute answers the stored attributes and those
+ * cuDNN derives (engine counts, heuristic results, workspace size, notes, knobs). One engine
+ * (global index 0, no knobs, no numerical or behaviour notes; a workspace only for the
+ * interpreter's virtual tensors) computes every supported graph; cudnnBackendExecute validates
+ * on the calling thread and launches one kernel of kernels.cu on the handle's stream, with the
+ * operation's description by value and the variant pack's device pointers as arguments — the
+ * forward convolution with the legacy cudnnConvolutionForward's kernel (the backend's alpha and
+ * beta mean the same).
  *
  * Statuses as cuDNN documents them: BAD_PARAM for a NULL or destroyed descriptor, a wrong
  * attribute type or count, a descriptor of the wrong type, inconsistent shapes, a missing tensor
  * in the variant pack; NOT_INITIALIZED for setting an attribute of a finalized descriptor;
  * BAD_PARAM_NOT_FINALIZED for using one that is not; NOT_SUPPORTED (and its subcodes) for valid
  * requests outside the subset: descriptor types other than those above, data other than float,
- * tensors other than 4-d, virtual or by-value tensors, graphs of more than one operation,
- * engines other than 0, knobs.
+ * half or bfloat16, convolution tensors other than 4-d or virtual or by value, a convolution with
+ * other operations, engines other than 0, knobs, and what opgraph.c refuses.
  */
-#include "dnn.h"
-
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define DNN_MAGIC_BACKEND 0x626b6e64u
-#define BK_MAX_ATTRS 24
-#define BK_MAX_PACK 8
-
-typedef struct {
-  cudnnBackendAttributeName_t name;
-  cudnnBackendAttributeType_t type;
-  int64_t count;
-  void *data;
-} bk_attr_t;
-
-/* A tensor as finalized. */
-typedef struct {
-  int64_t uid;
-  cudnnDataType_t dtype;
-  int nbdims;
-  int64_t dims[CUDNN_DIM_MAX], strides[CUDNN_DIM_MAX];
-} bk_tensor_t;
-
-/* A convolution descriptor as finalized (2 spatial dimensions). */
-typedef struct {
-  cudnnDataType_t compute;
-  cudnnConvolutionMode_t mode;
-  int64_t pre[2], post[2], stride[2], dil[2];
-} bk_convp_t;
-
-typedef enum { BK_FWD, BK_BWD_DATA, BK_BWD_FILTER } bk_kind_t;
-
-/* A convolution operation as finalized: x the image, w the filter, y the forward output (for
- * the backward operations dx, dw and dy are in these places). */
-typedef struct {
-  bk_kind_t kind;
-  float alpha, beta;
-  bk_tensor_t x, w, y;
-  cudnnsim_conv_t p;
-} bk_op_t;
-
-typedef struct bk_desc {
-  unsigned magic;
-  cudnnBackendDescriptorType_t type;
-  int finalized;
-  int nattrs;
-  bk_attr_t attrs[BK_MAX_ATTRS];
-  /* Compiled at finalization (or filled by cuDNN for descriptors it returns). */
-  bk_tensor_t tensor;      /* TENSOR */
-  bk_convp_t conv;         /* CONVOLUTION */
-  bk_op_t op;              /* operations, OPERATIONGRAPH, ENGINE, ENGINECFG, ENGINEHEUR, plan */
-  cudnnHandle_t handle;    /* OPERATIONGRAPH, EXECUTION_PLAN */
-  int64_t engine;          /* ENGINE, ENGINECFG, EXECUTION_PLAN: the global index */
-  int npack;               /* VARIANT_PACK */
-  int64_t uids[BK_MAX_PACK];
-  void *ptrs[BK_MAX_PACK];
-  void *workspace;
-} bk_desc_t;
-
-static bk_desc_t *bk(cudnnBackendDescriptor_t d) {
-  bk_desc_t *b = (bk_desc_t *)d;
-  return b && b->magic == DNN_MAGIC_BACKEND ? b : NULL;
-}
+#include "backend.h"
 
 static int type_known(cudnnBackendDescriptorType_t t) {
-  switch (t) {
+  switch ((int)t) {
   case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR:
   case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
   case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
@@ -106,6 +47,17 @@ static int type_known(cudnnBackendDescriptorType_t t) {
   case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
   case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
   case CUDNN_BACKEND_TENSOR_DESCRIPTOR:
+  /* the operations of opgraph.c */
+  case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
+  case CUDNN_BACKEND_MATMUL_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR:
+  case CUDNN_BACKEND_REDUCTION_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR:
+  case BK_OPERATION_BAND_MASK_DESCRIPTOR:
+  case BK_OPERATION_SDPA_STATS_DESCRIPTOR:
     return 1;
   default:
     return 0;
@@ -113,7 +65,7 @@ static int type_known(cudnnBackendDescriptorType_t t) {
 }
 
 static size_t type_size(cudnnBackendAttributeType_t t) {
-  switch (t) {
+  switch ((int)t) {
   case CUDNN_TYPE_HANDLE: return sizeof(cudnnHandle_t);
   case CUDNN_TYPE_BOOLEAN: return sizeof(bool);
   case CUDNN_TYPE_INT64: return sizeof(int64_t);
@@ -132,71 +84,90 @@ static size_t type_size(cudnnBackendAttributeType_t t) {
   case CUDNN_TYPE_ATTRIB_NAME:
   case CUDNN_TYPE_BEHAVIOR_NOTE:
   case CUDNN_TYPE_TENSOR_REORDERING_MODE:
+  case CUDNN_TYPE_POINTWISE_MODE:
+  case CUDNN_TYPE_REDUCTION_OPERATOR_TYPE:
+  case CUDNN_TYPE_NAN_PROPOGATION:
+  case BK_TYPE_RESHAPE_MODE:
     return sizeof(int); /* enumerations */
   default:
     return 0;
   }
 }
 
-static bk_attr_t *attr_find(bk_desc_t *b, cudnnBackendAttributeName_t name) {
-  for (int i = 0; i < b->nattrs; i++)
-    if (b->attrs[i].name == name) return &b->attrs[i];
-  return NULL;
+/* Descriptor-valued attributes whose descriptors cuDNN copies when they are set: the fused
+ * attention's score modifier and softmax statistics, which cudnn_frontend destroys after setting
+ * them and before finalizing the attention. */
+static int copied_when_set(const bk_desc_t *b, cudnnBackendAttributeName_t name) {
+  return b->type == CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR &&
+         (name == BK_ATTR_SDPA_FWD_SCORE_GRAPH || name == BK_ATTR_SDPA_FWD_SOFTMAX_STATS);
 }
 
+static void desc_free(bk_desc_t *b);
+
+/* Frees b's attributes, and the descriptors they name where those are b's own copies (the
+ * attributes copied when set, and every one of such a copy). */
 static void attrs_free(bk_desc_t *b) {
-  for (int i = 0; i < b->nattrs; i++) free(b->attrs[i].data);
+  for (int i = 0; i < b->nattrs; i++) {
+    bk_attr_t *a = &b->attrs[i];
+    if ((b->owns || copied_when_set(b, a->name)) && a->type == CUDNN_TYPE_BACKEND_DESCRIPTOR)
+      for (int64_t j = 0; j < a->count; j++) desc_free(bk(((cudnnBackendDescriptor_t *)a->data)[j]));
+    free(a->data);
+  }
   b->nattrs = 0;
+  og_free_op(b);
 }
 
-/* ---- Reading stored attributes ---- */
-
-/* One int64 attribute (INT64); *v unchanged and 0 returned when absent or of another type. */
-static int get_i64(bk_desc_t *b, cudnnBackendAttributeName_t name, int64_t *v) {
-  bk_attr_t *a = attr_find(b, name);
-  if (!a || a->type != CUDNN_TYPE_INT64 || a->count != 1) return 0;
-  memcpy(v, a->data, sizeof *v);
-  return 1;
+static void desc_free(bk_desc_t *b) {
+  if (!b) return;
+  attrs_free(b);
+  b->magic = 0;
+  free(b);
 }
 
-static int get_enum(bk_desc_t *b, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
-                    int *v) {
-  bk_attr_t *a = attr_find(b, name);
-  if (!a || a->type != type || a->count != 1) return 0;
-  memcpy(v, a->data, sizeof *v);
-  return 1;
+/* A copy of d and, recursively, of the descriptors it names; NULL when out of memory or deeper
+ * than `depth`. */
+static bk_desc_t *clone_deep(const bk_desc_t *d, int depth) {
+  if (!d || depth == 0) return NULL;
+  bk_desc_t *c = malloc(sizeof *c);
+  if (!c) return NULL;
+  *c = *d;
+  c->nattrs = 0;
+  c->owns = 1;
+  if (og_copy_op(c, d)) {
+    c->ogb = NULL;
+    desc_free(c);
+    return NULL;
+  }
+  for (int i = 0; i < d->nattrs; i++) {
+    const bk_attr_t *a = &d->attrs[i];
+    size_t n = type_size(a->type) * (size_t)a->count;
+    bk_attr_t *ca = &c->attrs[c->nattrs];
+    *ca = *a;
+    if (!(ca->data = calloc(1, n + 1))) break;
+    c->nattrs++;
+    if (a->type != CUDNN_TYPE_BACKEND_DESCRIPTOR) {
+      memcpy(ca->data, a->data, n);
+      continue;
+    }
+    for (int64_t j = 0; j < a->count; j++) {
+      bk_desc_t *e = clone_deep(bk(((cudnnBackendDescriptor_t *)a->data)[j]), depth - 1);
+      if (!e) break;
+      ((cudnnBackendDescriptor_t *)ca->data)[j] = (cudnnBackendDescriptor_t)e;
+    }
+  }
+  /* a partial copy (an element left NULL) is freed whole */
+  for (int i = 0; i < d->nattrs; i++) {
+    int ok = i < c->nattrs;
+    for (int64_t j = 0; ok && c->attrs[i].type == CUDNN_TYPE_BACKEND_DESCRIPTOR && j < c->attrs[i].count; j++)
+      ok = ((cudnnBackendDescriptor_t *)c->attrs[i].data)[j] != NULL;
+    if (!ok) {
+      desc_free(c);
+      return NULL;
+    }
+  }
+  return c;
 }
 
-static int get_bool(bk_desc_t *b, cudnnBackendAttributeName_t name, int *v) {
-  bk_attr_t *a = attr_find(b, name);
-  if (!a || a->type != CUDNN_TYPE_BOOLEAN || a->count != 1) return 0;
-  *v = *(bool *)a->data;
-  return 1;
-}
-
-/* A descriptor-valued attribute of exactly `count` elements; NULL when absent. */
-static bk_desc_t *get_desc(bk_desc_t *b, cudnnBackendAttributeName_t name, int64_t idx) {
-  bk_attr_t *a = attr_find(b, name);
-  if (!a || a->type != CUDNN_TYPE_BACKEND_DESCRIPTOR || idx >= a->count) return NULL;
-  return bk(((cudnnBackendDescriptor_t *)a->data)[idx]);
-}
-
-/* A scaling factor, set as FLOAT or DOUBLE; 1 for alpha and 0 for beta when absent. */
-static float get_scale(bk_desc_t *b, cudnnBackendAttributeName_t name, float dflt) {
-  bk_attr_t *a = attr_find(b, name);
-  if (!a || a->count != 1) return dflt;
-  if (a->type == CUDNN_TYPE_FLOAT) return *(float *)a->data;
-  if (a->type == CUDNN_TYPE_DOUBLE) return (float)*(double *)a->data;
-  return dflt;
-}
-
-/* An int64 array of exactly n elements into v. */
-static int get_i64s(bk_desc_t *b, cudnnBackendAttributeName_t name, int n, int64_t *v) {
-  bk_attr_t *a = attr_find(b, name);
-  if (!a || a->type != CUDNN_TYPE_INT64 || a->count != n) return 0;
-  memcpy(v, a->data, sizeof(int64_t) * (size_t)n);
-  return 1;
-}
 
 /* ---- Finalization of each type ---- */
 
@@ -220,8 +191,11 @@ static cudnnStatus_t fin_tensor(bk_desc_t *b) {
   get_bool(b, CUDNN_ATTR_TENSOR_IS_VIRTUAL, &virt);
   get_bool(b, CUDNN_ATTR_TENSOR_IS_BY_VALUE, &byval);
   get_i64(b, CUDNN_ATTR_TENSOR_VECTOR_COUNT, &vc);
-  /* Intermediates exist only between fused operations; vectorised layouts are integer ones. */
-  if (virt || byval || vc != 1) return CUDNN_STATUS_NOT_SUPPORTED;
+  /* Vectorised layouts are integer ones. Intermediates and by-value scalars belong to the
+   * graphs of opgraph.c: a convolution refuses them. */
+  if (vc != 1) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (byval && virt) return CUDNN_STATUS_BAD_PARAM;
+  t->virt = virt, t->byval = byval;
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -287,6 +261,8 @@ static cudnnStatus_t fin_op(bk_desc_t *b, bk_kind_t kind) {
   o->alpha = get_scale(b, nm[4], 1.0f);
   o->beta = get_scale(b, nm[5], 0.0f);
   const bk_convp_t *c = &cv->conv;
+  if (o->x.virt || o->x.byval || o->w.virt || o->w.byval || o->y.virt || o->y.byval)
+    return CUDNN_STATUS_NOT_SUPPORTED;
   if (o->x.nbdims != 4 || o->w.nbdims != 4 || o->y.nbdims != 4) return CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
   if (o->x.dtype != o->w.dtype || o->x.dtype != o->y.dtype) return CUDNN_STATUS_BAD_PARAM;
   /* float, half or bfloat16 data, computed in float (PyTorch's configuration for all three) */
@@ -324,21 +300,37 @@ static cudnnStatus_t fin_op(bk_desc_t *b, bk_kind_t kind) {
 static cudnnStatus_t fin_graph(bk_desc_t *b) {
   bk_attr_t *ops = attr_find(b, CUDNN_ATTR_OPERATIONGRAPH_OPS);
   bk_attr_t *h = attr_find(b, CUDNN_ATTR_OPERATIONGRAPH_HANDLE);
-  if (!ops || ops->type != CUDNN_TYPE_BACKEND_DESCRIPTOR || ops->count < 1 || !h ||
-      h->type != CUDNN_TYPE_HANDLE || h->count != 1)
+  if (!ops || ops->type != CUDNN_TYPE_BACKEND_DESCRIPTOR || ops->count < 1 ||
+      (h && (h->type != CUDNN_TYPE_HANDLE || h->count != 1)))
     return CUDNN_STATUS_BAD_PARAM;
+  /* A graph without a handle is a sub-graph (the score modifier of a fused attention): it is
+   * compiled as part of the operation that holds it and cannot be executed on its own. */
+  if (!h) return CUDNN_STATUS_SUCCESS;
   b->handle = *(cudnnHandle_t *)h->data;
   if (!dnn_handle_ok(b->handle)) return CUDNN_STATUS_BAD_PARAM;
-  if (ops->count != 1) return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
   bk_desc_t *op = get_desc(b, CUDNN_ATTR_OPERATIONGRAPH_OPS, 0);
   if (!op) return CUDNN_STATUS_BAD_PARAM;
   if (!op->finalized) return CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED;
-  if (op->type != CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR &&
-      op->type != CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR &&
-      op->type != CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR)
-    return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
-  b->op = op->op;
-  return CUDNN_STATUS_SUCCESS;
+  if (ops->count == 1 && (op->type == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR ||
+                          op->type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR ||
+                          op->type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR)) {
+    b->op = op->op;
+    return CUDNN_STATUS_SUCCESS;
+  }
+  return og_compile(b, ops);
+}
+
+/* Copies what src compiled (its graph's operation or interpreter description, and its handle)
+ * into b. */
+static void take_compiled(bk_desc_t *b, const bk_desc_t *s) {
+  b->op = s->op;
+  b->handle = s->handle;
+  b->is_og = s->is_og;
+  if (s->is_og) {
+    b->og = s->og;
+    memcpy(b->og_uid, s->og_uid, sizeof b->og_uid);
+    b->og_ws = s->og_ws;
+  }
 }
 
 /* The graph-bearing descriptor `name` of b (an operation graph, engine or engine config),
@@ -348,10 +340,11 @@ static cudnnStatus_t take_from(bk_desc_t *b, cudnnBackendAttributeName_t name,
   bk_desc_t *s = get_desc(b, name, 0);
   if (!s || s->type != type) return CUDNN_STATUS_BAD_PARAM;
   if (!s->finalized) return CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED;
-  b->op = s->op;
-  b->handle = s->handle;
+  take_compiled(b, s);
   b->engine = s->engine;
-  return CUDNN_STATUS_SUCCESS;
+  return dnn_handle_ok(b->handle) || b->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR
+             ? CUDNN_STATUS_SUCCESS
+             : CUDNN_STATUS_BAD_PARAM; /* a sub-graph has no handle to run on */
 }
 
 static cudnnStatus_t fin_engine(bk_desc_t *b) {
@@ -437,9 +430,7 @@ cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t descriptor)
   if (!descriptor) return CUDNN_STATUS_SUCCESS;
   bk_desc_t *b = bk(descriptor);
   if (!b) return CUDNN_STATUS_BAD_PARAM;
-  attrs_free(b);
-  b->magic = 0;
-  free(b);
+  desc_free(b);
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -477,11 +468,27 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor,
     if (b->nattrs == BK_MAX_ATTRS) return CUDNN_STATUS_NOT_SUPPORTED;
     a = &b->attrs[b->nattrs++];
     a->name = attributeName;
+    a->type = CUDNN_TYPE_INT64;
+    a->count = 0;
     a->data = NULL;
   }
   void *data = malloc(es * (size_t)elementCount + 1);
   if (!data) return CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
   if (elementCount > 0) memcpy(data, arrayOfElements, es * (size_t)elementCount);
+  if (attributeType == CUDNN_TYPE_BACKEND_DESCRIPTOR && copied_when_set(b, attributeName)) {
+    cudnnBackendDescriptor_t *d = data;
+    for (int64_t i = 0; i < elementCount; i++) {
+      bk_desc_t *c = clone_deep(bk(d[i]), 4);
+      if (!c) {
+        while (i-- > 0) desc_free(bk(d[i]));
+        free(data);
+        return CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
+      }
+      d[i] = (cudnnBackendDescriptor_t)c;
+    }
+  }
+  if (a->type == CUDNN_TYPE_BACKEND_DESCRIPTOR && copied_when_set(b, attributeName))
+    for (int64_t i = 0; i < a->count; i++) desc_free(bk(((cudnnBackendDescriptor_t *)a->data)[i]));
   free(a->data);
   a->type = attributeType;
   a->count = elementCount;
@@ -495,7 +502,7 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) {
   if (!b) return CUDNN_STATUS_BAD_PARAM;
   if (b->finalized) return CUDNN_STATUS_BAD_PARAM;
   cudnnStatus_t st;
-  switch (b->type) {
+  switch ((int)b->type) {
   case CUDNN_BACKEND_TENSOR_DESCRIPTOR: st = fin_tensor(b); break;
   case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR: st = fin_conv(b); break;
   case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR: st = fin_op(b, BK_FWD); break;
@@ -508,6 +515,20 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) {
   case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: st = fin_plan(b); break;
   case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR: st = fin_pack(b); break;
   case CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR: st = fin_knob_choice(b); break;
+  case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+  case CUDNN_BACKEND_MATMUL_DESCRIPTOR:
+  case CUDNN_BACKEND_REDUCTION_DESCRIPTOR:
+  case BK_OPERATION_SDPA_STATS_DESCRIPTOR:
+    st = CUDNN_STATUS_SUCCESS; /* read by the operation that names them */
+    break;
+  case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR:
+  case BK_OPERATION_BAND_MASK_DESCRIPTOR:
+    st = og_compile_op(b);
+    break;
   default: st = CUDNN_STATUS_NOT_SUPPORTED; break; /* KNOB_INFO: only cuDNN fills those */
   }
   if (st == CUDNN_STATUS_SUCCESS) b->finalized = 1;
@@ -536,8 +557,7 @@ static cudnnStatus_t fill_desc(cudnnBackendDescriptor_t d, cudnnBackendDescripto
   bk_desc_t *b = bk(d);
   if (!b || b->type != type) return CUDNN_STATUS_BAD_PARAM;
   attrs_free(b);
-  b->op = src->op;
-  b->handle = src->handle;
+  take_compiled(b, src);
   b->engine = 0;
   b->finalized = 1;
   return CUDNN_STATUS_SUCCESS;
@@ -588,11 +608,16 @@ static cudnnStatus_t derived(bk_desc_t *b, cudnnBackendAttributeName_t name,
     return answer(requested, count, out, NULL, 0, 1);
   case CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE:
   case CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE:
+    /* The interpreter's intermediates; convolutions need none. */
+    if (type != CUDNN_TYPE_INT64) break;
+    return answer(requested, count, out, b->is_og ? &b->og_ws : &zero, 1, sizeof zero);
+  case CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED: {
+    /* cudnn_frontend asks it as INT32 */
+    int32_t zero32 = 0;
+    if (type == CUDNN_TYPE_INT32) return answer(requested, count, out, &zero32, 1, sizeof zero32);
     if (type != CUDNN_TYPE_INT64) break;
     return answer(requested, count, out, &zero, 1, sizeof zero);
-  case CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED:
-    if (type != CUDNN_TYPE_INT64) break;
-    return answer(requested, count, out, &zero, 1, sizeof zero);
+  }
   default:
     return CUDNN_STATUS_NOT_SUPPORTED;
   }
@@ -625,6 +650,7 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor
       attrs_free(dst);
       *dst = *src;
       dst->nattrs = 0; /* the copy answers from its compiled contents only */
+      if (og_copy_op(dst, src)) return CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
     }
     return CUDNN_STATUS_SUCCESS;
   }
@@ -633,7 +659,7 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor
 }
 
 /* The device pointer of tensor uid in pack p; NULL when absent. */
-static void *pack_ptr(const bk_desc_t *p, int64_t uid) {
+void *bk_pack_ptr(const bk_desc_t *p, int64_t uid) {
   for (int i = 0; i < p->npack; i++)
     if (p->uids[i] == uid) return p->ptrs[i];
   return NULL;
@@ -648,8 +674,9 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
       pack->type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
     return CUDNN_STATUS_BAD_PARAM;
   if (!plan->finalized || !pack->finalized) return CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED;
+  if (plan->is_og) return og_execute(handle, plan, pack);
   const bk_op_t *o = &plan->op;
-  void *x = pack_ptr(pack, o->x.uid), *w = pack_ptr(pack, o->w.uid), *y = pack_ptr(pack, o->y.uid);
+  void *x = bk_pack_ptr(pack, o->x.uid), *w = bk_pack_ptr(pack, o->w.uid), *y = bk_pack_ptr(pack, o->y.uid);
   if (!x || !w || !y) return CUDNN_STATUS_BAD_PARAM;
   cudnnsim_conv_t p = o->p;
   float a = o->alpha, b = o->beta;

@@ -8,8 +8,10 @@
  * bn.c      batch normalization (training forward, backward, inference), the same way
  * rnn.c     recurrent layers (RNN, data and dropout descriptors, forward, backward data and
  *           weights), the same way: one kernel of kernels.cu per layer and pass
- * backend.c the backend (graph) API for single-convolution graphs: descriptors with a typed
- *           attribute store, finalization, derived attributes, cudnnBackendExecute
+ * backend.c the backend (graph) API: descriptors with a typed attribute store (backend.h),
+ *           finalization, derived attributes, cudnnBackendExecute; single-convolution graphs
+ * opgraph.c every other operation graph, compiled for the interpreter of opgraph.h and executed
+ *           as one launch
  * twins.c   the kernels' CPU twins, which the simulated driver runs on its device thread
  *
  * Functions here return CUDNN_STATUS_SUCCESS or the status the public call should return.
@@ -22,6 +24,7 @@
 
 #include "cudnnsim.h"
 #include "rnnsim.h"
+#include "opgraph.h"
 #include "common/simcommon.h"
 
 /* Set in every descriptor and handle while it lives, so that a destroyed or foreign pointer is
@@ -47,6 +50,7 @@ typedef enum {
   DNN_K_RNN_BWD_DX,
   DNN_K_RNN_BWD_W,
   DNN_K_RNN_DROP_INIT,
+  DNN_K_OPGRAPH,
   DNN_K_COUNT
 } dnn_kernel_t;
 

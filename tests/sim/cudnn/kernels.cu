@@ -7,6 +7,7 @@
  */
 #include "cudnnsim.h"
 #include "rnnsim.h"
+#include "opgraph.h"
 
 __device__ __forceinline__ long long cudnnsim_tid(void) {
   return (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -116,4 +117,9 @@ extern "C" __global__ void cudnnsim_rnn_bwd_w(cudnnsim_rnn_t p, const void *x, c
 extern "C" __global__ void cudnnsim_rnn_drop_init(unsigned *states, unsigned seed_lo,
                                                   unsigned seed_hi) {
   if (cudnnsim_tid() == 0) states[0] = seed_lo, states[1] = seed_hi, states[2] = 0, states[3] = 0;
+}
+
+/* A backend operation graph (opgraph.h): one block, thread 0 runs every operation in order. */
+extern "C" __global__ void cudnnsim_opgraph(og_graph_t g, float *ws) {
+  if (cudnnsim_tid() == 0) og_run(&g, ws);
 }

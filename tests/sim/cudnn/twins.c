@@ -10,6 +10,7 @@
 
 #include "cudnnsim.h"
 #include "rnnsim.h"
+#include "opgraph.h"
 
 SIM_KERNEL(cudnnsim_conv2d_fwd) {
   cudnnsim_conv_t p = SIM_ARG(0, cudnnsim_conv_t);
@@ -185,5 +186,13 @@ SIM_KERNEL(cudnnsim_rnn_drop_init) {
   unsigned lo = SIM_ARG(1, unsigned), hi = SIM_ARG(2, unsigned);
   SIM_FOR_EACH_THREAD(i) {
     if (i == 0) states[0] = lo, states[1] = hi, states[2] = 0, states[3] = 0;
+  }
+}
+
+SIM_KERNEL(cudnnsim_opgraph) {
+  og_graph_t g = SIM_ARG(0, og_graph_t);
+  float *ws = SIM_ARG(1, float *);
+  SIM_FOR_EACH_THREAD(i) {
+    if (i == 0) og_run(&g, ws);
   }
 }

@@ -29,6 +29,7 @@
  * name is printed on stderr once.
  */
 #include "drv.h"
+#include "common/nvrtccache.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -99,9 +100,7 @@ static void run_generic(dim3 grid, dim3 block, void **args) { (void)grid, (void)
  * Loads it (for good, into the global scope); nonzero when it was found. */
 static int nvrtc_twin(const char *name) {
   char dir[2048], path[4200];
-  const char *c = getenv("SIM_NVRTC_CACHE"), *t = getenv("TMPDIR");
-  if (c && *c) snprintf(dir, sizeof dir, "%s", c);
-  else snprintf(dir, sizeof dir, "%s/sim-nvrtc-%u", t && *t ? t : "/tmp", (unsigned)getuid());
+  sim_nvrtc_cache_dir(dir, sizeof dir);
   if (snprintf(path, sizeof path, "%s/twin-%s.so", dir, name) >= (int)sizeof path) return 0;
   return access(path, R_OK) == 0 && dlopen(path, RTLD_NOW | RTLD_GLOBAL) != NULL;
 }

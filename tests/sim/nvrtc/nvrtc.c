@@ -26,6 +26,8 @@
 #define _GNU_SOURCE
 #include <nvrtc.h>
 
+#include "common/nvrtccache.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -528,16 +530,6 @@ static int run_compiler(char **argv, const char *out) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static void cache_dir(char *out, size_t n) {
-  const char *c = getenv("SIM_NVRTC_CACHE");
-  if (c && *c) {
-    snprintf(out, n, "%s", c);
-    return;
-  }
-  const char *t = getenv("TMPDIR");
-  snprintf(out, n, "%s/sim-nvrtc-%u", t && *t ? t : "/tmp", (unsigned)getuid());
-}
-
 /* Builds (or finds in the cache) the host library of a program whose real compilation
  * succeeded, loads it, and checks that the driver will find its twins. Returns NVRTC_SUCCESS,
  * or an error with the reason in the program's log. */
@@ -606,7 +598,7 @@ static nvrtcResult host_build(sim_prog_t *s, int nopts, const char *const *opts)
   for (int i = 0; i < k; i++)
     if (!argv[i]) goto out;
 
-  cache_dir(dir, sizeof dir);
+  sim_nvrtc_cache_dir(dir, sizeof dir);
   snprintf(so, sizeof so, "%s/%016llx.so", dir, (unsigned long long)h);
   pthread_mutex_lock(&build_lock);
   if (access(so, R_OK) != 0) {
