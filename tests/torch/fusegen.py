@@ -21,7 +21,7 @@ kept = []
 
 def special(dtype):
     fi = torch.finfo(dtype)
-    return [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, fi.tiny / 4, -fi.tiny / 2,
+    return [float("nan"), -float("nan"), float("inf"), -float("inf"), 0.0, -0.0, fi.tiny / 4, -fi.tiny / 2,
             fi.tiny, fi.max, -fi.max, 1.0, -1.0]
 
 
@@ -46,6 +46,12 @@ def chains(dt):
     # SiLU-gated: silu(a) * b
     a, b = tensor(dt), tensor(dt)
     save(save(torch.nn.functional.silu(a)) * b)
+    # two NaNs of either sign meeting in one operation: sigmoid(x) * x and x * sigmoid(x)
+    x = tensor(dt)
+    t = save(torch.sigmoid(x))
+    save(t * x)
+    t = save(torch.sigmoid(x))
+    save(x * t)
     # (x + y) * s
     x, y = tensor(dt), tensor(dt)
     save(save(x + y) * 0.7071)

@@ -28,6 +28,12 @@ SIMH_FN float simh_u2f(unsigned u) {
   return f;
 }
 
+/* r, or the canonical NaN 0x7fffffff when r is a NaN: what a GPU's float arithmetic returns for
+ * a NaN result, whatever NaNs went in (the host's instructions pass on an operand's sign and
+ * payload instead). For the results of arithmetic only: a NaN moved, selected, negated or made
+ * absolute keeps its bits. */
+SIMH_FN float simh_nan_result(float r) { return r != r ? simh_u2f(0x7fffffffu) : r; }
+
 SIMH_FN float simh_half_to_float(unsigned short h) {
   unsigned sign = (unsigned)(h >> 15) << 31, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
   if (exp == 0x1f) return simh_u2f(sign | 0x7f800000u | (man << 13));

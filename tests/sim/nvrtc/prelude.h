@@ -52,18 +52,31 @@ static const int warpSize = 32;
 
 /* ---- math: __expf, __logf, __sinf, __cosf, __tanf, __powf, __exp10f, __log2f, __log10f and
  * __sincosf are glibc's own names of expf and the others, which math.h declares. ---- */
-static inline float __fdividef(float a, float b) { return a / b; }
-static inline float __fadd_rn(float a, float b) { return a + b; }
-static inline float __fsub_rn(float a, float b) { return a - b; }
-static inline float __fmul_rn(float a, float b) { return a * b; }
-static inline float __fdiv_rn(float a, float b) { return a / b; }
-static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
-static inline float __frcp_rn(float a) { return 1.0f / a; }
-static inline float __fsqrt_rn(float a) { return sqrtf(a); }
+/* The float intrinsics and the math functions a generated kernel calls (src/fusegen.c) return
+ * the canonical NaN for a NaN result, as a GPU's arithmetic does (simh_nan_result, as the torch
+ * twins do); the host's would pass on an operand's sign and payload. */
+static inline float __fdividef(float a, float b) { return simh_nan_result(a / b); }
+static inline float __fadd_rn(float a, float b) { return simh_nan_result(a + b); }
+static inline float __fsub_rn(float a, float b) { return simh_nan_result(a - b); }
+static inline float __fmul_rn(float a, float b) { return simh_nan_result(a * b); }
+static inline float __fdiv_rn(float a, float b) { return simh_nan_result(a / b); }
+static inline float __fmaf_rn(float a, float b, float c) { return simh_nan_result(fmaf(a, b, c)); }
+static inline float __frcp_rn(float a) { return simh_nan_result(1.0f / a); }
+static inline float __fsqrt_rn(float a) { return simh_nan_result(sqrtf(a)); }
+static inline float sim_expf(float x) { return simh_nan_result(expf(x)); }
+static inline float sim_logf(float x) { return simh_nan_result(logf(x)); }
+static inline float sim_tanhf(float x) { return simh_nan_result(tanhf(x)); }
+static inline float sim_erff(float x) { return simh_nan_result(erff(x)); }
+static inline float sim_powf(float x, float y) { return simh_nan_result(powf(x, y)); }
+#define expf sim_expf
+#define logf sim_logf
+#define tanhf sim_tanhf
+#define erff sim_erff
+#define powf sim_powf
 static inline double __dadd_rn(double a, double b) { return a + b; }
 static inline double __dmul_rn(double a, double b) { return a * b; }
 static inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
-static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline float rsqrtf(float x) { return simh_nan_result(1.0f / sqrtf(x)); }
 static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 static inline float __saturatef(float x) { return x != x ? 0.0f : x < 0.0f ? 0.0f : x > 1.0f ? 1.0f : x; }
 static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
@@ -190,6 +203,8 @@ typedef __nv_bfloat16 nv_bfloat16;
 static inline __nv_bfloat16 __float2bfloat16(float f) { return __nv_bfloat16(f); }
 static inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
 static inline float __bfloat162float(__nv_bfloat16 h) { return simh_bf16_to_float(h.__x); }
+static inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.__x; }
+static inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) { __nv_bfloat16 r; r.__x = u; return r; }
 static inline __nv_bfloat16 __hadd(__nv_bfloat16 a, __nv_bfloat16 b) { return __nv_bfloat16((float)a + (float)b); }
 static inline __nv_bfloat16 __hsub(__nv_bfloat16 a, __nv_bfloat16 b) { return __nv_bfloat16((float)a - (float)b); }
 static inline __nv_bfloat16 __hmul(__nv_bfloat16 a, __nv_bfloat16 b) { return __nv_bfloat16((float)a * (float)b); }

@@ -52,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/halfconv.h"
 #include "twins.h"
 
 /* The C++ runtime's demangler (libstdc++, present in every process that runs PyTorch). */
@@ -782,6 +783,22 @@ typedef struct twin {
 } twin_t;
 
 /* One element: the functor applied to the inputs (already of in_dt), a value of out_dt. */
+/* Whether the operation's NaN result is one of its inputs passed on as it is, or with only its
+ * sign changed (selected by a comparison, negated, made absolute, a filled value), as the CUDA
+ * code of these functors does. Every other operation computes its NaN, and the NaN a GPU's
+ * arithmetic returns is the canonical one, whatever NaNs went in; the host's instructions pass
+ * on an operand's sign and payload instead, and which operand by an order the compiler may swap,
+ * so a NaN computed here becomes the canonical NaN (simh_nan_result), as it does in the simulated
+ * NVRTC's host builds (tests/sim/nvrtc/prelude.h): a kernel generated from these operations then
+ * gives the same bits. A model, to be confirmed on a GPU (tools/gpu-check compares generated
+ * kernels with PyTorch's there). */
+static int keeps_nan(op_fn fn) {
+  return fn == op_fill || fn == op_neg || fn == op_abs || fn == op_sign || fn == op_clamp ||
+         fn == op_clamp_t || fn == op_threshold || fn == op_maximum || fn == op_minimum ||
+         fn == op_maximum_s || fn == op_minimum_s || fn == op_nan_to_num || fn == op_softshrink ||
+         fn == op_hardshrink || fn == op_shrink_bw || fn == op_hardtanh_bw;
+}
+
 static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) {
   const op_desc_t *op = t->op;
   switch (op->kind) {
@@ -855,6 +872,7 @@ static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) 
       float a[MAX_IN] = {0};
       for (int k = 0; k < op->ninputs; k++) a[k] = in[k].is_f ? (float)in[k].f : (float)in[k].i;
       float v = op->fn(f, a);
+      if (!keeps_nan(op->fn)) v = simh_nan_result(v);
       return op->out_bool ? simtw_ival(v != 0.0f) : simtw_fval(v);
     }
   }
