@@ -493,35 +493,41 @@ static int plan_chunks(const strm_t *S, int n, int *starts) {
 
 /* Plans s's chunks again from S's run of it and, when the plan differs, builds its graphs anew
  * from this run (the old ones are freed: launches of them in flight complete first, as CUDA
- * documents). A failure keeps the old graphs. Under the lock, S's context current, quiet. */
-static void replan(strm_t *S, ag_seq_t *s, int n) {
+ * documents); returns 1 when it did. A failure keeps the old graphs. Under the lock, S's context
+ * current, quiet. */
+static int replan(strm_t *S, ag_seq_t *s, int n) {
   const int *old;
-  int *starts = calloc((size_t)n, sizeof *starts), nc, same;
+  int *starts = calloc((size_t)n, sizeof *starts), nc, same, built = 0;
   ag_graph_t *g;
   if (!starts || !(nc = plan_chunks(S, n, starts))) goto out;
   same = ag__graph_chunks(s->graph, &old) == nc && !memcmp(old, starts, (size_t)nc * sizeof *old);
-  if (!same && ag__graph_build(&g, S->held, n, S->arena, starts, nc) == 0) {
+  if (!same && ag__graph_build(&g, S->held, n, S->arena, starts, nc, 1) == 0) {
     ag__log(AG_LOG_DEBUG, "a sequence of %d: %d chunks instead of %d, by the pace of its replays",
             n, ag__graph_chunks(g, &old), ag__graph_chunks(s->graph, &old));
     ag__graph_free(s->graph);
     s->graph = g;
+    built = 1;
   }
 out:
   free(starts);
+  return built;
 }
 
 /* s's graphs were built while generated kernels of its chains were not ready, and one has
- * become ready or failed since (src/fchain.h): builds them again from S's run of it, with the
- * same chunks, so that what is ready is substituted from the next replay on. Until then the
- * chains' kernels ran as they are: the program never waits for a compiler. A failure keeps the
- * old graphs, which then wait for the next change. Under the lock, S's context current, quiet. */
-static void refresh(strm_t *S, ag_seq_t *s, int n) {
+ * become ready or failed since, or before s was steady, so that its chains' kernels were not
+ * requested (src/fchain.h): builds them again from S's run of it, with the same chunks, so that
+ * what is ready is substituted from the next replay on, and what was not requested is. Until
+ * then the chains' kernels ran as they are: the program never waits for a compiler. `request`:
+ * s is steady (see ag__graph_build). A failure keeps the old graphs, which then wait for the
+ * next change. Under the lock, S's context current, quiet. */
+static void refresh(strm_t *S, ag_seq_t *s, int n, int request) {
   const int *old;
   int nc = ag__graph_chunks(s->graph, &old), *starts = malloc((size_t)nc * sizeof *starts);
   ag_graph_t *g;
   if (starts) memcpy(starts, old, (size_t)nc * sizeof *starts);
-  if (starts && ag__graph_build(&g, S->held, n, S->arena, starts, nc) == 0) {
-    ag__log(AG_LOG_DEBUG, "a sequence of %d: graphs built again with the generated kernels now ready", n);
+  if (starts && ag__graph_build(&g, S->held, n, S->arena, starts, nc, request) == 0) {
+    ag__log(AG_LOG_DEBUG, "a sequence of %d: graphs built again with the generated kernels now %s", n,
+            ag__graph_later(s->graph) && request ? "requested or ready" : "ready");
     ag__graph_free(s->graph);
     s->graph = g;
   } else {
@@ -556,8 +562,10 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
     uint64_t tb = ag__obs_clock();
     int *starts = calloc((size_t)n, sizeof *starts), nc;
     r = CUDA_ERROR_OUT_OF_MEMORY;
+    /* Built from the run that completed it the second time: its chains' kernels are requested
+     * once it has proved steady (AG_REPLAN_AT), below. */
     if (starts && (nc = plan_chunks(S, n, starts)))
-      r = ag__graph_build(&g, S->held, n, S->arena, starts, nc);
+      r = ag__graph_build(&g, S->held, n, S->arena, starts, nc, 0);
     free(starts);
     if (r == 0) {
       s->graph = g;
@@ -566,8 +574,14 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
     ag__obs_built(S->stream, s, n, tb, r);
   }
   if (r == 0) r = run_to(S, s, n, 1);
-  if (r == 0 && whole && s->replays + 1 == AG_REPLAN_AT && ag__config.chunk_us) replan(S, s, n);
-  else if (r == 0 && whole && ag__graph_waits(s->graph)) refresh(S, s, n);
+  if (r == 0 && whole) {
+    /* At AG_REPLAN_AT replays the sequence is steady: its chunks are planned again and its
+     * chains' kernels requested (from a build anew, or the same chunks built again). */
+    int steady = s->replays + 1 == AG_REPLAN_AT;
+    if (!(steady && ag__config.chunk_us && replan(S, s, n)) &&
+        ((steady && ag__graph_later(s->graph)) || ag__graph_waits(s->graph)))
+      refresh(S, s, n, s->replays + 1 >= AG_REPLAN_AT);
+  }
   ag__tls.quiet--;
   ag__ctx_leave(pushed);
   if (r == AG_GRAPH_NO_PREFIX) {

@@ -244,7 +244,7 @@ static CUcontext current_ctx(void) {
 }
 
 /* Requests the kernel of c's shape for the current context. */
-static int request(fk_t *f, const ag_fg_chain_t *c) {
+static int submit(fk_t *f, const ag_fg_chain_t *c) {
   char name[32];
   size_t need = ag__fg_emit(c, NULL, 0, name);
   char *src = malloc(need + 1);
@@ -259,7 +259,8 @@ static int request(fk_t *f, const ag_fg_chain_t *c) {
   return 0;
 }
 
-int ag__fchain_get(const ag_chain_launch_t *l, int n, ag_fg_chain_t *c, CUfunction *fn, int *bad) {
+int ag__fchain_get(const ag_chain_launch_t *l, int n, ag_fg_chain_t *c, CUfunction *fn, int *bad,
+                   int request) {
   int pending = 0;
   const ag_fg_table_t *t = get_table(&pending);
   *bad = -1;
@@ -272,10 +273,11 @@ int ag__fchain_get(const ag_chain_launch_t *l, int n, ag_fg_chain_t *c, CUfuncti
     if (fks[i].key == key && fks[i].ctx == ctx) f = &fks[i];
   if (!f) {
     if (!ctx || nfks == AG_FCHAIN_KERNELS) return AG_FCHAIN_NO;
+    if (!request) return AG_FCHAIN_LATER;
     f = &fks[nfks];
     memset(f, 0, sizeof *f);
     f->key = key, f->ctx = ctx;
-    if (request(f, c)) return AG_FCHAIN_NO;
+    if (submit(f, c)) return AG_FCHAIN_NO;
     nfks++;
   }
   if (f->state == FK_COMPILING) poll_one(f);

@@ -16,7 +16,8 @@
  *     element types and which tensor is which; not the pointers, scalars or element count, which
  *     are the kernel's parameters), READY in the current context, or PENDING (its compilation
  *     requested, once per shape; or the table still being read): the graph is built unfused
- *     and notes that it waits, or NO (not describable: the chain stays as it is, for good).
+ *     and notes that it waits, or LATER (the sequence is young: nothing requested yet), or NO
+ *     (not describable: the chain stays as it is, for good).
  *   - ag__fchain_generation: a counter that moves when something a graph may wait for ended
  *     (a compilation finished or failed, the table was read). The engine rebuilds a graph that
  *     waits when the counter moved since it was built, after a replay, so the program never
@@ -37,13 +38,18 @@
 #include "chain.h"
 #include "fusegen.h"
 
-enum { AG_FCHAIN_NO = 0, AG_FCHAIN_PENDING = 1, AG_FCHAIN_READY = 2 };
+enum { AG_FCHAIN_NO = 0, AG_FCHAIN_PENDING = 1, AG_FCHAIN_READY = 2, AG_FCHAIN_LATER = 3 };
 
 /* The chain l[0..n) (n >= 2, consecutive linked launches): AG_FCHAIN_READY with its description
  * in *c and the kernel in *fn, AG_FCHAIN_PENDING, or AG_FCHAIN_NO, with *bad the first launch
  * that cannot be described (-1: none in particular; the launches before it may form a chain of
- * their own). */
-int ag__fchain_get(const ag_chain_launch_t *l, int n, ag_fg_chain_t *c, CUfunction *fn, int *bad);
+ * their own). With `request` 0, a shape this process has not requested yet is not requested:
+ * AG_FCHAIN_LATER. The engine requests only for sequences that have proved steady, so that the
+ * chain shapes a program forms while its sequences are still being learned (which differ from
+ * run to run) are neither compiled nor written to the cache: a second run with the cache warm
+ * compiles nothing. */
+int ag__fchain_get(const ag_chain_launch_t *l, int n, ag_fg_chain_t *c, CUfunction *fn, int *bad,
+                   int request);
 
 /* Describes l[0..n) again (a replay's arguments): 0 when it has the shape of `was` (the same
  * kernel computes it), with the new description in *c; nonzero when not. */

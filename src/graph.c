@@ -80,6 +80,7 @@ typedef struct chunk {
   uint32_t maxp;   /* its capacity */
   int nofuse;      /* built without substitution, for good */
   int waiting;     /* chains whose generated kernel was not ready when it was built */
+  int later;       /* chains whose kernel it did not request (AG_FCHAIN_LATER) */
   int on_from, on_to; /* only nodes [on_from, on_to) are enabled in the exec (a part of the
                        * chunk ran last); 0, nn: all */
   /* For the dump, per held launch: [2i] parameters (bit j: parameter j < 64) that an update
@@ -95,6 +96,7 @@ struct ag_graph {
   int *start;      /* nchunks + 1: chunk j holds entries [start[j], start[j + 1]) */
   chunk_t **c;
   uint8_t *role;   /* per held entry, as ag__chain_scan marked it when the graph was built */
+  int later;       /* chains of its chunks whose kernel was not requested when built */
   int waiting;     /* chains of its chunks whose generated kernel was not ready when built … */
   uint32_t gen;    /* … and ag__fchain_generation then */
 };
@@ -464,23 +466,32 @@ static int chain_extent(const ag_held_t *h, int n, const uint8_t *arena, ag_chai
 }
 
 /* Node m stands for a chain of h[0..len) run by its generated kernel, when that is ready; counts
- * in g->waiting a chain whose kernel is not ready yet. */
-static void chain_node(chunk_t *g, gnode_t *m, const ag_chain_launch_t *l, int len) {
+ * in g->waiting a chain whose kernel is not ready yet, in g->later one whose kernel was not
+ * requested (`request` 0: see ag__fchain_get). Returns the number of launches the chain covers
+ * (0: none can be fused): those of a chain still waiting begin no chain of their own, whose
+ * kernel would be requested too and never used. */
+static int chain_node(chunk_t *g, gnode_t *m, const ag_chain_launch_t *l, int len, int request) {
   ag_fg_chain_t desc;
   CUfunction fn = NULL;
-  int bad, st = ag__fchain_get(l, len, &desc, &fn, &bad);
+  int bad, st = ag__fchain_get(l, len, &desc, &fn, &bad, request);
   /* A launch that cannot be described ends the chain there: what comes before it is fused
    * alone (what comes after is a chain of its own, found from the next node on). */
-  if (st == AG_FCHAIN_NO && bad >= 2 && bad < len) st = ag__fchain_get(l, len = bad, &desc, &fn, &bad);
+  if (st == AG_FCHAIN_NO && bad >= 2 && bad < len)
+    st = ag__fchain_get(l, len = bad, &desc, &fn, &bad, request);
   if (st == AG_FCHAIN_PENDING) g->waiting++;
-  if (st != AG_FCHAIN_READY || !(m->fc = malloc(sizeof *m->fc))) return;
+  if (st == AG_FCHAIN_LATER) g->later++;
+  if (st == AG_FCHAIN_NO) return 0;
+  if (st != AG_FCHAIN_READY || !(m->fc = malloc(sizeof *m->fc))) return len;
   m->fc->desc = desc;
   m->fn = fn, m->count = len;
+  return len;
 }
 
 /* Builds the graph, substituting fused kernels where the level `fuse` (AUTOGRAPH_FUSE) allows
- * and patterns match, or generated kernels are ready for chains. */
-static int build(chunk_t **out, const ag_held_t *h, int n, const uint8_t *arena, int fuse) {
+ * and patterns match, or generated kernels are ready for chains (those not yet requested are
+ * requested when `request` says so). */
+static int build(chunk_t **out, const ag_held_t *h, int n, const uint8_t *arena, int fuse,
+                 int request) {
   chunk_t *g;
   size_t bytes = 0;
   CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -514,15 +525,15 @@ static int build(chunk_t **out, const ag_held_t *h, int n, const uint8_t *arena,
     bytes += h[i].k->param_bytes;
   }
   /* Which held launches each node stands for. */
-  for (int i = 0; i < n;) {
+  for (int i = 0, in_chain = 0; i < n;) {
     gnode_t *m = &g->map[g->nn++];
     const ag_pattern_t *p = NULL;
     m->first = i, m->count = 1;
     m->op = is_op(&h[i]) ? h[i].k->fkind : 0;
-    if (fuse >= AG_FUSE_CHAINS && !m->op) {
+    if (fuse >= AG_FUSE_CHAINS && !m->op && i >= in_chain) {
       ag_chain_launch_t l[AG_FG_MAX_OPS];
       int len = chain_extent(h + i, n - i, arena, l);
-      if (len >= 2) chain_node(g, m, l, len);
+      if (len >= 2) in_chain = i + chain_node(g, m, l, len, request);
     }
     if (fuse >= AG_FUSE_EXACT && !m->op && !m->fc) {
       ag_pat_launch_t l[AG_PAT_MAX_OPS];
@@ -629,7 +640,7 @@ static int scan_chains(ag_graph_t *g, const ag_held_t *h, int n, const uint8_t *
 }
 
 int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *arena,
-                    const int *starts, int nchunks) {
+                    const int *starts, int nchunks, int request) {
   ag_graph_t *g = calloc(1, sizeof *g);
   int r = CUDA_ERROR_OUT_OF_MEMORY;
   *out = NULL;
@@ -650,9 +661,10 @@ int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *
       r = CUDA_ERROR_INVALID_VALUE;
       goto fail;
     }
-    if ((r = build(&g->c[j], h + a, b - a, arena, ag__config.fuse))) goto fail;
+    if ((r = build(&g->c[j], h + a, b - a, arena, ag__config.fuse, request))) goto fail;
     g->nchunks = j + 1;
     g->waiting += g->c[j]->waiting;
+    g->later += g->c[j]->later;
   }
   *out = g;
   return 0;
@@ -666,6 +678,8 @@ int ag__graph_waits(const ag_graph_t *g) {
 }
 
 void ag__graph_waited(ag_graph_t *g) { g->gen = ag__fchain_generation(); }
+
+int ag__graph_later(const ag_graph_t *g) { return g->later; }
 
 int ag__graph_chunks(const ag_graph_t *g, const int **starts) {
   *starts = g->start;
@@ -682,7 +696,7 @@ static int rebuild_plain(chunk_t *g, const ag_held_t *h, const uint8_t *arena) {
     if (k->param_bytes && memcmp(g->args + g->off[i], arena + h[i].off, k->param_bytes))
       note_varied(g, i, k, g->args + g->off[i], arena + h[i].off);
   }
-  if ((r = build(&ng, h, g->n, arena, 0))) return r;
+  if ((r = build(&ng, h, g->n, arena, 0, 0))) return r;
   memcpy(ng->varied, g->varied, 2 * (size_t)g->n * sizeof *g->varied);
   /* g keeps its address (the sequence table points to it) and takes the new graph's contents. */
   release(g);

@@ -62,9 +62,11 @@ int ag__held_submit(const ag_held_t *h, int n, const uint8_t *arena, void *strea
                     int *nfailed);
 
 /* Builds and instantiates the graphs of the n held launches, one per chunk: chunk j holds
- * entries [starts[j], starts[j + 1]) (starts[0] is 0, ascending; the last chunk ends at n). */
+ * entries [starts[j], starts[j + 1]) (starts[0] is 0, ascending; the last chunk ends at n).
+ * At AUTOGRAPH_FUSE=chains, `request` nonzero requests the generated kernels of chains whose
+ * shape was never requested (src/fchain.h); with 0 only those already known are used. */
 int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *arena,
-                    const int *starts, int nchunks);
+                    const int *starts, int nchunks, int request);
 
 /* Moves the chunk boundaries starts[1 .. nchunks - 1] (starts[nchunks] is n) out of every run of
  * held launches a kernel pattern may replace (src/pattern.h), or a generated chain kernel (src/fchain.h): a boundary inside one moves to the
@@ -82,6 +84,8 @@ int ag__graph_chunks(const ag_graph_t *g, const int **starts);
 int ag__graph_waits(const ag_graph_t *g);
 /* g waits for the next change only (its rebuild failed). */
 void ag__graph_waited(ag_graph_t *g);
+/* The chains of g whose generated kernel was not requested when it was built (request 0). */
+int ag__graph_later(const ag_graph_t *g);
 
 /* Prepares chunk j to run for the held run h (from the sequence's first entry): its entries
  * h[start_j + from .. start_j + to). All of them: updates the nodes whose arguments differ

@@ -7,21 +7,22 @@
 #   - with an empty kernel cache the output (a hash of every result's bytes, every step) is the
 #     same as without the library, bit for bit: the chains ran unfused while their kernels were
 #     compiled in the background, then fused; what was compiled is counted (jit.compiles > 0);
-#   - with the cache warm: the same output, kernels read from the cache (jit.cache_hits > 0; a
-#     chain shape this run's learning formed for the first time is still compiled, so compiles
-#     are printed, not required to be 0), and generated kernels ran
-#     (fused_by_pattern.elementwise_chain > 0) in place of at least half of the chained launches
-#     (chained_fused);
+#   - with the cache warm: the same output, every kernel read from the cache (jit.cache_hits > 0,
+#     jit.compiles == 0: kernels are requested only for sequences that proved steady, whose chains
+#     are the same in every run), and generated kernels ran (fused_by_pattern.elementwise_chain > 0)
+#     in place of at least 60% of the chained launches (chained_fused);
 #   - a table of another build of the library (its build ID changed) is not used: nothing fused.
 . "$(dirname "$0")/lib.sh"
 . "$AG_ROOT/tests/torch/sim-env.sh"
 [ -x "$BUILD/autograph-inspect" ] || ag_skip "skipped: $BUILD/autograph-inspect is not built"
-d=$AG_TMP py=$AG_ROOT/tests/torch/fchain.py steps=30
+# The host pauses after step 10 (fchain.py), by when every sequence is steady and its kernels
+# requested; after it, the kernels read from a warm cache are in place: 25 of 36 steps fused.
+d=$AG_TMP py=$AG_ROOT/tests/torch/fchain.py steps=36 pause=10
 ag_run "$d/cal" "$TORCH_SIM" "$PY" "$AG_ROOT/tools/calibrate-elementwise" --dtypes float32 \
   --ops add,add_alpha,mul_scalar,sigmoid,mul,add_scalar,rsqrt,sub_alpha,relu,div_scalar --json "$d/table.json"
 [ "$(cat "$d/cal.rc")" = 0 ] || { tail -n 20 "$d/cal.err" >&2; ag_fail "calibrate-elementwise exited $(cat "$d/cal.rc")"; }
 
-ag_run "$d/plain" env SIM_SEED=1 "$TORCH_SIM" "$PY" "$py" "$steps"
+ag_run "$d/plain" env SIM_SEED=1 "$TORCH_SIM" "$PY" "$py" "$steps" "$pause"
 [ "$(cat "$d/plain.rc")" = 0 ] || { tail -n 20 "$d/plain.err" >&2; ag_fail "fchain.py failed without the library"; }
 grep -q '^checksum: ' "$d/plain.out" || ag_fail "no checksum line"
 
@@ -29,7 +30,7 @@ grep -q '^checksum: ' "$d/plain.out" || ag_fail "no checksum line"
 run() {
   ag_run "$d/$1" env SIM_SEED=2 LD_PRELOAD="$AG_LIB" AUTOGRAPH_FUSE=chains AUTOGRAPH_FUSE_TABLES="$2" \
     AUTOGRAPH_CACHE_DIR="$d/cache" SIM_NVRTC_CACHE="$d/sim-nvrtc" AUTOGRAPH_STATS="$d/$1.json" \
-    AUTOGRAPH_HOLD_US=200000 "$TORCH_SIM" "$PY" "$py" "$steps"
+    AUTOGRAPH_HOLD_US=200000 "$TORCH_SIM" "$PY" "$py" "$steps" "$pause"
   [ "$(cat "$d/$1.rc")" = 0 ] || { tail -n 20 "$d/$1.err" >&2; ag_fail "fchain.py ($1) exited $(cat "$d/$1.rc")"; }
   cmp -s "$d/plain.out" "$d/$1.out" || { diff -u "$d/plain.out" "$d/$1.out" >&2; ag_fail "$1: the results differ with the library"; }
   echo "$1: identical with the library"
@@ -51,8 +52,8 @@ ag_expect "$d/cold.json" "st['jit']['compiles'] > 0"
 
 run warm "$d/table.json"
 summary "$d/warm.json"
-ag_expect "$d/warm.json" "st['jit']['cache_hits'] > 0" \
-  "fp['elementwise_chain'] > 0" "2 * st['chained_fused'] >= chained"
+ag_expect "$d/warm.json" "st['jit']['cache_hits'] > 0" "st['jit']['compiles'] == 0" \
+  "fp['elementwise_chain'] > 0" "st['chained_fused'] >= 0.6 * chained"
 
 # The same table, said to describe another build: never used.
 python3 - "$d/table.json" "$d/other.json" <<'PY'

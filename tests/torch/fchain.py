@@ -1,5 +1,5 @@
-"""fchain.py STEPS — eager steps made of chains of PyTorch elementwise kernels, for the library's
-generated chain kernels (AUTOGRAPH_FUSE=chains; tests/cases/torch-fchain.sh).
+"""fchain.py STEPS [PAUSE_AT] — eager steps made of chains of PyTorch elementwise kernels, for the
+library's generated chain kernels (AUTOGRAPH_FUSE=chains; tests/cases/torch-fchain.sh).
 
 Run under tools/torch-sim, with or without libautograph preloaded. Each step computes, on float32
 device tensors of 4096 elements (inputs with NaN, +-Inf, signed zeros and denormals among random
@@ -8,14 +8,19 @@ wrote: (x + y) * 0.5 -> sigmoid -> * x; u * u + 1e-6 -> rsqrt; a - 0.25 * b -> r
 inputs move a little every step (an in-place add of the step's own output), so that every step's
 results depend on the last. Prints one line per step with a hash of the exact bytes of every
 result (the intermediates too), so that runs compare bit for bit, and `checksum: <hex>` of them
-all.
+all. With PAUSE_AT, the host pauses for two seconds after that step, without a CUDA call (as a
+program reading its next batch would): time in which the library's background work (reading
+its kernel cache, compiling) ends however loaded the machine is, so that the steps after it
+show what that work made ready.
 """
 import hashlib
 import sys
+import time
 
 import torch
 
 steps = int(sys.argv[1])
+pause_at = int(sys.argv[2]) if len(sys.argv) > 2 else -1
 N = 4096
 gen = torch.Generator().manual_seed(7)
 
@@ -48,4 +53,6 @@ for s in range(steps):
     print(f"step {s}: {h.hexdigest()[:16]}")
     # The next step's inputs: finite values only move, so that the chains keep their shape.
     x.add_(w3.nan_to_num(0.0, 0.0, 0.0), alpha=1e-3)
+    if s == pause_at:
+        time.sleep(2.0)
 print(f"checksum: {total.hexdigest()[:16]}")
