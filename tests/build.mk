@@ -148,5 +148,5 @@ FUSEGEN_CHECK := $(BUILD)/tests/torch/fusegen-check
 AG_TEST_ALL += $(FUSEGEN_CHECK)
 $(FUSEGEN_CHECK): tests/torch/fusegen-check.c $(AG_SRC_OBJS) $(BUILD)/sim/libcuda.so.1 $(BUILD)/sim/libnvrtc.so.13
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out -fvisibility=hidden,$(AG_CFLAGS)) -DFUSEGEN_CUDA_INCLUDE='"$(CUDA_HOME)/include"' $(CFLAGS) \
+	$(CC) $(filter-out -fvisibility=hidden,$(AG_CFLAGS)) $(CFLAGS) \
 	    -o $@ $< $(AG_SRC_OBJS) -L$(BUILD)/sim -l:libcuda.so.1 -l:libnvrtc.so.13 $(AG_LIBS) -lm

@@ -25,10 +25,6 @@
 #include "fusegen.h"
 #include "json.h"
 
-#ifndef FUSEGEN_CUDA_INCLUDE
-#define FUSEGEN_CUDA_INCLUDE "/usr/local/cuda/include"
-#endif
-
 #define CU(call)                                                                          \
   do {                                                                                    \
     CUresult r_ = (call);                                                                 \
@@ -125,8 +121,9 @@ static long run_chain(const ag_fg_chain_t *c, const char *dir, long *bytes, int 
   if (getenv("FUSEGEN_CHECK_SOURCE")) fputs(src, stdout);
   nvrtcProgram prog;
   if (nvrtcCreateProgram(&prog, src, "fused.cu", 0, NULL, NULL) != NVRTC_SUCCESS) exit(2);
-  const char *opts[] = {"--gpu-architecture=sm_90", "-I" FUSEGEN_CUDA_INCLUDE};
-  nvrtcResult r = nvrtcCompileProgram(prog, 2, opts);
+  /* No include folder: the source needs none (what NVRTC finds on a machine without a toolkit). */
+  const char *opts[] = {"--gpu-architecture=sm_90"};
+  nvrtcResult r = nvrtcCompileProgram(prog, 1, opts);
   size_t ptx = 0, cubin_n = 0;
   if (r != NVRTC_SUCCESS) {
     size_t n = 0;

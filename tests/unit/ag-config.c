@@ -124,8 +124,8 @@ int main(void) {
   ag__config_value(&c, AG_OPT_FUSE, buf, sizeof buf);
   CHECK_STR(buf, "off");
   CHECK_STR(ag__config_name(AG_OPT_TRACE_MAX_EVENTS), "AUTOGRAPH_TRACE_MAX_EVENTS");
-  static const char *const levels[] = {"off", "exact", "all"};
-  for (int i = 0; i < 3; i++) {
+  static const char *const levels[] = {"off", "exact", "chains", "all"};
+  for (int i = 0; i < 4; i++) {
     vals[9][0] = "AUTOGRAPH_FUSE", vals[9][1] = levels[i];
     vals[10][0] = "AUTOGRAPH_TRACE", vals[10][1] = "t.json";
     vals[11][0] = "AUTOGRAPH_TRACE_MAX_EVENTS", vals[11][1] = "7";

@@ -30,6 +30,9 @@
 #define __launch_bounds__(...)
 #define __CUDACC__ 1
 #define __CUDACC_RTC__ 1
+/* What a generated source asks of a compiler that builds it for a host (src/fusegen.c): device
+ * instructions in inline PTX are replaced by cuda_fp16.h's and cuda_bf16.h's functions. */
+#define AG_HOST_BUILD 1
 #define __NVCC_DIAG_PRAGMA_SUPPORT__ 0
 
 struct uint3 { unsigned x, y, z; };
