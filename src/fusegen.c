@@ -55,13 +55,15 @@ static const cat_t CAT[] = {
     {"to_float32", AG_FG_CAST, 1, {NULL, NULL}, 0, 0, AG_FG_F32},
     {"to_float16", AG_FG_CAST, 1, {NULL, NULL}, 0, 0, AG_FG_F16},
     {"to_bfloat16", AG_FG_CAST, 1, {NULL, NULL}, 0, 0, AG_FG_BF16},
+    {"threshold", AG_FG_THRESHOLD, 2, {"threshold", "value"}, 0, 0, -1},
+    {"masked_scale", AG_FG_MASKED_SCALE, 2, {"scale", NULL}, 0, 0, -1},
 };
 #define NCAT ((int)(sizeof CAT / sizeof CAT[0]))
 
 static const char *const KIND[AG_FG_NKINDS] = {
     "add", "axpy", "mul", "div", "add_scalar", "sub_scalar", "mul_scalar", "neg", "abs", "exp",
     "log", "sqrt", "rsqrt", "reciprocal", "sigmoid", "tanh", "silu", "gelu", "relu", "clamp",
-    "clamp_min", "pow_scalar", "cast"};
+    "clamp_min", "pow_scalar", "cast", "threshold", "masked_scale"};
 
 static const char *const REASON[AG_FG_NREASONS] = {
     "ok", "not-elementwise", "unknown-kernel", "unknown-op", "layout", "cast-loader", "functor",
@@ -292,7 +294,8 @@ static int build_one(const ag_fg_table_t *t, const ag_chain_launch_t *l, ag_fg_c
     int i = data[j + 1] ? ptr_index(c, data[j + 1]) : -2;
     if (i == -2) return AG_FG_LAYOUT;
     if (i < 0) return AG_FG_TOO_BIG;
-    if (type_ptr(c, i, op->in_dt)) return AG_FG_DTYPE;
+    /* masked_scale's second input is its mask, whatever the operation's type */
+    if (type_ptr(c, i, j == 1 && cat->kind == AG_FG_MASKED_SCALE ? AG_FG_U8 : op->in_dt)) return AG_FG_DTYPE;
     op->in[j].ptr = (uint8_t)i, op->in[j].op = writer[i];
     if (writer[i] < 0) c->ptr_loaded[i] = 1;
   }
@@ -325,8 +328,8 @@ int ag__fg_build(const ag_fg_table_t *t, const ag_chain_launch_t *l, int n, ag_f
   for (int i = 0; i < c->nptrs; i++)
     for (int j = i + 1; j < c->nptrs; j++) {
       uint64_t a = c->ptr[i], b = c->ptr[j];
-      uint64_t ea = a + (uint64_t)c->n * (c->ptr_dt[i] == AG_FG_F32 ? 4 : 2);
-      uint64_t eb = b + (uint64_t)c->n * (c->ptr_dt[j] == AG_FG_F32 ? 4 : 2);
+      uint64_t ea = a + (uint64_t)c->n * (uint64_t)ag__fg_dt_size(c->ptr_dt[i]);
+      uint64_t eb = b + (uint64_t)c->n * (uint64_t)ag__fg_dt_size(c->ptr_dt[j]);
       if (a < eb && b < ea) return AG_FG_OVERLAP;
     }
   return AG_FG_OK;
@@ -399,6 +402,10 @@ static void emit_op(out_t *o, const ag_fg_chain_t *c, int i) {
   case AG_FG_CLAMP: emit(o, "%s != %s ? %s : fminf(fmaxf(%s, %s), %s)", x, x, x, x, s0, s1); break;
   case AG_FG_CLAMP_MIN: emit(o, "%s != %s ? %s : fmaxf(%s, %s)", x, x, x, x, s0); break;
   case AG_FG_POW_S: emit(o, "powf(%s, %s)", x, s0); break;
+  /* x <= threshold ? value : other, in float: the Half and BFloat16 comparison widens both */
+  case AG_FG_THRESHOLD: emit(o, "%s <= %s ? %s : %s", x, s0, s1, y); break;
+  /* (float)mask * src * scale, in that order */
+  case AG_FG_MASKED_SCALE: emit(o, "__fmul_rn(__fmul_rn(%s, %s), %s)", y, x, s0); break;
   default: emit(o, "%s", x); break; /* a cast: the store below rounds */
   }
   emit(o, "; // %s\n", ag__fg_kind_name(op->kind));
@@ -461,6 +468,8 @@ static void emit_all(out_t *o, const ag_fg_chain_t *c, const char *name) {
   for (int i = 0; i < c->nptrs; i++) {
     if (!c->ptr_loaded[i]) continue;
     if (c->ptr_dt[i] == AG_FG_F32) emit(o, "    const float x%d = ((const float *)a.t[%d])[i];\n", i, i);
+    else if (c->ptr_dt[i] == AG_FG_U8)
+      emit(o, "    const float x%d = (float)((const unsigned char *)a.t[%d])[i];\n", i, i);
     else
       emit(o, "    const float x%d = ag_%s2f(((const unsigned short *)a.t[%d])[i]);\n", i,
            c->ptr_dt[i] == AG_FG_F16 ? "h" : "bf", i);

@@ -24,8 +24,8 @@
  * struct holds `void *t[]` (the chain's distinct pointers, ag_fg_chain_t.ptr order) and, when the
  * chain has scalars, `float s[]` (ag_fg_chain_t.scal order). Scalars are parameters, not
  * literals, so that one compiled kernel serves every launch of a chain of that shape (a disk
- * cache keyed by ag__fg_key finds it whatever the scalars' values). It includes cuda_fp16.h or
- * cuda_bf16.h when a tensor has that type: NVRTC needs the toolkit's include folder (-I) then.
+ * cache keyed by ag__fg_key finds it whatever the scalars' values). It includes no header: the
+ * float16 and bfloat16 conversions are written into it.
  */
 #ifndef AG_FUSEGEN_H
 #define AG_FUSEGEN_H
@@ -35,8 +35,11 @@
 
 #include "chain.h"
 
-/* Element types. */
-enum { AG_FG_F32 = 0, AG_FG_F16 = 1, AG_FG_BF16 = 2 };
+/* Element types. AG_FG_U8: bool or unsigned char, a mask that operations read and never write. */
+enum { AG_FG_F32 = 0, AG_FG_F16 = 1, AG_FG_BF16 = 2, AG_FG_U8 = 3 };
+
+/* The bytes of an element of type dt. */
+static inline int ag__fg_dt_size(int dt) { return dt == AG_FG_F32 ? 4 : dt == AG_FG_U8 ? 1 : 2; }
 
 /* What an operation computes (x, y: its operands in float; s0, s1: its scalars). */
 enum ag_fg_kind {
@@ -63,6 +66,9 @@ enum ag_fg_kind {
   AG_FG_CLAMP_MIN, /* NaN, else max(x, s0) */
   AG_FG_POW_S,     /* pow(x, s0) (the general case of pow with a scalar exponent) */
   AG_FG_CAST,      /* x, stored in another type */
+  AG_FG_THRESHOLD, /* x <= s0 ? s1 : y (threshold_kernel_impl: threshold, and ReLU's backward) */
+  AG_FG_MASKED_SCALE, /* y * x * s0, y a mask of 0 and 1 read as float (masked_scale_kernel:
+                         dropout) */
   AG_FG_NKINDS
 };
 

@@ -108,7 +108,7 @@ static int read_log(const char *path, const ag_fg_table_t *t) {
   return n;
 }
 
-static int elt(int dt) { return dt == AG_FG_F32 ? 4 : 2; }
+static int elt(int dt) { return ag__fg_dt_size(dt); }
 
 /* Compiles, runs and compares one chain; returns the mismatching bytes, adds to the counts. */
 static long run_chain(const ag_fg_chain_t *c, const char *dir, long *bytes, int *tensors) {

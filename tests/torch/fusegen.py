@@ -52,6 +52,17 @@ def chains(dt):
     save(t * x)
     t = save(torch.sigmoid(x))
     save(x * t)
+    # ReLU's backward after an add (threshold_backward: x <= 0 ? 0 : t), and threshold itself
+    x, y = tensor(dt), tensor(dt)
+    t = save(x + y)
+    t = save(torch.ops.aten.threshold_backward(t, x, 0.0))
+    save(torch.threshold(t, 0.25, -1.5))
+    # dropout's backward: a mask (a comparison, not fused), then mask * t * scale, then an add
+    x, y = tensor(dt), tensor(dt)
+    m = save(y > 0)
+    t = save(x * 2.0)
+    t = save(torch.ops.aten.native_dropout_backward(t, m, 1.25))
+    save(t + y)
     # (x + y) * s
     x, y = tensor(dt), tensor(dt)
     save(save(x + y) * 0.7071)
