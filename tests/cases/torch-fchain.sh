@@ -22,7 +22,7 @@ ag_run "$d/cal" "$TORCH_SIM" "$PY" "$AG_ROOT/tools/calibrate-elementwise" --dtyp
   --ops add,add_alpha,mul_scalar,sigmoid,mul,add_scalar,rsqrt,sub_alpha,relu,div_scalar --json "$d/table.json"
 [ "$(cat "$d/cal.rc")" = 0 ] || { tail -n 20 "$d/cal.err" >&2; ag_fail "calibrate-elementwise exited $(cat "$d/cal.rc")"; }
 
-ag_run "$d/plain" env SIM_SEED=1 "$TORCH_SIM" "$PY" "$py" "$steps" "$pause"
+ag_run "$d/plain" env SIM_SEED=1 "$TORCH_SIM" "$PY" "$py" "$steps" --pause-at "$pause"
 [ "$(cat "$d/plain.rc")" = 0 ] || { tail -n 20 "$d/plain.err" >&2; ag_fail "fchain.py failed without the library"; }
 grep -q '^checksum: ' "$d/plain.out" || ag_fail "no checksum line"
 
@@ -30,7 +30,7 @@ grep -q '^checksum: ' "$d/plain.out" || ag_fail "no checksum line"
 run() {
   ag_run "$d/$1" env SIM_SEED=2 LD_PRELOAD="$AG_LIB" AUTOGRAPH_FUSE=chains AUTOGRAPH_FUSE_TABLES="$2" \
     AUTOGRAPH_CACHE_DIR="$d/cache" SIM_NVRTC_CACHE="$d/sim-nvrtc" AUTOGRAPH_STATS="$d/$1.json" \
-    AUTOGRAPH_HOLD_US=200000 "$TORCH_SIM" "$PY" "$py" "$steps" "$pause"
+    AUTOGRAPH_HOLD_US=200000 "$TORCH_SIM" "$PY" "$py" "$steps" --pause-at "$pause"
   [ "$(cat "$d/$1.rc")" = 0 ] || { tail -n 20 "$d/$1.err" >&2; ag_fail "fchain.py ($1) exited $(cat "$d/$1.rc")"; }
   cmp -s "$d/plain.out" "$d/$1.out" || { diff -u "$d/plain.out" "$d/$1.out" >&2; ag_fail "$1: the results differ with the library"; }
   echo "$1: identical with the library"
