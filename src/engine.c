@@ -579,7 +579,7 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
      * chains' kernels requested (from a build anew, or the same chunks built again). */
     int steady = s->replays + 1 == AG_REPLAN_AT;
     if (!(steady && ag__config.chunk_us && replan(S, s, n)) &&
-        ((steady && ag__graph_later(s->graph)) || ag__graph_waits(s->graph)))
+        ((steady && ag__graph_later(s->graph)) || ag__graph_waits(s->graph, s->replays + 1 >= AG_REPLAN_AT)))
       refresh(S, s, n, s->replays + 1 >= AG_REPLAN_AT);
   }
   ag__tls.quiet--;

@@ -273,7 +273,9 @@ int ag__fchain_get(const ag_chain_launch_t *l, int n, ag_fg_chain_t *c, CUfuncti
     if (fks[i].key == key && fks[i].ctx == ctx) f = &fks[i];
   if (!f) {
     if (!ctx || nfks == AG_FCHAIN_KERNELS) return AG_FCHAIN_NO;
-    if (!request) return AG_FCHAIN_LATER;
+    /* Not yet steady; or the compiler's queue is full (a chain requested later, once a
+     * compilation has ended, rather than failed for good). */
+    if (!request || ag__jit_full()) return AG_FCHAIN_LATER;
     f = &fks[nfks];
     memset(f, 0, sizeof *f);
     f->key = key, f->ctx = ctx;

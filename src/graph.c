@@ -673,8 +673,8 @@ fail:
   return r;
 }
 
-int ag__graph_waits(const ag_graph_t *g) {
-  return g->waiting && ag__fchain_generation() != g->gen;
+int ag__graph_waits(const ag_graph_t *g, int steady) {
+  return (g->waiting || (steady && g->later)) && ag__fchain_generation() != g->gen;
 }
 
 void ag__graph_waited(ag_graph_t *g) { g->gen = ag__fchain_generation(); }

@@ -79,9 +79,10 @@ int ag__graph_align_chunks(const ag_held_t *h, int n, const uint8_t *arena, int 
 int ag__graph_chunks(const ag_graph_t *g, const int **starts);
 
 /* Nonzero when g was built while generated kernels of its chains were not ready (or the
- * calibration table was being read), and one of them has since become ready or failed
- * (src/fchain.h): building it again from a run of its sequence substitutes what is ready. */
-int ag__graph_waits(const ag_graph_t *g);
+ * calibration table was being read), or, for a `steady` sequence, not requested (the compiler's
+ * queue was full), and one of them has since become ready or failed (src/fchain.h): building it
+ * again from a run of its sequence substitutes what is ready, and requests what was not. */
+int ag__graph_waits(const ag_graph_t *g, int steady);
 /* g waits for the next change only (its rebuild failed). */
 void ag__graph_waited(ag_graph_t *g);
 /* The chains of g whose generated kernel was not requested when it was built (request 0). */

@@ -138,6 +138,13 @@ int ag__jit_available(void) {
   return !ag__config.disable && !__atomic_load_n(&off, __ATOMIC_ACQUIRE);
 }
 
+int ag__jit_full(void) {
+  pthread_mutex_lock(&mu);
+  int full = queued >= AG_JIT_QUEUE;
+  pthread_mutex_unlock(&mu);
+  return full;
+}
+
 /* ---- finding NVRTC --------------------------------------------------------------------------
  *
  * The symbols are looked up with dlsym on the handle. In the preload library that call reaches

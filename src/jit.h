@@ -76,7 +76,10 @@ void ag__jit_release(ag_jit_t *h);
 int ag__jit_available(void);
 
 /* Requests queued or being compiled at most; more are FAILED at once ("queue full"). */
-#define AG_JIT_QUEUE 16
+#define AG_JIT_QUEUE 64
+/* Nonzero when AG_JIT_QUEUE requests are queued or being compiled: a request now would fail.
+ * A caller that asks first can keep its request for later (a short lock). */
+int ag__jit_full(void);
 
 /* The disk cache's bound: after each write, the oldest files (by modification time; a hit
  * refreshes it) go until at most this many files and bytes are left. */
