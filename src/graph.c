@@ -408,6 +408,16 @@ void ag__graph_free(ag_graph_t *g) {
   free(g);
 }
 
+/* A fused node's kernel parameters: fn over grid × block, its arguments at ptrs. */
+static void fused_node_params(CUDA_KERNEL_NODE_PARAMS_v2 *p, CUfunction fn, const unsigned grid[3],
+                              const unsigned block[3], void **ptrs) {
+  memset(p, 0, sizeof *p);
+  p->func = fn;
+  p->gridDimX = grid[0], p->gridDimY = grid[1], p->gridDimZ = grid[2];
+  p->blockDimX = block[0], p->blockDimY = block[1], p->blockDimZ = block[2];
+  p->kernelParams = ptrs;
+}
+
 /* Fills node j's kernel parameters from the held launches (an original's from the graph's copy
  * of its arguments, a fused node's through its pattern's rule into fargs). */
 static int gnode_params(chunk_t *g, int j, const ag_held_t *h, CUDA_KERNEL_NODE_PARAMS_v2 *p) {
@@ -418,11 +428,7 @@ static int gnode_params(chunk_t *g, int j, const ag_held_t *h, CUDA_KERNEL_NODE_
     ag__fchain_params(&m->fc->desc, m->fc->params, &n_off, &a_off);
     ag__fchain_shape(m->fc->desc.n, grid, block);
     g->ptrs[0] = m->fc->params + n_off, g->ptrs[1] = m->fc->params + a_off;
-    memset(p, 0, sizeof *p);
-    p->func = m->fn;
-    p->gridDimX = grid[0], p->gridDimY = grid[1], p->gridDimZ = grid[2];
-    p->blockDimX = block[0], p->blockDimY = block[1], p->blockDimZ = block[2];
-    p->kernelParams = g->ptrs;
+    fused_node_params(p, m->fn, grid, block, g->ptrs);
     return 0;
   }
   if (!m->pat) {
@@ -442,11 +448,7 @@ static int gnode_params(chunk_t *g, int j, const ag_held_t *h, CUDA_KERNEL_NODE_
   }
   if (ag__pattern_params(m->pat, l, buf, &nargs, grid, block)) return CUDA_ERROR_INVALID_VALUE;
   for (int a = 0; a < nargs; a++) g->ptrs[a] = buf + 8 * a;
-  memset(p, 0, sizeof *p);
-  p->func = m->fn;
-  p->gridDimX = grid[0], p->gridDimY = grid[1], p->gridDimZ = grid[2];
-  p->blockDimX = block[0], p->blockDimY = block[1], p->blockDimZ = block[2];
-  p->kernelParams = g->ptrs;
+  fused_node_params(p, m->fn, grid, block, g->ptrs);
   return 0;
 }
 
