@@ -419,9 +419,12 @@ static void emit_op(out_t *o, const ag_fg_chain_t *c, int i) {
  * cvt.rn.bf16.f32 from sm_80 on and, before, with its own rounding to nearest even that makes
  * every NaN 0x7fc0; widening is exact (a bfloat16 is a float's upper half). Compiled for a host
  * (the simulator's NVRTC), the cuda_fp16.h and cuda_bf16.h functions of the same meaning, which
- * such a compiler provides. */
+ * such a compiler provides. The device is told from a host by __GNUC__ as well as __CUDA_ARCH__:
+ * NVRTC defines no __GNUC__, while a host build of the same source, which defines __CUDA_ARCH__
+ * to its target's so that it takes the device's branches elsewhere, is made by a compiler that
+ * does (GCC or Clang), and could not assemble PTX. */
 static const char F16_CONVERSIONS[] =
-    "#ifdef __CUDA_ARCH__\n"
+    "#if defined(__CUDA_ARCH__) && !defined(__GNUC__)\n"
     "static __device__ __forceinline__ float ag_h2f(unsigned short h) {\n"
     "  float f;\n  asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));\n  return f;\n}\n"
     "static __device__ __forceinline__ unsigned short ag_f2h(float f) {\n"
@@ -431,7 +434,7 @@ static const char F16_CONVERSIONS[] =
     "static inline unsigned short ag_f2h(float f) { return __half_as_ushort(__float2half_rn(f)); }\n"
     "#endif\n";
 static const char BF16_CONVERSIONS[] =
-    "#ifdef __CUDA_ARCH__\n"
+    "#if defined(__CUDA_ARCH__) && !defined(__GNUC__)\n"
     "static __device__ __forceinline__ float ag_bf2f(unsigned short h) { return __uint_as_float((unsigned)h << 16); }\n"
     "static __device__ __forceinline__ unsigned short ag_f2bf(float f) {\n"
     "#if __CUDA_ARCH__ >= 800\n"
