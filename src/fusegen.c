@@ -52,6 +52,8 @@ static const cat_t CAT[] = {
     {"clamp", AG_FG_CLAMP, 1, {"min", "max"}, 0, 12, -1},
     {"clamp_min", AG_FG_CLAMP_MIN, 1, {"min", NULL}, 0, 12, -1},
     {"pow_scalar", AG_FG_POW_S, 1, {"exponent", NULL}, 0, 0, -1},
+    {"pow_2", AG_FG_SQUARE, 1, {NULL, NULL}, 0, 0, -1},
+    {"pow_3", AG_FG_CUBE, 1, {NULL, NULL}, 0, 0, -1},
     {"to_float32", AG_FG_CAST, 1, {NULL, NULL}, 0, 0, AG_FG_F32},
     {"to_float16", AG_FG_CAST, 1, {NULL, NULL}, 0, 0, AG_FG_F16},
     {"to_bfloat16", AG_FG_CAST, 1, {NULL, NULL}, 0, 0, AG_FG_BF16},
@@ -61,7 +63,7 @@ static const cat_t CAT[] = {
 static const char *const KIND[AG_FG_NKINDS] = {
     "add", "axpy", "mul", "div", "add_scalar", "sub_scalar", "mul_scalar", "neg", "abs", "exp",
     "log", "sqrt", "rsqrt", "reciprocal", "sigmoid", "tanh", "silu", "gelu", "relu", "clamp",
-    "clamp_min", "pow_scalar", "cast"};
+    "clamp_min", "pow_scalar", "cast", "square", "cube"};
 
 static const char *const REASON[AG_FG_NREASONS] = {
     "ok", "not-elementwise", "unknown-kernel", "unknown-op", "layout", "cast-loader", "functor",
@@ -399,6 +401,16 @@ static void emit_op(out_t *o, const ag_fg_chain_t *c, int i) {
   case AG_FG_CLAMP: emit(o, "%s != %s ? %s : fminf(fmaxf(%s, %s), %s)", x, x, x, x, s0, s1); break;
   case AG_FG_CLAMP_MIN: emit(o, "%s != %s ? %s : fmaxf(%s, %s)", x, x, x, x, s0); break;
   case AG_FG_POW_S: emit(o, "powf(%s, %s)", x, s0); break;
+  case AG_FG_SQUARE: emit(o, "__fmul_rn(%s, %s)", x, x); break;
+  /* (base * base) * base in the tensor's type: c10::Half and c10::BFloat16 multiply in float
+   * and round each product to themselves, so the first product is rounded before the second. */
+  case AG_FG_CUBE:
+    if (op->in_dt == AG_FG_F32)
+      emit(o, "__fmul_rn(__fmul_rn(%s, %s), %s)", x, x, x);
+    else
+      emit(o, "__fmul_rn(ag_%s2f(ag_f2%s(__fmul_rn(%s, %s))), %s)", op->in_dt == AG_FG_F16 ? "h" : "bf",
+           op->in_dt == AG_FG_F16 ? "h" : "bf", x, x, x);
+    break;
   default: emit(o, "%s", x); break; /* a cast: the store below rounds */
   }
   emit(o, "; // %s\n", ag__fg_kind_name(op->kind));

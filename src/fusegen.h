@@ -63,6 +63,8 @@ enum ag_fg_kind {
   AG_FG_CLAMP_MIN, /* NaN, else max(x, s0) */
   AG_FG_POW_S,     /* pow(x, s0) (the general case of pow with a scalar exponent) */
   AG_FG_CAST,      /* x, stored in another type */
+  AG_FG_SQUARE,    /* x * x (pow with the exponent 2: pow_tensor_scalar_kernel_impl's own lambda) */
+  AG_FG_CUBE,      /* x * x * x (pow with the exponent 3), x * x rounded to the type first */
   AG_FG_NKINDS
 };
 
