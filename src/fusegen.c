@@ -234,9 +234,20 @@ static int matches(const ag_fg_calop_t *o, const uint8_t *f, unsigned fsize) {
 
 static int nscalars(const ag_fg_calop_t *o) { return !!CAT[o->cat].scal[0] + !!CAT[o->cat].scal[1]; }
 
-static int ptr_index(ag_fg_chain_t *c, uint64_t p) {
-  for (int i = 0; i < c->nptrs; i++)
-    if (c->ptr[i] == p) return i;
+/* The tensor (slot of c->ptr) that pointer p stands for: an operand reads the latest slot of p,
+ * and a result goes to the latest slot of p when the chain wrote that slot before (an operation
+ * that overwrites what another wrote). A result over a tensor the chain has only read so far
+ * gets a slot of its own at the same address: every read of that slot is of its value before the
+ * chain, loaded at the top of the kernel before any store, so the kernel is the same whether the
+ * allocator handed the result a fresh block or the block of an input read earlier (as a caching
+ * allocator does from one step to the next), and one compiled kernel serves both. Returns -1
+ * when the slots are full. */
+static int ptr_index(ag_fg_chain_t *c, uint64_t p, int result) {
+  for (int i = c->nptrs - 1; i >= 0; i--)
+    if (c->ptr[i] == p) {
+      if (!result || c->ptr_written[i]) return i;
+      break;
+    }
   if (c->nptrs == AG_FG_MAX_PTRS) return -1;
   c->ptr[c->nptrs] = p;
   c->ptr_dt[c->nptrs] = 0xff;
@@ -291,14 +302,14 @@ static int build_one(const ag_fg_table_t *t, const ag_chain_launch_t *l, ag_fg_c
   uint64_t data[3]; /* the output and at most two inputs (checked above) */
   memcpy(data, l->args + p[2].offset, (size_t)ck->tensors * 8);
   for (int j = 0; j < op->nin; j++) {
-    int i = data[j + 1] ? ptr_index(c, data[j + 1]) : -2;
+    int i = data[j + 1] ? ptr_index(c, data[j + 1], 0) : -2;
     if (i == -2) return AG_FG_LAYOUT;
     if (i < 0) return AG_FG_TOO_BIG;
     if (type_ptr(c, i, op->in_dt)) return AG_FG_DTYPE;
     op->in[j].ptr = (uint8_t)i, op->in[j].op = writer[i];
     if (writer[i] < 0) c->ptr_loaded[i] = 1;
   }
-  int i = data[0] ? ptr_index(c, data[0]) : -2;
+  int i = data[0] ? ptr_index(c, data[0], 1) : -2;
   if (i == -2) return AG_FG_LAYOUT;
   if (i < 0) return AG_FG_TOO_BIG;
   if (type_ptr(c, i, op->out_dt)) return AG_FG_DTYPE;
@@ -323,12 +334,16 @@ int ag__fg_build(const ag_fg_table_t *t, const ag_chain_launch_t *l, int n, ag_f
   }
   if (!n) return AG_FG_COUNT;
   /* The fused kernel reads and writes element i of every tensor in one thread: two tensors that
-   * share memory without being the same would see each other's elements in another order. */
+   * share memory without being the same would see each other's elements in another order. Two
+   * slots at one address (a tensor read, then a result stored over it: see ptr_index) are the
+   * same elements when their types are as wide: each thread loads its element before it stores
+   * it. */
   for (int i = 0; i < c->nptrs; i++)
     for (int j = i + 1; j < c->nptrs; j++) {
       uint64_t a = c->ptr[i], b = c->ptr[j];
       uint64_t ea = a + (uint64_t)c->n * (c->ptr_dt[i] == AG_FG_F32 ? 4 : 2);
       uint64_t eb = b + (uint64_t)c->n * (c->ptr_dt[j] == AG_FG_F32 ? 4 : 2);
+      if (a == b && ea == eb && c->ptr_written[i] != c->ptr_written[j]) continue;
       if (a < eb && b < ea) return AG_FG_OVERLAP;
     }
   return AG_FG_OK;

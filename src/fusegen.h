@@ -21,11 +21,12 @@
  *     and stored where the unfused kernel stored it, every intermediate included.
  *
  * The kernel: extern "C" __global__ void ag_fused_<key>(int n, ag_fused_args a), where the
- * struct holds `void *t[]` (the chain's distinct pointers, ag_fg_chain_t.ptr order) and, when the
- * chain has scalars, `float s[]` (ag_fg_chain_t.scal order). Scalars are parameters, not
+ * struct holds `void *t[]` (the chain's tensors, ag_fg_chain_t.ptr order: one address appears
+ * twice when a result is stored over a tensor the chain read before) and, when the chain has
+ * scalars, `float s[]` (ag_fg_chain_t.scal order). Scalars are parameters, not
  * literals, so that one compiled kernel serves every launch of a chain of that shape (a disk
- * cache keyed by ag__fg_key finds it whatever the scalars' values). It includes cuda_fp16.h or
- * cuda_bf16.h when a tensor has that type: NVRTC needs the toolkit's include folder (-I) then.
+ * cache keyed by ag__fg_key finds it whatever the scalars' values). It includes no header: its
+ * float16 and bfloat16 conversions are written into it (see fusegen.c).
  */
 #ifndef AG_FUSEGEN_H
 #define AG_FUSEGEN_H

@@ -215,11 +215,25 @@ int main(void) {
   CHECK(strstr(src, "= expf(x0);") && strstr(src, "= expf(v0);") && !strstr(src, "float s["));
   CHECK_INT(count(src, "= ag_f2h(r"), ==, 2);
   CHECK_INT(count(src, "= ag_h2f(h"), ==, 2);
-  /* x = bfloat16 silu(x), in place, then x / 4 in place: x loaded once, then the first result */
+  /* x = bfloat16 silu(x), in place, then x / 4 in place: x loaded once as it was (slot 0), the
+   * results stored at the same address in a slot of their own (1), the second reading the
+   * first's result and overwriting it */
   l[0] = L(0, &k_silu, 64, empty, 0x80000, 0x80000, 0);
   l[1] = L(1, &k_muls, 64, muls_f, 0x80000, 0x80000, 0);
   CHECK_INT(ag__fg_build(&t, l, 2, &c, &bad), ==, AG_FG_OK);
-  CHECK(c.nptrs == 1 && c.ptr_loaded[0] && c.ptr_written[0] && c.op[1].in[0].op == 0);
+  CHECK(c.nptrs == 2 && c.ptr[0] == 0x80000 && c.ptr[1] == 0x80000);
+  CHECK(c.ptr_loaded[0] && !c.ptr_written[0] && !c.ptr_loaded[1] && c.ptr_written[1]);
+  CHECK(c.op[0].in[0].op == -1 && c.op[0].out == 1 && c.op[1].in[0].op == 0 && c.op[1].out == 1);
+  /* y = silu(x), then y / 4 stored over x (a caching allocator handing the result the block of
+   * an input read earlier) or into a fresh z: one kernel for both */
+  l[0] = L(0, &k_silu, 64, empty, 0x90000, 0x80000, 0);
+  l[1] = L(1, &k_muls, 64, muls_f, 0x80000, 0x90000, 0);
+  CHECK_INT(ag__fg_build(&t, l, 2, &c, &bad), ==, AG_FG_OK);
+  uint64_t over = ag__fg_key(&c);
+  CHECK(c.nptrs == 3 && c.ptr[2] == 0x80000);
+  l[1] = L(1, &k_muls, 64, muls_f, 0xa0000, 0x90000, 0);
+  CHECK_INT(ag__fg_build(&t, l, 2, &c, &bad), ==, AG_FG_OK);
+  CHECK(c.nptrs == 3 && c.ptr[2] == 0xa0000 && ag__fg_key(&c) == over);
 
   /* Refusals, each with the launch at fault. */
   l[0] = L(0, &k_add, 1000, &one, 0x10000, 0xa0000, 0xb0000);
