@@ -52,6 +52,8 @@ static const cat_t CAT[] = {
     {"clamp", AG_FG_CLAMP, 1, {"min", "max"}, 0, 12, -1},
     {"clamp_min", AG_FG_CLAMP_MIN, 1, {"min", NULL}, 0, 12, -1},
     {"pow_scalar", AG_FG_POW_S, 1, {"exponent", NULL}, 0, 0, -1},
+    {"pow_2", AG_FG_SQUARE, 1, {NULL, NULL}, 0, 0, -1},
+    {"pow_3", AG_FG_CUBE, 1, {NULL, NULL}, 0, 0, -1},
     {"to_float32", AG_FG_CAST, 1, {NULL, NULL}, 0, 0, AG_FG_F32},
     {"to_float16", AG_FG_CAST, 1, {NULL, NULL}, 0, 0, AG_FG_F16},
     {"to_bfloat16", AG_FG_CAST, 1, {NULL, NULL}, 0, 0, AG_FG_BF16},
@@ -63,7 +65,7 @@ static const cat_t CAT[] = {
 static const char *const KIND[AG_FG_NKINDS] = {
     "add", "axpy", "mul", "div", "add_scalar", "sub_scalar", "mul_scalar", "neg", "abs", "exp",
     "log", "sqrt", "rsqrt", "reciprocal", "sigmoid", "tanh", "silu", "gelu", "relu", "clamp",
-    "clamp_min", "pow_scalar", "cast", "threshold", "masked_scale"};
+    "clamp_min", "pow_scalar", "cast", "threshold", "masked_scale", "square", "cube"};
 
 static const char *const REASON[AG_FG_NREASONS] = {
     "ok", "not-elementwise", "unknown-kernel", "unknown-op", "layout", "cast-loader", "functor",
@@ -234,9 +236,20 @@ static int matches(const ag_fg_calop_t *o, const uint8_t *f, unsigned fsize) {
 
 static int nscalars(const ag_fg_calop_t *o) { return !!CAT[o->cat].scal[0] + !!CAT[o->cat].scal[1]; }
 
-static int ptr_index(ag_fg_chain_t *c, uint64_t p) {
-  for (int i = 0; i < c->nptrs; i++)
-    if (c->ptr[i] == p) return i;
+/* The tensor (slot of c->ptr) that pointer p stands for: an operand reads the latest slot of p,
+ * and a result goes to the latest slot of p when the chain wrote that slot before (an operation
+ * that overwrites what another wrote). A result over a tensor the chain has only read so far
+ * gets a slot of its own at the same address: every read of that slot is of its value before the
+ * chain, loaded at the top of the kernel before any store, so the kernel is the same whether the
+ * allocator handed the result a fresh block or the block of an input read earlier (as a caching
+ * allocator does from one step to the next), and one compiled kernel serves both. Returns -1
+ * when the slots are full. */
+static int ptr_index(ag_fg_chain_t *c, uint64_t p, int result) {
+  for (int i = c->nptrs - 1; i >= 0; i--)
+    if (c->ptr[i] == p) {
+      if (!result || c->ptr_written[i]) return i;
+      break;
+    }
   if (c->nptrs == AG_FG_MAX_PTRS) return -1;
   c->ptr[c->nptrs] = p;
   c->ptr_dt[c->nptrs] = 0xff;
@@ -291,7 +304,7 @@ static int build_one(const ag_fg_table_t *t, const ag_chain_launch_t *l, ag_fg_c
   uint64_t data[3]; /* the output and at most two inputs (checked above) */
   memcpy(data, l->args + p[2].offset, (size_t)ck->tensors * 8);
   for (int j = 0; j < op->nin; j++) {
-    int i = data[j + 1] ? ptr_index(c, data[j + 1]) : -2;
+    int i = data[j + 1] ? ptr_index(c, data[j + 1], 0) : -2;
     if (i == -2) return AG_FG_LAYOUT;
     if (i < 0) return AG_FG_TOO_BIG;
     /* masked_scale's second input is its mask, whatever the operation's type */
@@ -299,7 +312,7 @@ static int build_one(const ag_fg_table_t *t, const ag_chain_launch_t *l, ag_fg_c
     op->in[j].ptr = (uint8_t)i, op->in[j].op = writer[i];
     if (writer[i] < 0) c->ptr_loaded[i] = 1;
   }
-  int i = data[0] ? ptr_index(c, data[0]) : -2;
+  int i = data[0] ? ptr_index(c, data[0], 1) : -2;
   if (i == -2) return AG_FG_LAYOUT;
   if (i < 0) return AG_FG_TOO_BIG;
   if (type_ptr(c, i, op->out_dt)) return AG_FG_DTYPE;
@@ -324,12 +337,16 @@ int ag__fg_build(const ag_fg_table_t *t, const ag_chain_launch_t *l, int n, ag_f
   }
   if (!n) return AG_FG_COUNT;
   /* The fused kernel reads and writes element i of every tensor in one thread: two tensors that
-   * share memory without being the same would see each other's elements in another order. */
+   * share memory without being the same would see each other's elements in another order. Two
+   * slots at one address (a tensor read, then a result stored over it: see ptr_index) are the
+   * same elements when their types are as wide: each thread loads its element before it stores
+   * it. */
   for (int i = 0; i < c->nptrs; i++)
     for (int j = i + 1; j < c->nptrs; j++) {
       uint64_t a = c->ptr[i], b = c->ptr[j];
       uint64_t ea = a + (uint64_t)c->n * (uint64_t)ag__fg_dt_size(c->ptr_dt[i]);
       uint64_t eb = b + (uint64_t)c->n * (uint64_t)ag__fg_dt_size(c->ptr_dt[j]);
+      if (a == b && ea == eb && c->ptr_written[i] != c->ptr_written[j]) continue;
       if (a < eb && b < ea) return AG_FG_OVERLAP;
     }
   return AG_FG_OK;
@@ -406,6 +423,16 @@ static void emit_op(out_t *o, const ag_fg_chain_t *c, int i) {
   case AG_FG_THRESHOLD: emit(o, "%s <= %s ? %s : %s", x, s0, s1, y); break;
   /* (float)mask * src * scale, in that order */
   case AG_FG_MASKED_SCALE: emit(o, "__fmul_rn(__fmul_rn(%s, %s), %s)", y, x, s0); break;
+  case AG_FG_SQUARE: emit(o, "__fmul_rn(%s, %s)", x, x); break;
+  /* (base * base) * base in the tensor's type: c10::Half and c10::BFloat16 multiply in float
+   * and round each product to themselves, so the first product is rounded before the second. */
+  case AG_FG_CUBE:
+    if (op->in_dt == AG_FG_F32)
+      emit(o, "__fmul_rn(__fmul_rn(%s, %s), %s)", x, x, x);
+    else
+      emit(o, "__fmul_rn(ag_%s2f(ag_f2%s(__fmul_rn(%s, %s))), %s)", op->in_dt == AG_FG_F16 ? "h" : "bf",
+           op->in_dt == AG_FG_F16 ? "h" : "bf", x, x, x);
+    break;
   default: emit(o, "%s", x); break; /* a cast: the store below rounds */
   }
   emit(o, "; // %s\n", ag__fg_kind_name(op->kind));

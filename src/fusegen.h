@@ -21,11 +21,12 @@
  *     and stored where the unfused kernel stored it, every intermediate included.
  *
  * The kernel: extern "C" __global__ void ag_fused_<key>(int n, ag_fused_args a), where the
- * struct holds `void *t[]` (the chain's distinct pointers, ag_fg_chain_t.ptr order) and, when the
- * chain has scalars, `float s[]` (ag_fg_chain_t.scal order). Scalars are parameters, not
+ * struct holds `void *t[]` (the chain's tensors, ag_fg_chain_t.ptr order: one address appears
+ * twice when a result is stored over a tensor the chain read before) and, when the chain has
+ * scalars, `float s[]` (ag_fg_chain_t.scal order). Scalars are parameters, not
  * literals, so that one compiled kernel serves every launch of a chain of that shape (a disk
- * cache keyed by ag__fg_key finds it whatever the scalars' values). It includes no header: the
- * float16 and bfloat16 conversions are written into it.
+ * cache keyed by ag__fg_key finds it whatever the scalars' values). It includes no header: its
+ * float16 and bfloat16 conversions are written into it (see fusegen.c).
  */
 #ifndef AG_FUSEGEN_H
 #define AG_FUSEGEN_H
@@ -69,6 +70,8 @@ enum ag_fg_kind {
   AG_FG_THRESHOLD, /* x <= s0 ? s1 : y (threshold_kernel_impl: threshold, and ReLU's backward) */
   AG_FG_MASKED_SCALE, /* y * x * s0, y a mask of 0 and 1 read as float (masked_scale_kernel:
                          dropout) */
+  AG_FG_SQUARE,    /* x * x (pow with the exponent 2: pow_tensor_scalar_kernel_impl's own lambda) */
+  AG_FG_CUBE,      /* x * x * x (pow with the exponent 3), x * x rounded to the type first */
   AG_FG_NKINDS
 };
 

@@ -6,13 +6,15 @@
 # tail x * rsqrt(ms + eps), silu(a) * b, ReLU's backward (threshold_backward) and threshold,
 # dropout's backward (a bool mask), sigmoid(x) * x and x * sigmoid(x) (where two NaNs meet:
 # the simulator gives a computed NaN's canonical bits, as a GPU does, in PyTorch's kernels and
-# the generated ones alike), (x + y) * s, casts through bfloat16 and float16 and back,
-# and two long chains through the other operations the generator knows; the simulated driver
-# logs each launch's bytes (SIM_LAUNCH_LOG) and the script writes every tensor's bytes. Then
-# tests/torch/fusegen-check finds the chains (src/chain.c), describes them with the calibration
-# table that tools/calibrate-elementwise writes for just these operations, generates each kernel,
-# compiles it with NVRTC (the simulated one: the toolkit's real NVRTC, then a host build that
-# runs), runs it on the inputs and compares every tensor the chain writes with PyTorch's bytes.
+# the generated ones alike), (x + y) * s, casts through bfloat16 and float16 and back, pow's
+# own kernels for the exponents 3 and 2 (the cube of a float16 or bfloat16 rounds its first
+# product to the type), and two long chains through the other operations the generator knows;
+# the simulated driver logs each launch's bytes (SIM_LAUNCH_LOG) and the script writes every
+# tensor's bytes. Then tests/torch/fusegen-check finds the chains (src/chain.c), describes them
+# with the calibration table that tools/calibrate-elementwise writes for just these operations,
+# generates each kernel, compiles it with NVRTC (the simulated one: the toolkit's real NVRTC,
+# then a host build that runs), runs it on the inputs and compares every tensor the chain writes
+# with PyTorch's bytes.
 # Every chain must be fused and no byte may differ.
 . "$(dirname "$0")/lib.sh"
 . "$AG_ROOT/tests/torch/sim-env.sh"
@@ -21,7 +23,7 @@ check=$BUILD/tests/torch/fusegen-check
 [ -x "$check" ] || ag_skip "skipped: $check is not built"
 d=$AG_TMP
 ops=add,add_alpha,sub_alpha,mul,div,add_scalar,sub_scalar,mul_scalar,div_scalar,neg,abs,exp,log
-ops=$ops,sqrt,rsqrt,reciprocal,sigmoid,tanh,relu,silu,gelu,clamp,clamp_min,pow_scalar
+ops=$ops,sqrt,rsqrt,reciprocal,sigmoid,tanh,relu,silu,gelu,clamp,clamp_min,pow_scalar,pow_2,pow_3
 ops=$ops,to_float32,to_float16,to_bfloat16,threshold,masked_scale
 ag_run "$d/cal" "$TORCH_SIM" "$PY" "$AG_ROOT/tools/calibrate-elementwise" --ops "$ops" --json "$d/table.json"
 [ "$(cat "$d/cal.rc")" = 0 ] || { tail -n 20 "$d/cal.err" >&2; ag_fail "calibrate-elementwise exited $(cat "$d/cal.rc")"; }
@@ -35,8 +37,9 @@ cat "$d/check.out"
 [ "$(cat "$d/check.rc")" = 0 ] || { tail -n 20 "$d/check.err" >&2; ag_fail "fusegen-check exited $(cat "$d/check.rc")"; }
 # What the script runs: per type, RMSNorm's tail, the SiLU gate, the two sigmoid products,
 # ReLU's backward and threshold after an add, dropout's backward between a multiplication and an
-# add, (x + y) * s, one or two chains of casts and the two long chains; 32 in all (bfloat16 has
-# one cast chain fewer).
+# add, (x + y) * s, one or two chains of casts, pow's cube and square (then, in float16 and
+# bfloat16, widened and squared again) and the two long chains; 35 in all (bfloat16 has one cast
+# chain fewer).
 want() { # want COUNT PATTERN: lines of the check's output that match
   local n
   n=$(grep -cE -- "$2" "$d/check.out")
@@ -50,6 +53,8 @@ want 3 '^chain at launch [0-9]+: 3 operations \(mul_scalar masked_scale add\), [
 want 3 '^chain at launch [0-9]+: 2 operations \(add mul_scalar\), [0-9]+ bytes compared, 0 differ$'
 want 3 '^chain at launch [0-9]+: 13 operations \(sigmoid mul_scalar sub_scalar tanh exp log axpy axpy div mul_scalar neg abs sqrt\)'
 want 3 '^chain at launch [0-9]+: 9 operations \(relu clamp gelu clamp_min pow_scalar reciprocal add_scalar mul mul\)'
+want 1 '^chain at launch [0-9]+: 3 operations \(cube square mul_scalar\), [0-9]+ bytes compared, 0 differ$'
+want 2 '^chain at launch [0-9]+: 5 operations \(cube square mul_scalar cast square\), [0-9]+ bytes compared, 0 differ$'
 want 5 '^chain at launch [0-9]+: [0-9]+ operations \((cast|mul_scalar)( (cast|mul_scalar))+\)'
-want 1 '^fusegen-check: [0-9]+ launches, 32 chains: 32 fused \([0-9]+ operations\), 0 refused; [0-9]+ tensors, [0-9]+ bytes compared, 0 differ$'
+want 1 '^fusegen-check: [0-9]+ launches, 35 chains: 35 fused \([0-9]+ operations\), 0 refused; [0-9]+ tensors, [0-9]+ bytes compared, 0 differ$'
 echo "torch-fusegen: every chain fused, every byte equal to PyTorch's"

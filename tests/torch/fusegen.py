@@ -73,6 +73,14 @@ def chains(dt):
     save(save(save(t.to(torch.bfloat16)).float()) * 3.0)
     if dt != torch.bfloat16:
         save(save(save(x * 2.0).to(torch.float16)).float())
+    # pow's own kernels for the exponents 3 and 2 (in float16 and bfloat16 the cube rounds
+    # x * x to the type before the second product), then RMSNorm's head x.float().pow(2)
+    x = tensor(dt)
+    t = save(torch.pow(x, 3))
+    t = save(torch.pow(t, 2))
+    t = save(t * 0.5)
+    if dt != torch.float32:
+        save(save(t.float()).pow(2))
     # the other operations, two long chains
     x, y = tensor(dt), tensor(dt)
     t = save(torch.sigmoid(x))

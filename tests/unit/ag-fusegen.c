@@ -23,6 +23,8 @@ static const char n_fill[] = VEC "Li8E9k_fill_h";    /* float16 fill */
 static const char n_exph[] = VEC "Li8E9k_exp_h";     /* float16 exp */
 static const char n_cast[] = NS "27unrolled_elementwise_kernelI7k_copy12LoadWithCastILi1EEE";
 static const char n_other[] = VEC "Li4E9k_other_f";  /* not in the table */
+static const char n_cube[] = VEC "Li8E9k_cube_b";    /* bfloat16 pow with the exponent 3 */
+static const char n_sq[] = VEC "Li4E7k_sq_f";        /* float32 pow with the exponent 2 */
 
 /* The table: one kernel per line, in tools/calibrate-elementwise's schema. */
 static const char table[] =
@@ -51,6 +53,10 @@ static const char table[] =
     " \"ops\": {\"exp\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
     "\"" NS "27unrolled_elementwise_kernelI7k_copy12LoadWithCastILi1EEE\": {\"dtype\": \"float16\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
     " \"ops\": {\"to_bfloat16\": {\"functor_bytes\": \"ff\", \"scalars\": {}}}},\n"
+    "\"" VEC "Li8E9k_cube_b\": {\"dtype\": \"bfloat16\", \"tensors\": 2, \"functor_offset\": 8, \"functor_size\": 8,"
+    " \"ops\": {\"pow_3\": {\"functor_bytes\": \"0000000000000000\", \"scalars\": {}}}},\n"
+    "\"" VEC "Li4E7k_sq_f\": {\"dtype\": \"float32\", \"tensors\": 2, \"functor_offset\": 8, \"functor_size\": 8,"
+    " \"ops\": {\"pow_2\": {\"functor_bytes\": \"0000000000000000\", \"scalars\": {}}}},\n"
     "\"" VEC "Li4E8k_int_i\": {\"dtype\": \"int32\", \"tensors\": 3, \"functor_offset\": 4, \"functor_size\": 4, \"ops\": {}}\n"
     "}}";
 
@@ -70,6 +76,8 @@ KINFO(k_fill, n_fill, 4, 2, 1);
 KINFO(k_exph, n_exph, 4, 1, 2);
 KINFO(k_cast, n_cast, 4, 1, 2);
 KINFO(k_other, n_other, 4, 4, 3);
+KINFO(k_cube, n_cube, 8, 8, 2);
+KINFO(k_sq, n_sq, 8, 8, 2);
 KINFO(k_wide, n_add, 4, 8, 3); /* the add kernel with another functor size */
 
 static uint8_t args[24][64];
@@ -126,7 +134,7 @@ int main(void) {
   CHECK_INT(ag__fg_table_load(&t, "{\"schema\": \"other\", \"kernels\": {}}", 35), ==, -AG_EINVAL);
   CHECK_INT(ag__fg_table_load(&t, table, sizeof table - 2), ==, -AG_EINVAL); /* cut short */
   CHECK_INT(ag__fg_table_load(&t, table, sizeof table - 1), ==, 0);
-  CHECK_INT(t.n, ==, 10); /* the int32 kernel is left out */
+  CHECK_INT(t.n, ==, 12); /* the int32 kernel is left out */
   const ag_fg_calkernel_t *ck = ag__fg_table_find(&t, n_clamp);
   CHECK(ck && ck->functor_off == 8 && ck->functor_size == 24 && ck->tensors == 2 && ck->nops == 2);
   CHECK(ag__fg_table_find(&t, n_gelut) && ag__fg_table_find(&t, n_gelut)->nops == 0);
@@ -201,6 +209,22 @@ int main(void) {
   CHECK(c2.scal[0] == 2.0f);
   CHECK(ag__fg_key(&c2) != key);
 
+  /* pow's own kernels: a bfloat16 cube rounds x * x to bfloat16 before the second product, as
+   * c10::BFloat16's operator* does; a float32 square is one product. */
+  static const uint8_t pow_cap[8] = {1, 2, 3, 4, 5, 6, 7, 8}; /* not compared */
+  l[0] = L(0, &k_cube, 64, pow_cap, 0x90000, 0x80000, 0);
+  l[1] = L(1, &k_silu, 64, empty, 0xa0000, 0x90000, 0);
+  CHECK_INT(ag__fg_build(&t, l, 2, &c2, &bad), ==, AG_FG_OK);
+  CHECK_STR(ag__fg_kind_name(c2.op[0].kind), "cube");
+  ag__fg_emit(&c2, src, sizeof src, name);
+  CHECK(strstr(src, "const float r0 = __fmul_rn(ag_bf2f(ag_f2bf(__fmul_rn(x0, x0))), x0); // cube"));
+  l[0] = L(0, &k_sq, 64, pow_cap, 0x90000, 0x80000, 0);
+  l[1] = L(1, &k_tobf, 64, empty, 0xa0000, 0x90000, 0);
+  CHECK_INT(ag__fg_build(&t, l, 2, &c2, &bad), ==, AG_FG_OK);
+  CHECK_STR(ag__fg_kind_name(c2.op[0].kind), "square");
+  ag__fg_emit(&c2, src, sizeof src, name);
+  CHECK(strstr(src, "const float r0 = __fmul_rn(x0, x0); // square"));
+
   /* A fill has one tensor: outside the frameworks' layout (src/chain.h), as in any chain. */
   uint16_t h25 = 0x4100;
   l[0] = L(0, &k_fill, 64, &h25, 0x70000, 0, 0);
@@ -215,11 +239,25 @@ int main(void) {
   CHECK(strstr(src, "= expf(x0);") && strstr(src, "= expf(v0);") && !strstr(src, "float s["));
   CHECK_INT(count(src, "= ag_f2h(r"), ==, 2);
   CHECK_INT(count(src, "= ag_h2f(h"), ==, 2);
-  /* x = bfloat16 silu(x), in place, then x / 4 in place: x loaded once, then the first result */
+  /* x = bfloat16 silu(x), in place, then x / 4 in place: x loaded once as it was (slot 0), the
+   * results stored at the same address in a slot of their own (1), the second reading the
+   * first's result and overwriting it */
   l[0] = L(0, &k_silu, 64, empty, 0x80000, 0x80000, 0);
   l[1] = L(1, &k_muls, 64, muls_f, 0x80000, 0x80000, 0);
   CHECK_INT(ag__fg_build(&t, l, 2, &c, &bad), ==, AG_FG_OK);
-  CHECK(c.nptrs == 1 && c.ptr_loaded[0] && c.ptr_written[0] && c.op[1].in[0].op == 0);
+  CHECK(c.nptrs == 2 && c.ptr[0] == 0x80000 && c.ptr[1] == 0x80000);
+  CHECK(c.ptr_loaded[0] && !c.ptr_written[0] && !c.ptr_loaded[1] && c.ptr_written[1]);
+  CHECK(c.op[0].in[0].op == -1 && c.op[0].out == 1 && c.op[1].in[0].op == 0 && c.op[1].out == 1);
+  /* y = silu(x), then y / 4 stored over x (a caching allocator handing the result the block of
+   * an input read earlier) or into a fresh z: one kernel for both */
+  l[0] = L(0, &k_silu, 64, empty, 0x90000, 0x80000, 0);
+  l[1] = L(1, &k_muls, 64, muls_f, 0x80000, 0x90000, 0);
+  CHECK_INT(ag__fg_build(&t, l, 2, &c, &bad), ==, AG_FG_OK);
+  uint64_t over = ag__fg_key(&c);
+  CHECK(c.nptrs == 3 && c.ptr[2] == 0x80000);
+  l[1] = L(1, &k_muls, 64, muls_f, 0xa0000, 0x90000, 0);
+  CHECK_INT(ag__fg_build(&t, l, 2, &c, &bad), ==, AG_FG_OK);
+  CHECK(c.nptrs == 3 && c.ptr[2] == 0xa0000 && ag__fg_key(&c) == over);
 
   /* Refusals, each with the launch at fault. */
   l[0] = L(0, &k_add, 1000, &one, 0x10000, 0xa0000, 0xb0000);
