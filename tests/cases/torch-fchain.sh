@@ -26,25 +26,9 @@ ag_run "$d/plain" env SIM_SEED=1 "$TORCH_SIM" "$PY" "$py" "$steps" --pause-at "$
 [ "$(cat "$d/plain.rc")" = 0 ] || { tail -n 20 "$d/plain.err" >&2; ag_fail "fchain.py failed without the library"; }
 grep -q '^checksum: ' "$d/plain.out" || ag_fail "no checksum line"
 
-# run TAG TABLE — the script with the library, chains fused, the kernel cache in $d/cache.
-run() {
-  ag_run "$d/$1" env SIM_SEED=2 LD_PRELOAD="$AG_LIB" AUTOGRAPH_FUSE=chains AUTOGRAPH_FUSE_TABLES="$2" \
-    AUTOGRAPH_CACHE_DIR="$d/cache" SIM_NVRTC_CACHE="$d/sim-nvrtc" AUTOGRAPH_STATS="$d/$1.json" \
-    AUTOGRAPH_HOLD_US=200000 "$TORCH_SIM" "$PY" "$py" "$steps" --pause-at "$pause"
-  [ "$(cat "$d/$1.rc")" = 0 ] || { tail -n 20 "$d/$1.err" >&2; ag_fail "fchain.py ($1) exited $(cat "$d/$1.rc")"; }
-  cmp -s "$d/plain.out" "$d/$1.out" || { diff -u "$d/plain.out" "$d/$1.out" >&2; ag_fail "$1: the results differ with the library"; }
-  echo "$1: identical with the library"
-}
-summary() {
-  python3 - "$1" <<'PY'
-import json, sys
-st = json.load(open(sys.argv[1]))
-j = st.get("jit", {})
-print(f"  launches {st['launches']}, replayed {st['replayed']}, chained {st.get('chained', 0)}, "
-      f"fused by generated kernels {st.get('chained_fused', 0)} in "
-      f"{st.get('fused_by_pattern', {}).get('elementwise_chain', 0)} runs; jit: {j}")
-PY
-}
+# run TAG TABLE — the script with the library (tests/torch/sim-env.sh's fchain_run).
+run() { fchain_run "$d" "$1" 2 "$2" "$py" "$steps" --pause-at "$pause"; }
+summary() { fchain_summary "$1"; }
 
 run cold "$d/table.json"
 summary "$d/cold.json"

@@ -68,3 +68,30 @@ if replayed > launches:  # not a failure: see above (a hold of the short run tha
 sys.exit(0 if launches > 0 and share >= 0.90 else 1)
 PY
 }
+
+# fchain_run DIR TAG SEED TABLE CMD… — CMD (a python script and its arguments) under the library
+# with AUTOGRAPH_FUSE=chains and the calibration TABLE, the kernel cache in DIR/cache, statistics
+# in DIR/TAG.json; fails the case unless it exits 0 printing what DIR/plain.out holds (the run
+# without the library).
+fchain_run() {
+  local d=$1 tag=$2 seed=$3 table=$4
+  shift 4
+  ag_run "$d/$tag" env SIM_SEED="$seed" LD_PRELOAD="$AG_LIB" AUTOGRAPH_FUSE=chains AUTOGRAPH_FUSE_TABLES="$table" \
+    AUTOGRAPH_CACHE_DIR="$d/cache" SIM_NVRTC_CACHE="$d/sim-nvrtc" AUTOGRAPH_STATS="$d/$tag.json" \
+    AUTOGRAPH_HOLD_US=200000 "$TORCH_SIM" "$PY" "$@"
+  [ "$(cat "$d/$tag.rc")" = 0 ] || { tail -n 20 "$d/$tag.err" >&2; ag_fail "${1##*/} ($tag) exited $(cat "$d/$tag.rc")"; }
+  cmp -s "$d/plain.out" "$d/$tag.out" || { diff -u "$d/plain.out" "$d/$tag.out" >&2; ag_fail "$tag: the results differ with the library"; }
+  echo "$tag: identical with the library"
+}
+
+# fchain_summary JSON — one line of a run's statistics of chains and the run-time compiler.
+fchain_summary() {
+  python3 - "$1" <<'PY'
+import json, sys
+st = json.load(open(sys.argv[1]))
+ch, fu = st.get("chained", 0), st.get("chained_fused", 0)
+print(f"  launches {st['launches']}, replayed {st['replayed']}, elementwise {st.get('elementwise', 0)}, "
+      f"chained {ch}, fused by generated kernels {fu} ({fu / ch if ch else 0:.1%}) in "
+      f"{st.get('fused_by_pattern', {}).get('elementwise_chain', 0)} runs; jit: {st.get('jit', {})}")
+PY
+}
