@@ -41,15 +41,9 @@ int ag__chain_links(const ag_chain_launch_t *a, const ag_chain_launch_t *b) {
 
 int ag__chain_scan(const ag_chain_launch_t *l, int n, uint8_t *role) {
   int chains = 0, run = 0; /* run: launches in the current run of links, ending at i - 1 */
-  int32_t prev_n = 0;
-  uint64_t prev_out = 0;
   for (int i = 0; i < n; i++) {
     int ew = l[i].args && ag__chain_elementwise(l[i].k);
-    int32_t cnt = 0;
-    uint64_t data[AG_CHAIN_MAX_TENSORS];
-    int t = ew ? view(&l[i], &cnt, data) : 0, links = 0;
-    if (ew && run && cnt == prev_n && cnt > 0)
-      for (int j = 1; j < t; j++) links |= data[j] == prev_out && prev_out != 0;
+    int links = ew && run && ag__chain_links(&l[i - 1], &l[i]);
     role[i] = ew ? AG_CHAIN_ELEMENTWISE : AG_CHAIN_NONE;
     if (links) {
       if (run == 1) chains++, role[i - 1] = AG_CHAIN_LINKED;
@@ -58,7 +52,6 @@ int ag__chain_scan(const ag_chain_launch_t *l, int n, uint8_t *role) {
     } else {
       run = ew ? 1 : 0;
     }
-    prev_n = cnt, prev_out = ew ? data[0] : 0;
   }
   return chains;
 }

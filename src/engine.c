@@ -577,10 +577,10 @@ static int replay(strm_t *S, ag_seq_t *s, int n) {
   if (r == 0 && whole) {
     /* At AG_REPLAN_AT replays the sequence is steady: its chunks are planned again and its
      * chains' kernels requested (from a build anew, or the same chunks built again). */
-    int steady = s->replays + 1 == AG_REPLAN_AT;
-    if (!(steady && ag__config.chunk_us && replan(S, s, n)) &&
-        ((steady && ag__graph_later(s->graph)) || ag__graph_waits(s->graph, s->replays + 1 >= AG_REPLAN_AT)))
-      refresh(S, s, n, s->replays + 1 >= AG_REPLAN_AT);
+    int steady = s->replays + 1 >= AG_REPLAN_AT, now = s->replays + 1 == AG_REPLAN_AT;
+    int rebuilt = now && ag__config.chunk_us && replan(S, s, n);
+    if (!rebuilt && ((now && ag__graph_later(s->graph)) || ag__graph_waits(s->graph, steady)))
+      refresh(S, s, n, steady);
   }
   ag__tls.quiet--;
   ag__ctx_leave(pushed);

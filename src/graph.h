@@ -69,8 +69,9 @@ int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *
                     const int *starts, int nchunks, int request);
 
 /* Moves the chunk boundaries starts[1 .. nchunks - 1] (starts[nchunks] is n) out of every run of
- * held launches a kernel pattern may replace (src/pattern.h), or a generated chain kernel (src/fchain.h): a boundary inside one moves to the
- * run's first launch, or goes when its chunk began there. A fused node never spans two graphs.
+ * held launches a kernel pattern (src/pattern.h) or a generated chain kernel (src/fchain.h) may
+ * replace: a boundary inside one moves to the run's first launch, or goes when its chunk began
+ * there. A fused node never spans two graphs.
  * Returns the number of chunks left. (ag__graph_build does it when AUTOGRAPH_FUSE allows.) */
 int ag__graph_align_chunks(const ag_held_t *h, int n, const uint8_t *arena, int *starts,
                            int nchunks);
