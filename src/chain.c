@@ -18,19 +18,32 @@ int ag__chain_elementwise(const ag_kinfo_t *k) {
          p[2].offset + p[2].size <= k->param_bytes;
 }
 
-/* The element count and tensors of an elementwise launch; returns the number of tensors. */
+int ag__chain_strided(const ag_kinfo_t *k) {
+  if (!k || !k->name || k->nparams != 2) return 0;
+  return !strncmp(k->name, "_ZN2at6native18elementwise_kernelI", 34) && k->params[0].offset == 0 &&
+         k->params[0].size == 4;
+}
+
+int ag__chain_member(const ag_chain_launch_t *l) {
+  if (!l->args || !l->k) return 0;
+  if (!l->snt) return ag__chain_elementwise(l->k);
+  return ag__chain_strided(l->k) && l->snt >= 2 && l->snt <= AG_CHAIN_MAX_TENSORS && l->sdata % 8 == 0 &&
+         l->sdata >= l->k->params[1].offset && (uint32_t)l->sdata + 8u * l->snt <= l->k->param_bytes;
+}
+
+/* The element count and tensors of a member; returns the number of tensors. */
 static int view(const ag_chain_launch_t *l, int32_t *n, uint64_t *data) {
   const ag_kparam_t *p = l->k->params;
-  int t = (int)(p[2].size / 8);
+  int t = l->snt ? l->snt : (int)(p[2].size / 8);
   memcpy(n, l->args, 4);
-  memcpy(data, l->args + p[2].offset, (size_t)t * 8);
+  memcpy(data, l->args + (l->snt ? l->sdata : p[2].offset), (size_t)t * 8);
   return t;
 }
 
 int ag__chain_links(const ag_chain_launch_t *a, const ag_chain_launch_t *b) {
   int32_t na = 0, nb = 0;
   uint64_t da[AG_CHAIN_MAX_TENSORS], db[AG_CHAIN_MAX_TENSORS];
-  if (!a->args || !b->args || !ag__chain_elementwise(a->k) || !ag__chain_elementwise(b->k)) return 0;
+  if (!ag__chain_member(a) || !ag__chain_member(b)) return 0;
   view(a, &na, da);
   int t = view(b, &nb, db);
   if (na != nb || na <= 0 || !da[0]) return 0;
@@ -42,7 +55,7 @@ int ag__chain_links(const ag_chain_launch_t *a, const ag_chain_launch_t *b) {
 int ag__chain_scan(const ag_chain_launch_t *l, int n, uint8_t *role) {
   int chains = 0, run = 0; /* run: launches in the current run of links, ending at i - 1 */
   for (int i = 0; i < n; i++) {
-    int ew = l[i].args && ag__chain_elementwise(l[i].k);
+    int ew = ag__chain_member(&l[i]);
     int links = ew && run && ag__chain_links(&l[i - 1], &l[i]);
     role[i] = ew ? AG_CHAIN_ELEMENTWISE : AG_CHAIN_NONE;
     if (links) {

@@ -208,16 +208,31 @@ uint32_t ag__fchain_generation(void) {
   return __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
 }
 
-/* Nonzero when every launch's kernel was registered from the table's library: its fatbin (the
- * one its host stub was registered with, else the one that registered its name: a cudaKernel_t
- * or CUfunction handle says nothing of where it came from) lies inside that object. */
+/* Nonzero when kernel k was registered from the table's library: its fatbin (the one its host
+ * stub was registered with, else the one that registered its name: a cudaKernel_t or CUfunction
+ * handle says nothing of where it came from) lies inside that object. */
+static int kernel_from_table_library(const ag_kinfo_t *k) {
+  const void *fatbin = k->fatbin;
+  if (!fatbin && (!k->name || ag__registry_fatbin_of(k->name, &fatbin))) return 0;
+  return (uintptr_t)fatbin >= table_obj.lo && (uintptr_t)fatbin < table_obj.hi;
+}
+
 static int from_table_library(const ag_chain_launch_t *l, int n) {
-  for (int i = 0; i < n; i++) {
-    const void *fatbin = l[i].k->fatbin;
-    if (!fatbin && (!l[i].k->name || ag__registry_fatbin_of(l[i].k->name, &fatbin))) return 0;
-    if ((uintptr_t)fatbin < table_obj.lo || (uintptr_t)fatbin >= table_obj.hi) return 0;
-  }
+  for (int i = 0; i < n; i++)
+    if (!kernel_from_table_library(l[i].k)) return 0;
   return 1;
+}
+
+void ag__fchain_view(ag_chain_launch_t *l) {
+  int pending = 0;
+  const ag_fg_table_t *t;
+  const ag_fg_calkernel_t *ck;
+  l->sdata = 0, l->snt = 0;
+  if (!l->args || !ag__chain_strided(l->k) || !(t = get_table(&pending)) ||
+      !(ck = ag__fg_table_find(t, l->k->name)) || !ck->strided || !kernel_from_table_library(l->k))
+    return;
+  l->sdata = ck->data_off, l->snt = ck->tensors;
+  if (!ag__chain_member(l)) l->sdata = 0, l->snt = 0; /* the table's place is not in its parameters */
 }
 
 static int describe(const ag_fg_table_t *t, const ag_chain_launch_t *l, int n, ag_fg_chain_t *c,
@@ -314,8 +329,12 @@ int ag__fchain_redescribe(const ag_chain_launch_t *l, int n, const ag_fg_chain_t
       memcmp(c->op, was->op, (size_t)c->nops * sizeof c->op[0]) ||
       memcmp(c->ptr_dt, was->ptr_dt, (size_t)c->nptrs) ||
       memcmp(c->ptr_loaded, was->ptr_loaded, (size_t)c->nptrs) ||
-      memcmp(c->ptr_written, was->ptr_written, (size_t)c->nptrs))
+      memcmp(c->ptr_written, was->ptr_written, (size_t)c->nptrs) ||
+      memcmp(c->ptr_acc, was->ptr_acc, (size_t)c->nptrs) || c->nacc != was->nacc || c->ng != was->ng)
     return -1;
+  /* The walks' dimensions shape the source; their sizes and strides are parameters. */
+  for (int k = 0; k < c->nacc; k++)
+    if (c->acc[k].dims != was->acc[k].dims) return -1;
   return 0;
 }
 
@@ -324,6 +343,7 @@ void ag__fchain_params(const ag_fg_chain_t *c, uint8_t *buf, size_t *n_off, size
   memcpy(buf, &c->n, 4);
   memcpy(buf + 8, c->ptr, 8 * (size_t)c->nptrs);
   memcpy(buf + 8 + 8 * (size_t)c->nptrs, c->scal, 4 * (size_t)c->nscal);
+  memcpy(buf + 8 + 8 * (size_t)c->nptrs + 4 * (size_t)c->nscal, c->g, 4 * (size_t)c->ng);
   *n_off = 0, *a_off = 8;
 }
 

@@ -51,6 +51,12 @@ enum { AG_FCHAIN_NO = 0, AG_FCHAIN_PENDING = 1, AG_FCHAIN_READY = 2, AG_FCHAIN_L
 int ag__fchain_get(const ag_chain_launch_t *l, int n, ag_fg_chain_t *c, CUfunction *fn, int *bad,
                    int request);
 
+/* Names the data array of l's kernel (ag_chain_launch_t.sdata, snt) when it is the strided
+ * framework and the calibration table, once read, knows where its data array is and the kernel
+ * is the table's library's; else zeroes them (l is then read as src/chain.h reads it). Starts
+ * the table's reader as ag__fchain_get does. */
+void ag__fchain_view(ag_chain_launch_t *l);
+
 /* Describes l[0..n) again (a replay's arguments): 0 when it has the shape of `was` (the same
  * kernel computes it), with the new description in *c; nonzero when not. */
 int ag__fchain_redescribe(const ag_chain_launch_t *l, int n, const ag_fg_chain_t *was,
@@ -59,7 +65,7 @@ int ag__fchain_redescribe(const ag_chain_launch_t *l, int n, const ag_fg_chain_t
 /* The fused kernel's parameter block for c: `int n` then the struct of pointers and scalars, as
  * the generated kernel declares them (src/fusegen.h). Writes at most AG_FCHAIN_PARAM_BYTES bytes
  * at buf; *n_off and *a_off receive the two parameters' offsets. */
-#define AG_FCHAIN_PARAM_BYTES (8 + 8 * AG_FG_MAX_PTRS + 4 * AG_FG_MAX_SCAL)
+#define AG_FCHAIN_PARAM_BYTES (8 + 8 * AG_FG_MAX_PTRS + 4 * AG_FG_MAX_SCAL + 8 * AG_FG_MAX_ACC * AG_FG_MAX_DIMS)
 void ag__fchain_params(const ag_fg_chain_t *c, uint8_t *buf, size_t *n_off, size_t *a_off);
 
 /* The launch shape of the fused kernel over n elements (a grid-stride loop: any shape computes

@@ -69,7 +69,7 @@ static const char *const KIND[AG_FG_NKINDS] = {
 
 static const char *const REASON[AG_FG_NREASONS] = {
     "ok", "not-elementwise", "unknown-kernel", "unknown-op", "layout", "cast-loader", "functor",
-    "scalar", "count", "dtype", "overlap", "too-big"};
+    "scalar", "count", "dtype", "overlap", "too-big", "strides"};
 
 const char *ag__fg_kind_name(int kind) { return kind >= 0 && kind < AG_FG_NKINDS ? KIND[kind] : "?"; }
 const char *ag__fg_reason_name(int r) { return r >= 0 && r < AG_FG_NREASONS ? REASON[r] : "?"; }
@@ -163,9 +163,20 @@ int ag__fg_table_load(ag_fg_table_t *t, const char *json, size_t len) {
   for (int k = ks + 1, i = 0; i < (int)tok[ks].size; i++, k = (int)tok[k + 1].next) {
     int e = k + 1, dt = ag__json_get(json, tok, e, "dtype"), ops = ag__json_get(json, tok, e, "ops");
     int fo = ag__json_get(json, tok, e, "functor_offset"), fs = ag__json_get(json, tok, e, "functor_size");
-    int tn = ag__json_get(json, tok, e, "tensors");
+    int tn = ag__json_get(json, tok, e, "tensors"), fw = ag__json_get(json, tok, e, "framework");
+    int co = ag__json_get(json, tok, e, "calc_offset"), dof = ag__json_get(json, tok, e, "data_offset");
     if (dt < 0 || ops < 0 || fo < 0 || fs < 0 || tn < 0 || tok[ops].type != AG_JSON_OBJ || dtype_of(json, &tok[dt]) < 0)
       continue; /* another element type (integers, double): nothing computed here */
+    int strided = fw >= 0 && ag__json_is(json, &tok[fw], "elementwise_kernel");
+    double nt = ag__json_num(json, &tok[tn]), calc = co >= 0 ? ag__json_num(json, &tok[co]) : -1;
+    double data = dof >= 0 ? ag__json_num(json, &tok[dof]) : -1;
+    /* The strided framework's lambda: the calculator (int dims; AG_FG_OC_DIMS sizes of 12 bytes;
+     * AG_FG_OC_DIMS x tensors strides of 4), the data array at the next multiple of 8, then the
+     * functor. Another layout is another PyTorch's: its kernels are not read. */
+    if (strided && (calc < 0 || data < 0 || nt < 2 || nt > 8 ||
+                    data - calc != (double)((4 + 12 * AG_FG_OC_DIMS + 4 * AG_FG_OC_DIMS * (int)nt + 7) & ~7) ||
+                    ag__json_num(json, &tok[fo]) < data + 8 * nt || data > 0xffff))
+      continue;
     ag_fg_calkernel_t *ck = &t->k[t->n++];
     size_t nl = tok[k].end - tok[k].start;
     memcpy(np, json + tok[k].start, nl), np[nl] = 0;
@@ -175,6 +186,8 @@ int ag__fg_table_load(ag_fg_table_t *t, const char *json, size_t len) {
     ck->tensors = (uint8_t)ag__json_num(json, &tok[tn]);
     ck->dtype = (uint8_t)dtype_of(json, &tok[dt]);
     ck->cast_loader = strstr(ck->name, "LoadWithCast") != NULL;
+    ck->strided = (uint8_t)strided;
+    if (strided) ck->calc_off = (uint16_t)calc, ck->data_off = (uint16_t)data;
     for (int o = ops + 1, j = 0; j < (int)tok[ops].size && ck->nops < AG_FG_MAX_CALOPS; j++, o = (int)tok[o + 1].next)
       if (!load_op(json, tok, o, o + 1, &ck->ops[ck->nops], ck->functor_size)) ck->nops++;
   }
@@ -236,24 +249,62 @@ static int matches(const ag_fg_calop_t *o, const uint8_t *f, unsigned fsize) {
 
 static int nscalars(const ag_fg_calop_t *o) { return !!CAT[o->cat].scal[0] + !!CAT[o->cat].scal[1]; }
 
-/* The tensor (slot of c->ptr) that pointer p stands for: an operand reads the latest slot of p,
- * and a result goes to the latest slot of p when the chain wrote that slot before (an operation
- * that overwrites what another wrote). A result over a tensor the chain has only read so far
- * gets a slot of its own at the same address: every read of that slot is of its value before the
- * chain, loaded at the top of the kernel before any store, so the kernel is the same whether the
- * allocator handed the result a fresh block or the block of an input read earlier (as a caching
- * allocator does from one step to the next), and one compiled kernel serves both. Returns -1
- * when the slots are full. */
-static int ptr_index(ag_fg_chain_t *c, uint64_t p, int result) {
+/* The tensor (slot of c->ptr) that pointer p, walked by access acc (ptr_acc's encoding), stands
+ * for: an operand reads the latest slot of p, and a result goes to the latest slot of p when the
+ * chain wrote that slot before (an operation that overwrites what another wrote); either must
+ * then walk it as it was written (-AG_FG_STRIDES otherwise). A result over a tensor the chain
+ * has only read so far gets a slot of its own at the same address: every read of that slot is of
+ * its value before the chain, loaded at the top of the kernel before any store, so the kernel is
+ * the same whether the allocator handed the result a fresh block or the block of an input read
+ * earlier (as a caching allocator does from one step to the next), and one compiled kernel
+ * serves both. A tensor only read, through another walk than before, is another slot (loaded
+ * twice). Returns -AG_FG_TOO_BIG when the slots are full. */
+static int ptr_index(ag_fg_chain_t *c, uint64_t p, int acc, int result) {
   for (int i = c->nptrs - 1; i >= 0; i--)
     if (c->ptr[i] == p) {
-      if (!result || c->ptr_written[i]) return i;
-      break;
+      if (c->ptr_written[i]) return c->ptr_acc[i] == acc ? i : -AG_FG_STRIDES;
+      if (result) break;
+      if (c->ptr_acc[i] == acc) return i;
     }
-  if (c->nptrs == AG_FG_MAX_PTRS) return -1;
+  if (c->nptrs == AG_FG_MAX_PTRS) return -AG_FG_TOO_BIG;
   c->ptr[c->nptrs] = p;
   c->ptr_dt[c->nptrs] = 0xff;
+  c->ptr_acc[c->nptrs] = (uint8_t)acc;
   return c->nptrs++;
+}
+
+/* The access of tensor `arg` (of nt) of a strided launch over n elements, whose calculator is at
+ * oc, in elements of esize bytes (ptr_acc's encoding, a walk added to c->acc when new); or
+ * -reason. */
+static int walk(ag_fg_chain_t *c, const uint8_t *oc, int nt, int arg, int esize, int32_t n) {
+  ag_fg_access_t w;
+  int32_t dims;
+  uint64_t count = 1;
+  memset(&w, 0, sizeof w);
+  memcpy(&dims, oc, 4);
+  if (dims < 0 || dims > AG_FG_OC_DIMS) return -AG_FG_LAYOUT;
+  for (int d = 0; d < dims; d++) {
+    uint32_t size, stride;
+    memcpy(&size, oc + 4 + 12 * d, 4); /* IntDivider's divisor */
+    memcpy(&stride, oc + 4 + 12 * AG_FG_OC_DIMS + 4 * (d * nt + arg), 4);
+    if (!size || (count *= size) > (uint64_t)n || stride % (uint32_t)esize) return -AG_FG_LAYOUT;
+    stride /= (uint32_t)esize;
+    if (size == 1) continue;
+    int last = w.dims - 1;
+    if (w.dims && (uint64_t)stride == (uint64_t)w.stride[last] * w.size[last]) {
+      w.size[last] *= size; /* within n: count bounds it */
+      continue;
+    }
+    if (w.dims == AG_FG_MAX_DIMS) return -AG_FG_TOO_BIG;
+    w.size[w.dims] = size, w.stride[w.dims++] = stride;
+  }
+  if (count != (uint64_t)n) return -AG_FG_LAYOUT;
+  if (w.dims == 0 || (w.dims == 1 && w.stride[0] == 1)) return 0;
+  for (int k = 0; k < c->nacc; k++)
+    if (!memcmp(&c->acc[k], &w, sizeof w)) return k + 1;
+  if (c->nacc == AG_FG_MAX_ACC) return -AG_FG_TOO_BIG;
+  c->acc[c->nacc++] = w;
+  return c->nacc;
 }
 
 /* Gives tensor i its one type; 0, or -1 when it already has another. */
@@ -264,13 +315,16 @@ static int type_ptr(ag_fg_chain_t *c, int i, int dt) {
 
 static int build_one(const ag_fg_table_t *t, const ag_chain_launch_t *l, ag_fg_chain_t *c, int8_t *writer) {
   const ag_kinfo_t *k = l->k;
-  if (!l->args || !ag__chain_elementwise(k)) return AG_FG_NOT_ELEMENTWISE;
+  if (!ag__chain_member(l)) return AG_FG_NOT_ELEMENTWISE;
   const ag_fg_calkernel_t *ck = ag__fg_table_find(t, k->name);
   if (!ck) return AG_FG_UNKNOWN_KERNEL;
   if (!ck->nops) return AG_FG_UNKNOWN_OP;
   if (ck->cast_loader) return AG_FG_CAST_LOADER;
   const ag_kparam_t *p = k->params;
-  if (p[1].offset != ck->functor_off || p[1].size != ck->functor_size || p[2].size / 8 != ck->tensors)
+  if (ck->strided != !!l->snt ||
+      (ck->strided ? p[1].offset != ck->calc_off || l->sdata != ck->data_off || l->snt != ck->tensors ||
+                         (uint32_t)ck->functor_off + ck->functor_size > k->param_bytes
+                   : p[1].offset != ck->functor_off || p[1].size != ck->functor_size || p[2].size / 8 != ck->tensors))
     return AG_FG_LAYOUT;
   int32_t n;
   memcpy(&n, l->args, 4);
@@ -302,19 +356,21 @@ static int build_one(const ag_fg_table_t *t, const ag_chain_launch_t *l, ag_fg_c
     op->scal[op->nscal++] = (uint8_t)c->nscal++;
   }
   uint64_t data[3]; /* the output and at most two inputs (checked above) */
-  memcpy(data, l->args + p[2].offset, (size_t)ck->tensors * 8);
+  memcpy(data, l->args + (ck->strided ? ck->data_off : p[2].offset), (size_t)ck->tensors * 8);
+  if (!data[0]) return AG_FG_LAYOUT;
   for (int j = 0; j < op->nin; j++) {
-    int i = data[j + 1] ? ptr_index(c, data[j + 1], 0) : -2;
-    if (i == -2) return AG_FG_LAYOUT;
-    if (i < 0) return AG_FG_TOO_BIG;
     /* masked_scale's second input is its mask, whatever the operation's type */
-    if (type_ptr(c, i, j == 1 && cat->kind == AG_FG_MASKED_SCALE ? AG_FG_U8 : op->in_dt)) return AG_FG_DTYPE;
+    int dt = j == 1 && cat->kind == AG_FG_MASKED_SCALE ? AG_FG_U8 : op->in_dt;
+    int acc = ck->strided ? walk(c, l->args + ck->calc_off, ck->tensors, j + 1, ag__fg_dt_size(dt), n) : 0;
+    int i = acc < 0 ? acc : data[j + 1] ? ptr_index(c, data[j + 1], acc, 0) : -AG_FG_LAYOUT;
+    if (i < 0) return -i;
+    if (type_ptr(c, i, dt)) return AG_FG_DTYPE;
     op->in[j].ptr = (uint8_t)i, op->in[j].op = writer[i];
     if (writer[i] < 0) c->ptr_loaded[i] = 1;
   }
-  int i = data[0] ? ptr_index(c, data[0], 1) : -2;
-  if (i == -2) return AG_FG_LAYOUT;
-  if (i < 0) return AG_FG_TOO_BIG;
+  int acc = ck->strided ? walk(c, l->args + ck->calc_off, ck->tensors, 0, ag__fg_dt_size(op->out_dt), n) : 0;
+  int i = acc < 0 ? acc : ptr_index(c, data[0], acc, 1);
+  if (i < 0) return -i;
   if (type_ptr(c, i, op->out_dt)) return AG_FG_DTYPE;
   op->out = (uint8_t)i;
   c->ptr_written[i] = 1;
@@ -336,19 +392,39 @@ int ag__fg_build(const ag_fg_table_t *t, const ag_chain_launch_t *l, int n, ag_f
     }
   }
   if (!n) return AG_FG_COUNT;
-  /* The fused kernel reads and writes element i of every tensor in one thread: two tensors that
-   * share memory without being the same would see each other's elements in another order. Two
+  /* The fused kernel reads and writes element i of every tensor in one thread: a tensor written
+   * that shares memory with another tensor would see that one's elements in another order. Two
    * slots at one address (a tensor read, then a result stored over it: see ptr_index) are the
-   * same elements when their types are as wide: each thread loads its element before it stores
-   * it. */
+   * same elements when their types are as wide and their walks the same: each thread loads its
+   * element before it stores it. Tensors only read may share memory (loads do not conflict); a
+   * written walk must reach each element once (no dimension of stride 0). */
+  uint64_t end[AG_FG_MAX_PTRS];
+  for (int i = 0; i < c->nptrs; i++) {
+    uint64_t last = (uint64_t)c->n - 1; /* the farthest element, in elements */
+    if (c->ptr_acc[i]) {
+      const ag_fg_access_t *w = &c->acc[c->ptr_acc[i] - 1];
+      last = 0;
+      for (int d = 0; d < w->dims; d++) {
+        if (c->ptr_written[i] && !w->stride[d]) return AG_FG_OVERLAP;
+        last += (uint64_t)(w->size[d] - 1) * w->stride[d];
+      }
+    }
+    end[i] = c->ptr[i] + (last + 1) * (uint64_t)ag__fg_dt_size(c->ptr_dt[i]);
+  }
   for (int i = 0; i < c->nptrs; i++)
     for (int j = i + 1; j < c->nptrs; j++) {
       uint64_t a = c->ptr[i], b = c->ptr[j];
-      uint64_t ea = a + (uint64_t)c->n * (uint64_t)ag__fg_dt_size(c->ptr_dt[i]);
-      uint64_t eb = b + (uint64_t)c->n * (uint64_t)ag__fg_dt_size(c->ptr_dt[j]);
-      if (a == b && ea == eb && c->ptr_written[i] != c->ptr_written[j]) continue;
-      if (a < eb && b < ea) return AG_FG_OVERLAP;
+      if (!c->ptr_written[i] && !c->ptr_written[j]) continue;
+      if (a == b && end[i] == end[j] && c->ptr_acc[i] == c->ptr_acc[j] && c->ptr_written[i] != c->ptr_written[j])
+        continue;
+      if (a < end[j] && b < end[i]) return AG_FG_OVERLAP;
     }
+  /* The walks' parameters: each one's sizes, then its strides. */
+  for (int k = 0; k < c->nacc; k++) {
+    memcpy(&c->g[c->ng], c->acc[k].size, 4u * c->acc[k].dims);
+    memcpy(&c->g[c->ng + c->acc[k].dims], c->acc[k].stride, 4u * c->acc[k].dims);
+    c->ng += 2 * c->acc[k].dims;
+  }
   return AG_FG_OK;
 }
 
@@ -383,6 +459,14 @@ static void emit(out_t *o, const char *fmt, ...) {
 /* An operand's float value: an earlier result (v<op>) or a tensor loaded before the chain. */
 static const char *operand(const ag_fg_operand_t *a, char *buf) {
   snprintf(buf, 16, a->op >= 0 ? "v%d" : "x%d", a->op >= 0 ? a->op : a->ptr);
+  return buf;
+}
+
+/* Element i of tensor slot `ptr`, as an index into its elements: i itself, or the offset of its
+ * walk (o<k>, computed at the top of the loop). */
+static const char *at(const ag_fg_chain_t *c, int ptr, char *buf) {
+  if (!c->ptr_acc[ptr]) return "i";
+  snprintf(buf, 16, "o%d", c->ptr_acc[ptr] - 1);
   return buf;
 }
 
@@ -437,12 +521,14 @@ static void emit_op(out_t *o, const ag_fg_chain_t *c, int i) {
   }
   emit(o, "; // %s\n", ag__fg_kind_name(op->kind));
   /* Stored in the output's type, and read on as the stored value. */
+  char ib[16];
+  const char *e = at(c, op->out, ib);
   if (op->out_dt == AG_FG_F32)
-    emit(o, "    ((float *)a.t[%d])[i] = r%d;\n    const float v%d = r%d;\n", op->out, i, i, i);
+    emit(o, "    ((float *)a.t[%d])[%s] = r%d;\n    const float v%d = r%d;\n", op->out, e, i, i, i);
   else
-    emit(o, "    const unsigned short h%d = ag_f2%s(r%d);\n    ((unsigned short *)a.t[%d])[i] = h%d;\n"
-            "    const float v%d = ag_%s2f(h%d);\n", i, op->out_dt == AG_FG_F16 ? "h" : "bf", i, op->out, i,
-         i, op->out_dt == AG_FG_F16 ? "h" : "bf", i);
+    emit(o, "    const unsigned short h%d = ag_f2%s(r%d);\n    ((unsigned short *)a.t[%d])[%s] = h%d;\n"
+            "    const float v%d = ag_%s2f(h%d);\n", i, op->out_dt == AG_FG_F16 ? "h" : "bf", i, op->out, e,
+         i, i, op->out_dt == AG_FG_F16 ? "h" : "bf", i);
   emit(o, "    (void)v%d;\n", i);
 }
 
@@ -489,17 +575,33 @@ static void emit_all(out_t *o, const ag_fg_chain_t *c, const char *name) {
   if (bf16) emit_n(o, BF16_CONVERSIONS, sizeof BF16_CONVERSIONS - 1);
   emit(o, "struct ag_fused_args {\n  void *t[%d];\n", c->nptrs);
   if (c->nscal) emit(o, "  float s[%d];\n", c->nscal);
+  if (c->ng) emit(o, "  unsigned g[%d];\n", c->ng);
   emit(o, "};\nextern \"C\" __global__ void %s(int n, ag_fused_args a) {\n", name);
   emit(o, "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
           "       i += (long long)gridDim.x * blockDim.x) {\n");
+  /* Each walk's offset of element i: its digits in the walk's mixed radix (the last one needs no
+   * remainder: i < n), times the strides. */
+  for (int k = 0, g = 0; k < c->nacc; g += 2 * c->acc[k].dims, k++) {
+    int dims = c->acc[k].dims;
+    emit(o, "    unsigned long long o%d = 0;\n    {\n      unsigned r = (unsigned)i;\n", k);
+    for (int d = 0; d < dims; d++)
+      if (d < dims - 1)
+        emit(o, "      o%d += (unsigned long long)(r %% a.g[%d]) * a.g[%d];\n      r /= a.g[%d];\n", k, g + d,
+             g + dims + d, g + d);
+      else
+        emit(o, "      o%d += (unsigned long long)r * a.g[%d];\n", k, g + dims + d);
+    emit(o, "    }\n");
+  }
   for (int i = 0; i < c->nptrs; i++) {
+    char ib[16];
+    const char *e = at(c, i, ib);
     if (!c->ptr_loaded[i]) continue;
-    if (c->ptr_dt[i] == AG_FG_F32) emit(o, "    const float x%d = ((const float *)a.t[%d])[i];\n", i, i);
+    if (c->ptr_dt[i] == AG_FG_F32) emit(o, "    const float x%d = ((const float *)a.t[%d])[%s];\n", i, i, e);
     else if (c->ptr_dt[i] == AG_FG_U8)
-      emit(o, "    const float x%d = (float)((const unsigned char *)a.t[%d])[i];\n", i, i);
+      emit(o, "    const float x%d = (float)((const unsigned char *)a.t[%d])[%s];\n", i, i, e);
     else
-      emit(o, "    const float x%d = ag_%s2f(((const unsigned short *)a.t[%d])[i]);\n", i,
-           c->ptr_dt[i] == AG_FG_F16 ? "h" : "bf", i);
+      emit(o, "    const float x%d = ag_%s2f(((const unsigned short *)a.t[%d])[%s]);\n", i,
+           c->ptr_dt[i] == AG_FG_F16 ? "h" : "bf", i, e);
   }
   for (int i = 0; i < c->nops; i++) emit_op(o, c, i);
   emit(o, "  }\n}\n");

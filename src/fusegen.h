@@ -22,11 +22,21 @@
  *
  * The kernel: extern "C" __global__ void ag_fused_<key>(int n, ag_fused_args a), where the
  * struct holds `void *t[]` (the chain's tensors, ag_fg_chain_t.ptr order: one address appears
- * twice when a result is stored over a tensor the chain read before) and, when the chain has
- * scalars, `float s[]` (ag_fg_chain_t.scal order). Scalars are parameters, not
- * literals, so that one compiled kernel serves every launch of a chain of that shape (a disk
- * cache keyed by ag__fg_key finds it whatever the scalars' values). It includes no header: its
- * float16 and bfloat16 conversions are written into it (see fusegen.c).
+ * twice when a result is stored over a tensor the chain read before), when the chain has
+ * scalars `float s[]` (ag_fg_chain_t.scal order) and, when it has strided accesses,
+ * `unsigned g[]` (ag_fg_chain_t.g: each access's sizes, then its strides). Scalars, sizes and
+ * strides are parameters, not literals, so that one compiled kernel serves every launch of a
+ * chain of that shape (a disk cache keyed by ag__fg_key finds it whatever their values). It
+ * includes no header: its float16 and bfloat16 conversions are written into it (see fusegen.c).
+ *
+ * Strided launches (the framework that walks tensors through an OffsetCalculator: broadcasts,
+ * slices, transposed views) take part as well. Element i of such a launch is at a tensor's
+ * offset that the calculator's mixed-radix walk gives, which the fused kernel computes the same
+ * way, per tensor. The chain is still one loop over i: element i of every launch in one thread,
+ * which is exact only when a value passes from one launch to the next at the same element, so a
+ * tensor the chain wrote must be read back with the walk it was written with (the same offset
+ * for every i, AG_FG_STRIDES otherwise), and a tensor read through one walk must not share
+ * memory with one written (AG_FG_OVERLAP).
  */
 #ifndef AG_FUSEGEN_H
 #define AG_FUSEGEN_H
@@ -89,12 +99,16 @@ enum ag_fg_reason {
   AG_FG_DTYPE,           /* a tensor read as one type after being written as another */
   AG_FG_OVERLAP,         /* two tensors overlap without being the same */
   AG_FG_TOO_BIG,         /* more operations, tensors or scalars than the limits below */
+  AG_FG_STRIDES,         /* a tensor read back through other offsets than it was written with */
   AG_FG_NREASONS
 };
 
 #define AG_FG_MAX_OPS 16
 #define AG_FG_MAX_PTRS 24
 #define AG_FG_MAX_SCAL 32
+#define AG_FG_MAX_ACC 8   /* distinct strided accesses (walks) per chain */
+#define AG_FG_MAX_DIMS 6  /* dimensions of a walk, once merged */
+#define AG_FG_OC_DIMS 25  /* PyTorch's OffsetCalculator: MAX_DIMS, its fixed array length */
 #define AG_FG_MAX_CALOPS 4 /* operations kept per kernel of the table */
 #define AG_FG_SIG_BYTES 16 /* functor bytes that identify an operation, at most */
 
@@ -115,7 +129,8 @@ typedef struct ag_fg_calop {
 typedef struct ag_fg_calkernel {
   const char *name; /* mangled; points into the table's name block */
   uint16_t functor_off, functor_size;
-  uint8_t tensors, dtype, nops, cast_loader;
+  uint16_t calc_off, data_off; /* the strided framework: its OffsetCalculator and data array */
+  uint8_t tensors, dtype, nops, cast_loader, strided;
   ag_fg_calop_t ops[AG_FG_MAX_CALOPS];
 } ag_fg_calkernel_t;
 
@@ -126,7 +141,8 @@ typedef struct ag_fg_table {
 } ag_fg_table_t;
 
 /* Reads the table from json[0..len). Returns 0 or -AG_EINVAL (not the table's schema, or not
- * JSON), -AG_ENOMEM. Kernels with no operation computed here are left out. */
+ * JSON), -AG_ENOMEM. Kernels with no operation computed here are left out, and strided ones
+ * whose calculator is not laid out as AG_FG_OC_DIMS dimensions (another PyTorch's). */
 int ag__fg_table_load(ag_fg_table_t *t, const char *json, size_t len);
 void ag__fg_table_free(ag_fg_table_t *t);
 /* The table's record of a mangled kernel name, or NULL. */
@@ -145,15 +161,28 @@ typedef struct ag_fg_op {
   uint8_t scal[2]; /* indices in ag_fg_chain_t.scal */
 } ag_fg_op_t;
 
+/* A strided walk over n elements: element i is at Σ digit_d(i) × stride[d] elements from the
+ * tensor's address, digit_d the d-th digit of i in the mixed radix size[0], size[1], …
+ * (size[0] the fastest), as OffsetCalculator::get computes it. Kept merged: no dimension of size
+ * 1, no two that one dimension could walk; a walk that merges to element i itself is no access of
+ * its own (contiguous). */
+typedef struct ag_fg_access {
+  uint8_t dims;
+  uint32_t size[AG_FG_MAX_DIMS], stride[AG_FG_MAX_DIMS];
+} ag_fg_access_t;
+
 typedef struct ag_fg_chain {
   int32_t n; /* elements */
-  int nops, nptrs, nscal;
+  int nops, nptrs, nscal, nacc, ng;
   ag_fg_op_t op[AG_FG_MAX_OPS];
   uint64_t ptr[AG_FG_MAX_PTRS];
   uint8_t ptr_dt[AG_FG_MAX_PTRS];
   uint8_t ptr_loaded[AG_FG_MAX_PTRS];  /* read before the chain writes it: loaded once */
   uint8_t ptr_written[AG_FG_MAX_PTRS]; /* written by the chain */
+  uint8_t ptr_acc[AG_FG_MAX_PTRS];     /* 0: element i; k: walk acc[k - 1] */
   float scal[AG_FG_MAX_SCAL];
+  ag_fg_access_t acc[AG_FG_MAX_ACC];
+  uint32_t g[2 * AG_FG_MAX_ACC * AG_FG_MAX_DIMS]; /* the walks' sizes and strides, as passed */
 } ag_fg_chain_t;
 
 /* Describes the chain l[0..n) (each launch's kernel layout and argument bytes). Returns AG_FG_OK

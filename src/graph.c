@@ -452,15 +452,22 @@ static int gnode_params(chunk_t *g, int j, const ag_held_t *h, CUDA_KERNEL_NODE_
   return 0;
 }
 
+/* Held entry h as src/chain.h reads it; at AUTOGRAPH_FUSE=chains, a strided launch with the
+ * place of its tensors the calibration table gives (src/fchain.h). */
+static void chain_view(ag_chain_launch_t *l, const ag_held_t *h, const uint8_t *arena) {
+  l->k = h->k, l->args = is_op(h) ? NULL : arena + h->off, l->sdata = 0, l->snt = 0;
+  if (l->args && ag__config.fuse >= AG_FUSE_CHAINS) ag__fchain_view(l);
+}
+
 /* The chain of elementwise launches that begins at h[0] (of n), as src/chain.h links them: its
  * length, at most AG_FG_MAX_OPS, 1 when h[0] begins none. Launches with attributes are left out
  * (a fused node could not carry them). */
 static int chain_extent(const ag_held_t *h, int n, const uint8_t *arena, ag_chain_launch_t *l) {
   int len = 1;
   if (is_op(&h[0]) || h[0].nattrs) return 1;
-  l[0].k = h[0].k, l[0].args = arena + h[0].off;
+  chain_view(&l[0], &h[0], arena);
   while (len < n && len < AG_FG_MAX_OPS && !is_op(&h[len]) && !h[len].nattrs) {
-    l[len].k = h[len].k, l[len].args = arena + h[len].off;
+    chain_view(&l[len], &h[len], arena);
     if (!ag__chain_links(&l[len - 1], &l[len])) break;
     len++;
   }
@@ -635,7 +642,7 @@ int ag__graph_align_chunks(const ag_held_t *h, int n, const uint8_t *arena, int 
 static int scan_chains(ag_graph_t *g, const ag_held_t *h, int n, const uint8_t *arena) {
   ag_chain_launch_t *l = malloc((size_t)(n ? n : 1) * sizeof *l);
   if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
-  for (int i = 0; i < n; i++) l[i].k = h[i].k, l[i].args = is_op(&h[i]) ? NULL : arena + h[i].off;
+  for (int i = 0; i < n; i++) chain_view(&l[i], &h[i], arena);
   ag__chain_scan(l, n, g->role);
   free(l);
   return 0;
@@ -737,7 +744,7 @@ again:
        * (src/fchain.h); else, as for a pattern, the graph is rebuilt without substitution. */
       ag_chain_launch_t l[AG_FG_MAX_OPS];
       ag_fg_chain_t desc;
-      for (int i = 0; i < m->count; i++) l[i].k = h[m->first + i].k, l[i].args = arena + h[m->first + i].off;
+      for (int i = 0; i < m->count; i++) chain_view(&l[i], &h[m->first + i], arena);
       if (ag__fchain_redescribe(l, m->count, &m->fc->desc, &desc)) {
         if (!whole) return AG_GRAPH_NO_PREFIX;
         ag__log(AG_LOG_INFO, "a chain of %d elementwise launches has another shape on a later "

@@ -16,7 +16,7 @@
 [ -x "$BUILD/autograph-inspect" ] || ag_skip "skipped: $BUILD/autograph-inspect is not built"
 d=$AG_TMP py=$AG_ROOT/tests/torch/llama.py steps=200
 ag_run "$d/cal" "$TORCH_SIM" "$PY" "$AG_ROOT/tools/calibrate-elementwise" --dtypes float32,bfloat16 \
-  --ops add,to_float32,pow_2,add_scalar,rsqrt --json "$d/table.json"
+  --json "$d/table.json"
 [ "$(cat "$d/cal.rc")" = 0 ] || { tail -n 20 "$d/cal.err" >&2; ag_fail "calibrate-elementwise exited $(cat "$d/cal.rc")"; }
 
 ag_run "$d/plain" env SIM_SEED=1 "$TORCH_SIM" "$PY" "$py" "$steps"

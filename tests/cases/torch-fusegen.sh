@@ -8,14 +8,18 @@
 # the simulator gives a computed NaN's canonical bits, as a GPU does, in PyTorch's kernels and
 # the generated ones alike), (x + y) * s, casts through bfloat16 and float16 and back, pow's
 # own kernels for the exponents 3 and 2 (the cube of a float16 or bfloat16 rounds its first
-# product to the type), and two long chains through the other operations the generator knows;
+# product to the type), two long chains through the other operations the generator knows, and
+# chains with launches of PyTorch's strided framework: RMSNorm's scaling by a per-row statistic
+# and a per-column weight (broadcasts), a slice read from an offset, and a rotary embedding on a
+# transposed view, whose last add reads a product in another order than it was written in (a
+# refusal, `strides`: one thread would need another's element);
 # the simulated driver logs each launch's bytes (SIM_LAUNCH_LOG) and the script writes every
 # tensor's bytes. Then tests/torch/fusegen-check finds the chains (src/chain.c), describes them
 # with the calibration table that tools/calibrate-elementwise writes for just these operations,
 # generates each kernel, compiles it with NVRTC (the simulated one: the toolkit's real NVRTC,
 # then a host build that runs), runs it on the inputs and compares every tensor the chain writes
 # with PyTorch's bytes.
-# Every chain must be fused and no byte may differ.
+# Every chain but the rotary embedding's must be fused and no byte may differ.
 . "$(dirname "$0")/lib.sh"
 . "$AG_ROOT/tests/torch/sim-env.sh"
 check=$BUILD/tests/torch/fusegen-check
@@ -38,8 +42,8 @@ cat "$d/check.out"
 # What the script runs: per type, RMSNorm's tail, the SiLU gate, the two sigmoid products,
 # ReLU's backward and threshold after an add, dropout's backward between a multiplication and an
 # add, (x + y) * s, one or two chains of casts, pow's cube and square (then, in float16 and
-# bfloat16, widened and squared again) and the two long chains; 35 in all (bfloat16 has one cast
-# chain fewer).
+# bfloat16, widened and squared again), the two long chains and the three strided ones; 44 in
+# all (bfloat16 has one cast chain fewer).
 want() { # want COUNT PATTERN: lines of the check's output that match
   local n
   n=$(grep -cE -- "$2" "$d/check.out")
@@ -56,5 +60,9 @@ want 3 '^chain at launch [0-9]+: 9 operations \(relu clamp gelu clamp_min pow_sc
 want 1 '^chain at launch [0-9]+: 3 operations \(cube square mul_scalar\), [0-9]+ bytes compared, 0 differ$'
 want 2 '^chain at launch [0-9]+: 5 operations \(cube square mul_scalar cast square\), [0-9]+ bytes compared, 0 differ$'
 want 5 '^chain at launch [0-9]+: [0-9]+ operations \((cast|mul_scalar)( (cast|mul_scalar))+\)'
-want 1 '^fusegen-check: [0-9]+ launches, 35 chains: 35 fused \([0-9]+ operations\), 0 refused; [0-9]+ tensors, [0-9]+ bytes compared, 0 differ$'
-echo "torch-fusegen: every chain fused, every byte equal to PyTorch's"
+want 2 '^chain at launch [0-9]+: 4 operations \(cast mul cast mul\), [0-9]+ bytes compared, 0 differ$'
+want 1 '^chain at launch [0-9]+: 3 operations \(mul cast mul\), [0-9]+ bytes compared, 0 differ$'
+want 3 '^chain at launch [0-9]+: 3 operations \(neg mul exp\), [0-9]+ bytes compared, 0 differ$'
+want 3 '^chain at launch [0-9]+ \(2 launches\): refused, strides at launch [0-9]+ \(_ZN2at6native18elementwise_kernelI.*CUDAFunctor_add'
+want 1 '^fusegen-check: [0-9]+ launches, 44 chains: 41 fused \([0-9]+ operations\), 3 refused; [0-9]+ tensors, [0-9]+ bytes compared, 0 differ$'
+echo "torch-fusegen: every chain fused but the rotary add (refused, as it must be), every byte equal to PyTorch's"

@@ -4,17 +4,20 @@
  * LOG is the simulated driver's launch log of tests/torch/fusegen.py (SIM_LAUNCH_LOG: each
  * launch's kernel name and parameter bytes as the wheel packed them), TABLE the calibration
  * table of the kernels it ran (tools/calibrate-elementwise --json), DIR the bytes of every tensor
- * the script made, one file per device address. The launches' parameter layouts are the table's
- * (N, the functor at its place, the tensors after it): the frameworks' layout, which the library
- * reads from the kernels' images instead.
+ * the script made, one file per device address (the bytes from that address to the end of the
+ * tensor's storage, so that a view's file holds what its strides reach). The launches' parameter
+ * layouts are the table's (N, the functor at its place, the tensors after it; for the strided
+ * framework N and the lambda, with the data array where the table puts it): the frameworks'
+ * layout, which the library reads from the kernels' images instead.
  *
  * For each chain src/chain.c finds among the launches, it describes the chain (ag__fg_build),
  * writes the kernel (ag__fg_emit), compiles it with NVRTC for sm_90 (the simulated NVRTC: the
  * toolkit's real one, then the same source built for the host), loads the CUBIN with
  * cuModuleLoadData and launches it with cuLaunchKernel on fresh buffers holding the chain's
  * inputs (the tensors it reads before writing them) and a poison byte elsewhere, then compares
- * every tensor the chain writes, intermediates included, with PyTorch's bytes. Prints one line
- * per chain and a summary; exits 1 on any difference or refusal, 2 on a usage or setup error. */
+ * every element the chain writes, intermediates included, with PyTorch's bytes. Prints one line
+ * per chain and a summary; exits 1 on any difference or when nothing is fused, 2 on a usage or
+ * setup error (a refusal is a line of the output, which the test counts). */
 #include <cuda.h>
 #include <nvrtc.h>
 #include <stdio.h>
@@ -34,7 +37,7 @@
     }                                                                                     \
   } while (0)
 
-enum { MAX_LAUNCHES = 512, MAX_PARAMS = 256 };
+enum { MAX_LAUNCHES = 512, MAX_PARAMS = 1024 };
 
 static char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -59,6 +62,8 @@ typedef struct {
   ag_kparam_t p[3];
   char name[1024];
   uint8_t args[MAX_PARAMS];
+  uint16_t sdata;
+  uint8_t snt;
 } launch_t;
 
 static launch_t L[MAX_LAUNCHES];
@@ -83,10 +88,11 @@ static int read_log(const char *path, const ag_fg_table_t *t) {
     if (nm < 0 || pa < 0) continue;
     launch_t *l = &L[n++];
     size_t nl = tok[nm].end - tok[nm].start, np = (tok[pa].end - tok[pa].start) / 2;
-    if (nl >= sizeof l->name || np > MAX_PARAMS) {
-      fprintf(stderr, "fusegen-check: launch %d too large\n", n);
+    if (nl >= sizeof l->name) {
+      fprintf(stderr, "fusegen-check: launch %d's name too long\n", n);
       exit(2);
     }
+    if (np > MAX_PARAMS) np = 0; /* not an elementwise launch (cat's, say): read as none */
     memcpy(l->name, line + tok[nm].start, nl), l->name[nl] = 0;
     for (size_t i = 0; i < np; i++) {
       unsigned b;
@@ -96,7 +102,12 @@ static int read_log(const char *path, const ag_fg_table_t *t) {
     l->k.name = l->name;
     l->k.param_bytes = (uint32_t)np;
     const ag_fg_calkernel_t *ck = ag__fg_table_find(t, l->name);
-    if (ck) {
+    if (ck && ck->strided) {
+      l->p[0] = (ag_kparam_t){0, 4};
+      l->p[1] = (ag_kparam_t){ck->calc_off, (uint32_t)np - ck->calc_off};
+      l->k.params = l->p, l->k.nparams = 2;
+      l->sdata = ck->data_off, l->snt = ck->tensors;
+    } else if (ck) {
       uint32_t data = (ck->functor_off + ck->functor_size + 7u) / 8 * 8;
       l->p[0] = (ag_kparam_t){0, 4};
       l->p[1] = (ag_kparam_t){ck->functor_off, ck->functor_size};
@@ -109,6 +120,23 @@ static int read_log(const char *path, const ag_fg_table_t *t) {
 }
 
 static int elt(int dt) { return ag__fg_dt_size(dt); }
+
+/* Element i of slot p, in elements from its address (its walk's offset, or i). */
+static uint64_t offset_of(const ag_fg_chain_t *c, int p, uint32_t i) {
+  if (!c->ptr_acc[p]) return i;
+  const ag_fg_access_t *w = &c->acc[c->ptr_acc[p] - 1];
+  uint64_t o = 0;
+  for (int d = 0; d < w->dims; d++) o += (uint64_t)(i % w->size[d]) * w->stride[d], i /= w->size[d];
+  return o;
+}
+
+/* The bytes slot p's elements reach from its address. */
+static size_t extent(const ag_fg_chain_t *c, int p) {
+  uint64_t last = 0;
+  for (uint32_t i = 0; i < (uint32_t)c->n; i++)
+    if (offset_of(c, p, i) > last) last = offset_of(c, p, i);
+  return (size_t)(last + 1) * (size_t)elt(c->ptr_dt[p]);
+}
 
 /* Compiles, runs and compares one chain; returns the mismatching bytes, adds to the counts. */
 static long run_chain(const ag_fg_chain_t *c, const char *dir, long *bytes, int *tensors) {
@@ -151,46 +179,47 @@ static long run_chain(const ag_fg_chain_t *c, const char *dir, long *bytes, int 
   CUdeviceptr dev[AG_FG_MAX_PTRS];
   uint8_t *want[AG_FG_MAX_PTRS] = {0};
   for (int i = 0; i < c->nptrs; i++) {
-    size_t sz = (size_t)c->n * elt(c->ptr_dt[i]), got = 0;
+    size_t sz = extent(c, i), got = 0;
     char path[4096];
     snprintf(path, sizeof path, "%s/%llx.bin", dir, (unsigned long long)c->ptr[i]);
     want[i] = (uint8_t *)slurp(path, &got);
-    if (!want[i] || got != sz) {
-      fprintf(stderr, "fusegen-check: %s: missing or of %zu bytes, not %zu\n", path, got, sz);
+    if (!want[i] || got < sz) {
+      fprintf(stderr, "fusegen-check: %s: missing or of %zu bytes, under %zu\n", path, got, sz);
       exit(2);
     }
     CU(cuMemAlloc(&dev[i], sz));
     if (c->ptr_loaded[i]) CU(cuMemcpyHtoD(dev[i], want[i], sz));
     else CU(cuMemsetD8(dev[i], 0xcd, sz)); /* whatever the kernel does not write stays wrong */
   }
-  uint8_t pack[8 * AG_FG_MAX_PTRS + 4 * AG_FG_MAX_SCAL] __attribute__((aligned(8)));
+  uint8_t pack[8 * AG_FG_MAX_PTRS + 4 * AG_FG_MAX_SCAL + sizeof c->g] __attribute__((aligned(8)));
   memset(pack, 0, sizeof pack);
   for (int i = 0; i < c->nptrs; i++) memcpy(pack + 8 * i, &dev[i], 8);
   memcpy(pack + 8 * c->nptrs, c->scal, 4 * (size_t)c->nscal);
+  memcpy(pack + 8 * c->nptrs + 4 * c->nscal, c->g, 4 * (size_t)c->ng);
   int n = c->n;
   void *params[] = {&n, pack};
   CU(cuLaunchKernel(fn, (unsigned)(n + 127) / 128, 1, 1, 128, 1, 1, 0, NULL, params, NULL));
   CU(cuCtxSynchronize());
   long bad = 0;
   for (int i = 0; i < c->nptrs; i++) {
-    size_t sz = (size_t)c->n * elt(c->ptr_dt[i]);
+    size_t sz = extent(c, i), es = (size_t)elt(c->ptr_dt[i]);
     if (c->ptr_written[i]) {
       uint8_t *got = malloc(sz);
       CU(cuMemcpyDtoH(got, dev[i], sz));
       int shown = 0;
-      for (size_t b = 0; b < sz; b++) {
-        if (got[b] == want[i][b]) continue;
-        bad++;
+      for (uint32_t el = 0; el < (uint32_t)c->n; el++) {
+        size_t e = (size_t)offset_of(c, i, el) * es;
+        if (!memcmp(got + e, want[i] + e, es)) continue;
+        bad += (long)es;
         if (shown++ < 3) {
-          size_t e = b / (size_t)elt(c->ptr_dt[i]) * (size_t)elt(c->ptr_dt[i]);
           uint32_t g = 0, w = 0;
-          memcpy(&g, got + e, (size_t)elt(c->ptr_dt[i]));
-          memcpy(&w, want[i] + e, (size_t)elt(c->ptr_dt[i]));
+          memcpy(&g, got + e, es);
+          memcpy(&w, want[i] + e, es);
           fprintf(stderr, "fusegen-check: %s: tensor %d element %zu: 0x%x, PyTorch 0x%x\n", name, i,
-                  e / (size_t)elt(c->ptr_dt[i]), g, w);
+                  e / es, g, w);
         }
       }
-      *bytes += (long)sz, ++*tensors;
+      *bytes += (long)((size_t)c->n * es), ++*tensors;
       free(got);
     }
     free(want[i]);
@@ -216,7 +245,8 @@ int main(int argc, char **argv) {
   int n = read_log(argv[1], &t);
   static ag_chain_launch_t cl[MAX_LAUNCHES];
   static uint8_t role[MAX_LAUNCHES];
-  for (int i = 0; i < n; i++) cl[i] = (ag_chain_launch_t){&L[i].k, L[i].args};
+  for (int i = 0; i < n; i++)
+    cl[i] = (ag_chain_launch_t){.k = &L[i].k, .args = L[i].args, .sdata = L[i].sdata, .snt = L[i].snt};
   int chains = ag__chain_scan(cl, n, role);
   CUdevice d;
   CUcontext ctx;
@@ -256,5 +286,5 @@ int main(int argc, char **argv) {
   printf("fusegen-check: %d launches, %d chains: %d fused (%d operations), %d refused; %d tensors, "
          "%ld bytes compared, %ld differ\n", n, chains, fused, ops, refused, tensors, bytes, bad);
   ag__fg_table_free(&t);
-  return bad || refused || !fused ? 1 : 0;
+  return bad || !fused ? 1 : 0;
 }

@@ -1,9 +1,11 @@
 """fusegen.py OUTDIR — chains of elementwise operations for the fused-kernel generator's check
 (tests/cases/torch-fusegen.sh): run on the simulator with SIM_LAUNCH_LOG set, it runs each chain
-in float32, float16 and bfloat16 on contiguous device tensors, keeps every tensor alive (so no
-address is reused) and writes each input's and each result's bytes to OUTDIR/<address in
-hex>.bin. The inputs are made on the CPU and copied to the device, so that the only kernels the
-log holds are the chains' own, one chain after another.
+in float32, float16 and bfloat16 on device tensors (contiguous ones, then views that PyTorch walks
+with its strided framework: broadcasts, slices, transposes), keeps every tensor alive (so no
+address is reused) and writes, for each input and each result, the bytes from its address to the
+end of its storage to OUTDIR/<address in hex>.bin. The inputs are made on the CPU and copied to
+the device, so that the only kernels the log holds are the chains' own, one chain after
+another.
 
 Inputs: random values, with NaN, +-Inf, signed zeros, numbers below each type's smallest normal
 and the largest finite values among them.
@@ -106,12 +108,41 @@ def chains(dt):
     t = save(t + 0.5)
     t = save(t * y)
     save(t * t)
+    strided(dt)
+
+
+def strided(dt):
+    """Chains with launches of the strided framework."""
+    # RMSNorm as LLaMA writes it: h = x.float(); h * r with r one value per row (a broadcast);
+    # back to the type; times the weight, one value per column (a broadcast)
+    x = tensor(dt).view(16, 128)
+    r = tensor(torch.float32, 0.0, 2.0)[:16].view(16, 1)
+    w = tensor(torch.bfloat16 if dt == torch.float32 else dt)[:128]
+    h = x if dt == torch.float32 else save(x.float())
+    t = save(h * r)
+    t = save(t.to(w.dtype))
+    save(w * t)
+    # a slice (rows of 32 at a stride of 64, from an offset), then contiguous operations
+    x, y = tensor(dt).view(32, 64), tensor(dt)[:1024].view(32, 32)
+    t = save(torch.neg(save(x[:, 32:])))
+    t = save(t * y)
+    save(torch.exp(t))
+    # rotary embedding, LLaMA's way on a transposed view: q * cos + rotate_half(q) * sin, where
+    # q is [batch, heads, tokens, 16] over memory laid out [batch, tokens, heads, 16] and cos and
+    # sin are [tokens, 16] (broadcasts); rotate_half by slicing, negation and cat
+    q = tensor(dt).view(2, 16, 4, 16).transpose(1, 2)
+    cos, sin = tensor(dt, -1.0, 1.0)[:256].view(16, 16), tensor(dt, -1.0, 1.0)[:256].view(16, 16)
+    a = save(q * cos)
+    rot = save(torch.cat((save(-save(q[..., 8:])), q[..., :8]), dim=-1))
+    b = save(rot * sin)
+    save(a + b)
 
 
 for dt in (torch.float32, torch.float16, torch.bfloat16):
     chains(dt)
 torch.cuda.synchronize()
 for t in kept:
+    storage = t.untyped_storage().cpu()
     with open(os.path.join(OUT, "%x.bin" % t.data_ptr()), "wb") as f:
-        f.write(t.cpu().contiguous().view(torch.uint8).numpy().tobytes())
+        f.write(bytes(storage)[t.storage_offset() * t.element_size():])
 print(f"fusegen.py: {len(kept)} tensors of {N} elements written")

@@ -1,8 +1,9 @@
 /* ag-chain — chains of elementwise kernels (src/chain.h) on made-up kernels and arguments: the
- * two contiguous frameworks are recognised by name and layout (the strided one, other kernels
- * and other layouts are not); consecutive launches chain only when the later reads what the
- * earlier wrote over the same element count; a stream operation, another kernel, another count
- * or an unrelated input ends a chain. */
+ * two contiguous frameworks are recognised by name and layout (other kernels and other layouts
+ * are not), the strided one only where its caller names its data array, inside its parameters;
+ * consecutive launches chain only when the later reads what the earlier wrote over the same
+ * element count; a stream operation, another kernel, another count or an unrelated input ends a
+ * chain. */
 #include <string.h>
 
 #include "chain.h"
@@ -21,6 +22,11 @@ static ag_kparam_t p_wide[3] = {{0, 8}, {8, 4}, {16, 24}};               /* N of
 static ag_kinfo_t kadd = {.name = (char *)vec_add, .nparams = 3, .param_bytes = 32, .params = p_add};
 static ag_kinfo_t kabs = {.name = (char *)unr_abs, .nparams = 7, .param_bytes = 48, .params = p_abs};
 static ag_kinfo_t kstrided = {.name = (char *)strided, .nparams = 3, .param_bytes = 32, .params = p_add};
+/* The strided framework as it is: N, then the lambda (a calculator of 2 tensors, whose data
+ * array is at 512, then the functor). */
+static ag_kparam_t p_lambda[2] = {{0, 4}, {8, 528}};
+static ag_kinfo_t klambda = {.name = (char *)strided, .nparams = 2, .param_bytes = 536, .params = p_lambda};
+static uint8_t sargs[4][536];
 static ag_kinfo_t kgemm = {.name = (char *)gemm, .nparams = 3, .param_bytes = 32, .params = p_add};
 static ag_kinfo_t kwide = {.name = (char *)vec_add, .nparams = 3, .param_bytes = 40, .params = p_wide};
 
@@ -35,7 +41,18 @@ static ag_chain_launch_t L(int i, const ag_kinfo_t *k, int n, uint64_t out, uint
   uint32_t at = k->params[2].offset;
   memcpy(p + at, &out, 8), memcpy(p + at + 8, &a, 8);
   if (k->params[2].size >= 24) memcpy(p + at + 16, &b, 8);
-  ag_chain_launch_t l = {k, p};
+  ag_chain_launch_t l = {.k = k, .args = p};
+  return l;
+}
+
+/* Strided launch i (of klambda) over n elements writing `out` from `a`, its data array named at
+ * `sdata` (0: not named). */
+static ag_chain_launch_t S(int i, int n, uint64_t out, uint64_t a, uint16_t sdata) {
+  uint8_t *p = sargs[i];
+  memset(p, 0, sizeof sargs[i]);
+  memcpy(p, &n, 4);
+  memcpy(p + 512, &out, 8), memcpy(p + 520, &a, 8);
+  ag_chain_launch_t l = {.k = &klambda, .args = p, .sdata = sdata, .snt = sdata ? 2 : 0};
   return l;
 }
 
@@ -69,7 +86,7 @@ int main(void) {
   /* Another element count breaks the link; so does a stream operation between the two. */
   l[0] = L(0, &kadd, 1000, 0x1000, 0x9000, 0x9100);
   l[1] = L(1, &kadd, 999, 0x2000, 0x1000, 0x9100);
-  l[2] = (ag_chain_launch_t){&kadd, NULL}; /* a memset, say */
+  l[2] = (ag_chain_launch_t){.k = &kadd}; /* a memset, say */
   l[3] = L(3, &kadd, 999, 0x3000, 0x2000, 0x9100);
   l[4] = L(4, &kabs, 999, 0x4000, 0x3000, 0);
   expect(l, 5, "ee-cc", 1);
@@ -82,6 +99,23 @@ int main(void) {
   l[4] = L(4, &kabs, 32, 0x5000, 0x4000, 0);
   l[5] = L(5, &kwide, 32, 0x6000, 0x5000, 0);
   expect(l, 6, "-cccc-", 2);
+
+  /* The strided framework by its own layout: read once its data array is named (and only where
+   * it lies inside the parameters); it then links both ways. */
+  CHECK(ag__chain_strided(&klambda) && !ag__chain_strided(&kadd) && !ag__chain_strided(&kstrided));
+  l[0] = S(0, 64, 0x1000, 0x9000, 0);
+  l[1] = L(1, &kadd, 64, 0x2000, 0x1000, 0x9100);
+  l[2] = S(2, 64, 0x3000, 0x2000, 0);
+  expect(l, 3, "-e-", 0);
+  CHECK(!ag__chain_member(&l[0]));
+  l[0] = S(0, 64, 0x1000, 0x9000, 512);
+  l[2] = S(2, 64, 0x3000, 0x2000, 512);
+  CHECK(ag__chain_member(&l[0]));
+  expect(l, 3, "ccc", 1);
+  l[2] = S(2, 64, 0x3000, 0x2000, 536); /* past the parameters */
+  expect(l, 3, "cc-", 1);
+  l[2] = S(2, 32, 0x3000, 0x2000, 512);
+  expect(l, 3, "cce", 1);
 
   /* A null output links nothing; nothing at all is no chain. */
   l[0] = L(0, &kadd, 8, 0, 0x9000, 0x9100);

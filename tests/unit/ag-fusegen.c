@@ -3,7 +3,10 @@
  * are read, a chain is described (kinds, types, operands, scalars read from the functors, which
  * tensors are loaded and which written), every refusal has its reason, and the emitted source
  * has the expected structure: one load per outside tensor, one store per operation, the
- * roundings where a result is stored in 16 bits, the scalars as parameters, one key per shape. */
+ * roundings where a result is stored in 16 bits, the scalars as parameters, one key per shape.
+ * Strided launches: each tensor's walk read from the OffsetCalculator and merged, a contiguous
+ * walk no walk at all, sizes and strides as parameters, and the refusals of a value read back
+ * through another walk than it was written with or of a walk that shares memory with a write. */
 #include <string.h>
 
 #include "ag.h"
@@ -25,6 +28,9 @@ static const char n_cast[] = NS "27unrolled_elementwise_kernelI7k_copy12LoadWith
 static const char n_other[] = VEC "Li4E9k_other_f";  /* not in the table */
 static const char n_cube[] = VEC "Li8E9k_cube_b";    /* bfloat16 pow with the exponent 3 */
 static const char n_sq[] = VEC "Li4E7k_sq_f";        /* float32 pow with the exponent 2 */
+#define STR NS "18elementwise_kernelILi128ELi4E"
+static const char n_smul[] = STR "9k_smul_f";        /* float32 multiplication, strided */
+static const char n_sabs[] = STR "9k_sabs_f";        /* float32 abs, strided */
 
 /* The table: one kernel per line, in tools/calibrate-elementwise's schema. */
 static const char table[] =
@@ -57,6 +63,16 @@ static const char table[] =
     " \"ops\": {\"pow_3\": {\"functor_bytes\": \"0000000000000000\", \"scalars\": {}}}},\n"
     "\"" VEC "Li4E7k_sq_f\": {\"dtype\": \"float32\", \"tensors\": 2, \"functor_offset\": 8, \"functor_size\": 8,"
     " \"ops\": {\"pow_2\": {\"functor_bytes\": \"0000000000000000\", \"scalars\": {}}}},\n"
+    "\"" STR "9k_smul_f\": {\"framework\": \"elementwise_kernel\", \"dtype\": \"float32\", \"tensors\": 3,"
+    " \"calc_offset\": 8, \"data_offset\": 616, \"functor_offset\": 640, \"functor_size\": 1,"
+    " \"ops\": {\"mul\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
+    "\"" STR "9k_sabs_f\": {\"framework\": \"elementwise_kernel\", \"dtype\": \"float32\", \"tensors\": 2,"
+    " \"calc_offset\": 8, \"data_offset\": 512, \"functor_offset\": 528, \"functor_size\": 1,"
+    " \"ops\": {\"abs\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
+    /* a calculator of another size (another PyTorch's MAX_DIMS): left out */
+    "\"" STR "9k_sbad_f\": {\"framework\": \"elementwise_kernel\", \"dtype\": \"float32\", \"tensors\": 2,"
+    " \"calc_offset\": 8, \"data_offset\": 400, \"functor_offset\": 416, \"functor_size\": 1,"
+    " \"ops\": {\"abs\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
     "\"" VEC "Li4E8k_int_i\": {\"dtype\": \"int32\", \"tensors\": 3, \"functor_offset\": 4, \"functor_size\": 4, \"ops\": {}}\n"
     "}}";
 
@@ -82,6 +98,31 @@ KINFO(k_wide, n_add, 4, 8, 3); /* the add kernel with another functor size */
 
 static uint8_t args[24][64];
 
+/* The strided kernels: N, then the lambda (calculator at 8, data array, functor) */
+static ag_kparam_t smul_p[2] = {{0, 4}, {8, 640}};
+static ag_kinfo_t k_smul = {.name = (char *)n_smul, .nparams = 2, .params = smul_p, .param_bytes = 648};
+static ag_kparam_t sabs_p[2] = {{0, 4}, {8, 528}};
+static ag_kinfo_t k_sabs = {.name = (char *)n_sabs, .nparams = 2, .params = sabs_p, .param_bytes = 536};
+static uint8_t sargs[4][648];
+
+/* Strided launch i of k (nt tensors, data array at sdata) over the dims sizes `size`, tensor j
+ * at ptr[j] with byte strides stride[j][d]. */
+static ag_chain_launch_t S(int i, const ag_kinfo_t *k, int nt, uint16_t sdata, int dims, const uint32_t *size,
+                           const uint32_t (*stride)[3], const uint64_t *ptr) {
+  uint8_t *p = sargs[i];
+  int32_t n = 1;
+  memset(p, 0, sizeof sargs[i]);
+  memcpy(p + 8, &dims, 4);
+  for (int d = 0; d < dims; d++) {
+    n *= (int32_t)size[d];
+    memcpy(p + 8 + 4 + 12 * d, &size[d], 4);
+    for (int j = 0; j < nt; j++) memcpy(p + 8 + 304 + 4 * (d * nt + j), &stride[j][d], 4);
+  }
+  memcpy(p, &n, 4);
+  memcpy(p + sdata, ptr, 8 * (size_t)nt);
+  return (ag_chain_launch_t){.k = k, .args = p, .sdata = sdata, .snt = (uint8_t)nt};
+}
+
 /* Launch i of k over n elements: functor bytes f (fsize of them), tensors out, in0, in1. */
 static ag_chain_launch_t L(int i, const ag_kinfo_t *k, int n, const void *f, uint64_t out, uint64_t a, uint64_t b) {
   uint8_t *p = args[i];
@@ -90,7 +131,7 @@ static ag_chain_launch_t L(int i, const ag_kinfo_t *k, int n, const void *f, uin
   memcpy(p + k->params[1].offset, f, k->params[1].size);
   uint64_t d[3] = {out, a, b};
   memcpy(p + k->params[2].offset, d, k->params[2].size);
-  return (ag_chain_launch_t){k, p};
+  return (ag_chain_launch_t){.k = k, .args = p};
 }
 
 static const float one = 1.0f, two = 2.0f;
@@ -134,8 +175,11 @@ int main(void) {
   CHECK_INT(ag__fg_table_load(&t, "{\"schema\": \"other\", \"kernels\": {}}", 35), ==, -AG_EINVAL);
   CHECK_INT(ag__fg_table_load(&t, table, sizeof table - 2), ==, -AG_EINVAL); /* cut short */
   CHECK_INT(ag__fg_table_load(&t, table, sizeof table - 1), ==, 0);
-  CHECK_INT(t.n, ==, 12); /* the int32 kernel is left out */
-  const ag_fg_calkernel_t *ck = ag__fg_table_find(&t, n_clamp);
+  CHECK_INT(t.n, ==, 14); /* the int32 kernel and the other calculator are left out */
+  CHECK(!ag__fg_table_find(&t, NS "18elementwise_kernelILi128ELi4E9k_sbad_f"));
+  const ag_fg_calkernel_t *ck;
+  CHECK((ck = ag__fg_table_find(&t, n_smul)) && ck->strided && ck->calc_off == 8 && ck->data_off == 616);
+  ck = ag__fg_table_find(&t, n_clamp);
   CHECK(ck && ck->functor_off == 8 && ck->functor_size == 24 && ck->tensors == 2 && ck->nops == 2);
   CHECK(ag__fg_table_find(&t, n_gelut) && ag__fg_table_find(&t, n_gelut)->nops == 0);
   CHECK(ag__fg_table_find(&t, n_cast)->cast_loader);
@@ -259,6 +303,78 @@ int main(void) {
   CHECK_INT(ag__fg_build(&t, l, 2, &c, &bad), ==, AG_FG_OK);
   CHECK(c.nptrs == 3 && c.ptr[2] == 0xa0000 && ag__fg_key(&c) == over);
 
+  /* Strided: y = q * cos over [4 heads, 8 rows of 4] with q every other row of a wider buffer
+   * and cos broadcast over the heads (the calculator's dimensions as PyTorch coalesces them:
+   * rows of 4, 8 of them, 4 heads), then z = y + b, contiguous. y is written contiguously: no
+   * walk of its own, and read on as it was written. */
+  {
+    static const uint32_t size[3] = {4, 8, 4};
+    static const uint32_t st[3][3] = {{4, 16, 128}, {4, 32, 512}, {4, 16, 0}}; /* y, q, cos */
+    static const uint64_t ptr[3] = {0x100000, 0x200000, 0x300000};
+    l[0] = S(0, &k_smul, 3, 616, 3, size, st, ptr);
+    l[1] = L(1, &k_add, 128, &one, 0x400000, 0x100000, 0x500000);
+    CHECK_INT(ag__fg_build(&t, l, 2, &c, &bad), ==, AG_FG_OK);
+    CHECK_INT(c.n, ==, 128);
+    CHECK_INT(c.nacc, ==, 2);
+    /* q: rows of 4 at a stride of 8 elements, heads at 128; cos: rows of 4 merged into 32, heads 0 */
+    CHECK(c.acc[0].dims == 3 && c.acc[0].size[0] == 4 && c.acc[0].stride[1] == 8 && c.acc[0].stride[2] == 128);
+    CHECK(c.acc[1].dims == 2 && c.acc[1].size[0] == 32 && c.acc[1].stride[0] == 1 && c.acc[1].stride[1] == 0);
+    CHECK_INT(c.ng, ==, 10);
+    CHECK(c.g[0] == 4 && c.g[1] == 8 && c.g[2] == 4 && c.g[3] == 1 && c.g[4] == 8 && c.g[5] == 128);
+    CHECK(c.ptr_acc[0] == 1 && c.ptr_acc[1] == 2 && c.ptr_acc[2] == 0); /* q, cos, then y */
+    CHECK(c.op[1].in[0].op == 0);
+    ag__fg_emit(&c, src, sizeof src, name);
+    printf("%s", src);
+    CHECK(strstr(src, "unsigned g[10];") && strstr(src, "o0 += (unsigned long long)(r % a.g[0]) * a.g[3];"));
+    CHECK(strstr(src, "o1 += (unsigned long long)r * a.g[9];"));
+    CHECK(strstr(src, "((const float *)a.t[0])[o0]") && strstr(src, "((const float *)a.t[1])[o1]"));
+    CHECK(strstr(src, "((float *)a.t[2])[i] = r0;"));
+    uint64_t skey = ag__fg_key(&c);
+    /* Other sizes and strides of the same dimensions: the same kernel. */
+    static const uint32_t size2[3] = {8, 8, 2};
+    static const uint32_t st2[3][3] = {{4, 32, 256}, {4, 64, 1024}, {4, 32, 0}};
+    l[0] = S(0, &k_smul, 3, 616, 3, size2, st2, ptr);
+    CHECK_INT(ag__fg_build(&t, l, 2, &c2, &bad), ==, AG_FG_OK);
+    CHECK(ag__fg_key(&c2) == skey && c2.g[0] == 8);
+    /* A contiguous walk through the calculator is no walk: the same as the contiguous kernel. */
+    static const uint32_t st3[3][3] = {{4, 16, 128}, {4, 16, 128}, {4, 16, 128}};
+    l[0] = S(0, &k_smul, 3, 616, 3, size, st3, ptr);
+    CHECK_INT(ag__fg_build(&t, l, 2, &c2, &bad), ==, AG_FG_OK);
+    CHECK(c2.nacc == 0 && c2.ng == 0);
+    ag__fg_emit(&c2, src, sizeof src, name);
+    CHECK(!strstr(src, "unsigned g[") && !strstr(src, "o0"));
+    /* y written transposed (heads fastest), then read as element i: refused at the reader. */
+    static const uint32_t st4[3][3] = {{16, 64, 4}, {4, 32, 512}, {4, 16, 0}};
+    l[0] = S(0, &k_smul, 3, 616, 3, size, st4, ptr);
+    refused(&t, l, 2, AG_FG_STRIDES, 1);
+    /* … and read back by a strided abs through the walk it was written with: fused. */
+    static const uint32_t sab[2][3] = {{4, 16, 128}, {16, 64, 4}};
+    static const uint64_t pab[2] = {0x600000, 0x100000};
+    l[1] = S(1, &k_sabs, 2, 512, 3, size, sab, pab);
+    CHECK_INT(ag__fg_build(&t, l, 2, &c2, &bad), ==, AG_FG_OK);
+    CHECK(c2.op[1].in[0].op == 0 && c2.nacc == 3);
+    /* A write through a walk of stride 0 (elements written twice) is refused. */
+    static const uint32_t st5[3][3] = {{4, 16, 0}, {4, 32, 512}, {4, 16, 0}};
+    l[0] = S(0, &k_smul, 3, 616, 3, size, st5, ptr);
+    l[1] = L(1, &k_sq, 128, pow_cap, 0x400000, 0x500000, 0);
+    l[2] = L(2, &k_add, 128, &one, 0x700000, 0x400000, 0x100000);
+    refused(&t, l, 3, AG_FG_STRIDES, 2);
+    refused(&t, l, 1, AG_FG_OVERLAP, -1);
+    /* q read through a walk, then written over by a later launch (its other elements read by
+     * other threads) */
+    l[0] = S(0, &k_smul, 3, 616, 3, size, st, ptr);
+    l[1] = L(1, &k_sq, 128, pow_cap, 0x200000, 0x100000, 0);
+    refused(&t, l, 2, AG_FG_OVERLAP, -1);
+    /* sizes that do not multiply to N */
+    l[0] = S(0, &k_smul, 3, 616, 3, size, st, ptr);
+    memcpy(sargs[0], &(int32_t){127}, 4);
+    refused(&t, l, 1, AG_FG_LAYOUT, 0);
+    /* the strided kernel named at another place than the table's */
+    l[0] = S(0, &k_smul, 3, 616, 3, size, st, ptr);
+    l[0].sdata = 624;
+    refused(&t, l, 1, AG_FG_LAYOUT, 0);
+  }
+
   /* Refusals, each with the launch at fault. */
   l[0] = L(0, &k_add, 1000, &one, 0x10000, 0xa0000, 0xb0000);
   l[1] = L(1, &k_other, 1000, &one, 0x20000, 0x10000, 0xb0000);
@@ -279,7 +395,7 @@ int main(void) {
   refused(&t, l, 2, AG_FG_CAST_LOADER, 1);
   l[1] = L(1, &k_wide, 1000, one_wide, 0x20000, 0x10000, 0xb0000);
   refused(&t, l, 2, AG_FG_LAYOUT, 1);
-  l[0] = (ag_chain_launch_t){&k_add, NULL};
+  l[0] = (ag_chain_launch_t){.k = &k_add};
   refused(&t, l, 2, AG_FG_NOT_ELEMENTWISE, 0);
   for (int i = 0; i < AG_FG_MAX_OPS + 1; i++) l[i] = L(i, &k_clamp, 64, clamp_f, 0x20000, 0x20000, 0);
   refused(&t, l, AG_FG_MAX_OPS + 1, AG_FG_TOO_BIG, -1);

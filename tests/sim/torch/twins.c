@@ -1735,6 +1735,20 @@ static int resolve_reduce(const char *dm, twin_t *t) {
   return 1;
 }
 
+/* The end of the functor F in `gpu_kernel_impl…<F>(at::TensorIteratorBase&, F const&)` whose text
+ * begins at p, or NULL. The first `>(at::TensorIteratorBase&` is not always it: a lambda defined
+ * in a function that takes an iterator (pow_tensor_scalar_kernel_impl's) has one in its name. */
+static const char *impl_functor_end(const char *p) {
+  static const char sep[] = ">(at::TensorIteratorBase&, ";
+  for (const char *e = strstr(p, sep); e; e = strstr(e + 1, sep)) {
+    size_t n = (size_t)(e - p);
+    const char *q = e + sizeof sep - 1;
+    while (n && p[n - 1] == ' ') n--; /* `Functor<float> >`: the demangler's space before `>` */
+    if (!strncmp(q, p, n) && !strncmp(q + n, " const&)", 8)) return e;
+  }
+  return NULL;
+}
+
 static twin_t *resolve(const char *name) {
   int st = 0;
   char *dm = __cxa_demangle(name, NULL, NULL, &st);
@@ -1763,18 +1777,18 @@ static twin_t *resolve(const char *name) {
     t.op = find_op(f, len, &t.half);
   } else if (strncmp(dm, "void at::native::elementwise_kernel<", 36) == 0 &&
              (p = strstr(dm, "gpu_kernel_impl_nocast<"))) {
-    const char *e = strstr(p, ">(at::TensorIteratorBase&");
-    t.fw = FW_LEGACY;
     p += strlen("gpu_kernel_impl_nocast<");
+    const char *e = impl_functor_end(p);
+    t.fw = FW_LEGACY;
     if (e) t.op = find_op(f = p, len = (size_t)(e - p), &t.half);
   } else if (strncmp(dm, "void at::native::elementwise_kernel<", 36) == 0 &&
              (p = strstr(dm, "gpu_kernel_impl<"))) {
     /* With dynamic casts: only functors that are structs of known captures (a lambda's size
      * would include nvcc's wrapper), so that the dtypes after them are found; or lambdas that
      * capture nothing (one empty byte) of the entries whose parameters name their types. */
-    const char *e = strstr(p, ">(at::TensorIteratorBase&");
-    t.fw = FW_LEGACY_CAST;
     p += strlen("gpu_kernel_impl<");
+    const char *e = impl_functor_end(p);
+    t.fw = FW_LEGACY_CAST;
     const char *lam = strstr(p, "{lambda(");
     if (e) t.op = find_op(f = p, len = (size_t)(e - p), &t.half);
     if (t.op && lam && lam < e && !(t.op->mixed && t.op->half_caps && !*t.op->half_caps)) t.op = NULL;
