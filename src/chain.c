@@ -5,7 +5,8 @@
 
 #define AG_CHAIN_MAX_TENSORS 8
 
-int ag__chain_elementwise(const ag_kinfo_t *k) {
+/* The number of tensors of a contiguous framework kernel with the layout of chain.h, else 0. */
+static int contiguous_tensors(const ag_kinfo_t *k) {
   if (!k || !k->name || k->nparams < 3) return 0;
   /* The frameworks' identifiers as the Itanium mangling spells them, in at::native. */
   if (strncmp(k->name, "_ZN2at6native", 13) ||
@@ -13,10 +14,15 @@ int ag__chain_elementwise(const ag_kinfo_t *k) {
        strncmp(k->name + 13, "27unrolled_elementwise_kernelI", 30)))
     return 0;
   const ag_kparam_t *p = k->params;
-  return p[0].offset == 0 && p[0].size == 4 && p[2].size % 8 == 0 && p[2].size >= 16 &&
-         p[2].size <= 8 * AG_CHAIN_MAX_TENSORS && p[2].offset % 8 == 0 &&
-         p[2].offset + p[2].size <= k->param_bytes;
+  if (p[0].offset != 0 || p[0].size != 4 || p[2].size % 8 || !p[2].size || p[2].size > 8 * AG_CHAIN_MAX_TENSORS ||
+      p[2].offset % 8 || p[2].offset + p[2].size > k->param_bytes)
+    return 0;
+  return (int)(p[2].size / 8);
 }
+
+int ag__chain_elementwise(const ag_kinfo_t *k) { return contiguous_tensors(k) >= 2; }
+
+int ag__chain_single(const ag_kinfo_t *k) { return contiguous_tensors(k) == 1; }
 
 int ag__chain_strided(const ag_kinfo_t *k) {
   if (!k || !k->name || k->nparams != 2) return 0;

@@ -43,6 +43,11 @@ typedef struct ag_chain_launch {
 /* Nonzero when k is a contiguous elementwise framework kernel with the layout above. */
 int ag__chain_elementwise(const ag_kinfo_t *k);
 
+/* Nonzero when k is a contiguous framework kernel with the layout above but one tensor, its
+ * output (a fill: FillFunctor, the only such functor PyTorch's frameworks run; the calibration
+ * table says which). Runs of them are the horizontal case: independent, of any element count. */
+int ag__chain_single(const ag_kinfo_t *k);
+
 /* Nonzero when k is the strided framework with the parameters (int N, lambda). */
 int ag__chain_strided(const ag_kinfo_t *k);
 

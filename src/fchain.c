@@ -325,7 +325,7 @@ int ag__fchain_redescribe(const ag_chain_launch_t *l, int n, const ag_fg_chain_t
   /* The same kernel computes it when the operations (kinds, types, operands, which tensor each
    * writes and which scalar each takes) and the tensors' roles are the same: every byte of
    * those records is a field (no padding), and build zeroes the description first. */
-  if (c->nops != was->nops || c->nptrs != was->nptrs || c->nscal != was->nscal ||
+  if (c->fills != was->fills || c->nops != was->nops || c->nptrs != was->nptrs || c->nscal != was->nscal ||
       memcmp(c->op, was->op, (size_t)c->nops * sizeof c->op[0]) ||
       memcmp(c->ptr_dt, was->ptr_dt, (size_t)c->nptrs) ||
       memcmp(c->ptr_loaded, was->ptr_loaded, (size_t)c->nptrs) ||
@@ -347,9 +347,9 @@ void ag__fchain_params(const ag_fg_chain_t *c, uint8_t *buf, size_t *n_off, size
   *n_off = 0, *a_off = 8;
 }
 
-void ag__fchain_shape(int32_t n, unsigned grid[3], unsigned block[3]) {
-  unsigned blocks = n > 0 ? (unsigned)(((int64_t)n + 255) / 256) : 1;
-  grid[0] = blocks < 65535 ? blocks : 65535, grid[1] = grid[2] = 1;
+void ag__fchain_shape(const ag_fg_chain_t *c, unsigned grid[3], unsigned block[3]) {
+  unsigned blocks = c->n > 0 ? (unsigned)(((int64_t)c->n + 255) / 256) : 1;
+  grid[0] = blocks < 65535 ? blocks : 65535, grid[1] = c->fills ? (unsigned)c->nops : 1, grid[2] = 1;
   block[0] = 256, block[1] = block[2] = 1;
 }
 

@@ -40,7 +40,8 @@
 
 enum { AG_FCHAIN_NO = 0, AG_FCHAIN_PENDING = 1, AG_FCHAIN_READY = 2, AG_FCHAIN_LATER = 3 };
 
-/* The chain l[0..n) (n >= 2, consecutive linked launches): AG_FCHAIN_READY with its description
+/* The chain l[0..n) (n >= 2, consecutive linked launches, or a run of one-tensor launches: a
+ * group of fills, src/fusegen.h): AG_FCHAIN_READY with its description
  * in *c and the kernel in *fn, AG_FCHAIN_PENDING, or AG_FCHAIN_NO, with *bad the first launch
  * that cannot be described (-1: none in particular; the launches before it may form a chain of
  * their own). With `request` 0, a shape this process has not requested yet is not requested:
@@ -68,9 +69,9 @@ int ag__fchain_redescribe(const ag_chain_launch_t *l, int n, const ag_fg_chain_t
 #define AG_FCHAIN_PARAM_BYTES (8 + 8 * AG_FG_MAX_PTRS + 4 * AG_FG_MAX_SCAL + 8 * AG_FG_MAX_ACC * AG_FG_MAX_DIMS)
 void ag__fchain_params(const ag_fg_chain_t *c, uint8_t *buf, size_t *n_off, size_t *a_off);
 
-/* The launch shape of the fused kernel over n elements (a grid-stride loop: any shape computes
- * every element once). */
-void ag__fchain_shape(int32_t n, unsigned grid[3], unsigned block[3]);
+/* The launch shape of c's kernel (a grid-stride loop over c->n elements, in which any shape
+ * computes every element once; a group of fills has a row of blocks per fill). */
+void ag__fchain_shape(const ag_fg_chain_t *c, unsigned grid[3], unsigned block[3]);
 
 /* See above; polls the compilations still pending (a short lock each). */
 uint32_t ag__fchain_generation(void);

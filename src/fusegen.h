@@ -29,6 +29,13 @@
  * chain of that shape (a disk cache keyed by ag__fg_key finds it whatever their values). It
  * includes no header: its float16 and bfloat16 conversions are written into it (see fusegen.c).
  *
+ * A group of fills (AG_FG_FILL, ag_fg_chain_t.fills): consecutive launches of FillFunctor
+ * kernels, each writing one value over its own tensor of its own element count, run as one kernel
+ * whose grid has a row of blocks per fill (blockIdx.y), the horizontal case. The fills are
+ * independent, so the group must not write any memory twice (AG_FG_OVERLAP). `unsigned g[]` then
+ * holds each fill's element count and value bits, stored as they are (the functor holds the value
+ * in the tensor's own type, so no rounding is involved).
+ *
  * Strided launches (the framework that walks tensors through an OffsetCalculator: broadcasts,
  * slices, transposed views) take part as well. Element i of such a launch is at a tensor's
  * offset that the calculator's mixed-radix walk gives, which the fused kernel computes the same
@@ -82,6 +89,7 @@ enum ag_fg_kind {
                          dropout) */
   AG_FG_SQUARE,    /* x * x (pow with the exponent 2: pow_tensor_scalar_kernel_impl's own lambda) */
   AG_FG_CUBE,      /* x * x * x (pow with the exponent 3), x * x rounded to the type first */
+  AG_FG_FILL,      /* the value's bits, stored (FillFunctor: a group of fills, below) */
   AG_FG_NKINDS
 };
 
@@ -172,8 +180,9 @@ typedef struct ag_fg_access {
 } ag_fg_access_t;
 
 typedef struct ag_fg_chain {
-  int32_t n; /* elements */
+  int32_t n; /* elements (a group of fills: the most of any fill) */
   int nops, nptrs, nscal, nacc, ng;
+  int fills; /* a group of fills (op i writes tensor i; g[2i], g[2i + 1]: its count and bits) */
   ag_fg_op_t op[AG_FG_MAX_OPS];
   uint64_t ptr[AG_FG_MAX_PTRS];
   uint8_t ptr_dt[AG_FG_MAX_PTRS];
@@ -185,8 +194,9 @@ typedef struct ag_fg_chain {
   uint32_t g[2 * AG_FG_MAX_ACC * AG_FG_MAX_DIMS]; /* the walks' sizes and strides, as passed */
 } ag_fg_chain_t;
 
-/* Describes the chain l[0..n) (each launch's kernel layout and argument bytes). Returns AG_FG_OK
- * or the reason it is not fusable, with *bad the launch at fault (-1 for the chain as a whole). */
+/* Describes the chain l[0..n) (each launch's kernel layout and argument bytes), or the group of
+ * fills when l[0] is a one-tensor kernel (ag__chain_single). Returns AG_FG_OK or the reason it
+ * is not fusable, with *bad the launch at fault (-1 for the chain as a whole). */
 int ag__fg_build(const ag_fg_table_t *t, const ag_chain_launch_t *l, int n, ag_fg_chain_t *c, int *bad);
 
 /* Writes the kernel's CUDA C into buf (NUL-terminated, truncated to size), its name into

@@ -426,7 +426,7 @@ static int gnode_params(chunk_t *g, int j, const ag_held_t *h, CUDA_KERNEL_NODE_
     size_t n_off, a_off;
     unsigned grid[3], block[3];
     ag__fchain_params(&m->fc->desc, m->fc->params, &n_off, &a_off);
-    ag__fchain_shape(m->fc->desc.n, grid, block);
+    ag__fchain_shape(&m->fc->desc, grid, block);
     g->ptrs[0] = m->fc->params + n_off, g->ptrs[1] = m->fc->params + a_off;
     fused_node_params(p, m->fn, grid, block, g->ptrs);
     return 0;
@@ -472,6 +472,23 @@ static int chain_extent(const ag_held_t *h, int n, const uint8_t *arena, ag_chai
     len++;
   }
   return len;
+}
+
+/* The run of one-tensor launches (src/chain.h: fills, whether the table knows them or not) that
+ * begins at h[0] (of n): its length, at most AG_FG_MAX_OPS, 1 when h[0] begins none. */
+static int fill_extent(const ag_held_t *h, int n, const uint8_t *arena, ag_chain_launch_t *l) {
+  int len = 0;
+  while (len < n && len < AG_FG_MAX_OPS && !is_op(&h[len]) && !h[len].nattrs && ag__chain_single(h[len].k)) {
+    chain_view(&l[len], &h[len], arena);
+    len++;
+  }
+  return len ? len : 1;
+}
+
+/* A chain of elementwise launches or a run of fills beginning at h[0], into l: its length. */
+static int fusable_extent(const ag_held_t *h, int n, const uint8_t *arena, ag_chain_launch_t *l) {
+  int len = chain_extent(h, n, arena, l);
+  return len >= 2 ? len : fill_extent(h, n, arena, l);
 }
 
 /* Node m stands for a chain of h[0..len) run by its generated kernel, when that is ready; counts
@@ -541,7 +558,7 @@ static int build(chunk_t **out, const ag_held_t *h, int n, const uint8_t *arena,
     m->op = is_op(&h[i]) ? h[i].k->fkind : 0;
     if (fuse >= AG_FUSE_CHAINS && !m->op && i >= in_chain) {
       ag_chain_launch_t l[AG_FG_MAX_OPS];
-      int len = chain_extent(h + i, n - i, arena, l);
+      int len = fusable_extent(h + i, n - i, arena, l);
       if (len >= 2) in_chain = i + chain_node(g, m, l, len, request);
     }
     if (fuse >= AG_FUSE_EXACT && !m->op && !m->fc) {
@@ -599,7 +616,7 @@ static int pattern_at(const ag_held_t *h, int n, int i, const uint8_t *arena, in
   if (is_op(&h[i])) return 0;
   if (ag__config.fuse >= AG_FUSE_CHAINS) {
     ag_chain_launch_t cl[AG_FG_MAX_OPS];
-    int len = chain_extent(h + i, n - i, arena, cl);
+    int len = fusable_extent(h + i, n - i, arena, cl);
     if (len >= 2) {
       *end = i + len;
       return 1;
@@ -817,16 +834,21 @@ static int set_enabled(chunk_t *g, int from, int to) {
 /* Counts one more run of each fused node among nodes [from, upto). */
 static void count_fused(const chunk_t *g, int from, int upto) {
   if (g->nn == g->n) return;
-  uint64_t runs[AG_FUSED_PATTERNS] = {0}, chains = 0, chained = 0;
+  uint64_t runs[AG_FUSED_PATTERNS] = {0}, chains = 0, chained = 0, groups = 0, fills = 0;
   for (int j = from; j < upto; j++) {
     if (g->map[j].pat) runs[ag__pattern_index(g->map[j].pat)]++;
-    if (g->map[j].fc) chains++, chained += (uint64_t)g->map[j].count;
+    if (g->map[j].fc && g->map[j].fc->desc.fills) groups++, fills += (uint64_t)g->map[j].count;
+    else if (g->map[j].fc) chains++, chained += (uint64_t)g->map[j].count;
   }
   for (int i = 0; i < AG_FUSED_PATTERNS; i++)
     if (runs[i]) ag__stats_fused(ag__pattern_name(ag__pattern_at(i)), runs[i]);
   if (chains) {
     ag__stats_fused("elementwise_chain", chains);
     AG_STAT_ADD(ag__stats.chained_fused, chained);
+  }
+  if (groups) {
+    ag__stats_fused("fill_group", groups);
+    AG_STAT_ADD(ag__stats.fills_fused, fills);
   }
 }
 

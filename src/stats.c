@@ -304,6 +304,7 @@ size_t ag__stats_json(char *buf, size_t size) {
   ag__json_key(&j, "elementwise"), ag__json_u64(&j, load(&ag__stats.elementwise));
   ag__json_key(&j, "chained"), ag__json_u64(&j, load(&ag__stats.chained));
   ag__json_key(&j, "chained_fused"), ag__json_u64(&j, load(&ag__stats.chained_fused));
+  ag__json_key(&j, "fills_fused"), ag__json_u64(&j, load(&ag__stats.fills_fused));
   ag__json_key(&j, "jit");
   ag__json_begin(&j, '{');
   ag__json_key(&j, "compiles"), ag__json_u64(&j, load(&ag__stats.jit_compiles));

@@ -48,6 +48,7 @@ typedef struct ag_stats {
   uint64_t elementwise;        /* replayed launches of PyTorch elementwise kernels (src/chain.h) */
   uint64_t chained;            /* of them, those in a chain: what fusing chains would replace */
   uint64_t chained_fused;      /* of those, the ones a generated kernel ran (src/fchain.h) */
+  uint64_t fills_fused;        /* fill launches that a generated group-of-fills kernel ran */
   /* The run-time compiler (src/jit.h), stats key "jit". */
   uint64_t jit_compiles;       /* NVRTC compilations that produced an image */
   uint64_t jit_cache_hits;     /* images read from the disk cache instead */

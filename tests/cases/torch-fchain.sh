@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # torch-fchain.sh — generated kernels for chains of PyTorch elementwise kernels in replayed graphs
 # (AUTOGRAPH_FUSE=chains, src/fchain.h), with real PyTorch on the simulator (tests/torch/fchain.py:
-# three chains a step, float32, inputs with NaN, infinities, signed zeros and denormals):
+# three chains and a run of three fills a step, float32, inputs with NaN, infinities, signed
+# zeros and denormals):
 #   - the calibration table is made for the wheel (tools/calibrate-elementwise, the operations
 #     the chains use), and given with AUTOGRAPH_FUSE_TABLES;
 #   - with an empty kernel cache the output (a hash of every result's bytes, every step) is the
@@ -10,7 +11,8 @@
 #   - with the cache warm: the same output, every kernel read from the cache (jit.cache_hits > 0,
 #     jit.compiles == 0: kernels are requested only for sequences that proved steady, whose chains
 #     are the same in every run), and generated kernels ran (fused_by_pattern.elementwise_chain > 0)
-#     in place of at least 60% of the chained launches (chained_fused);
+#     in place of at least 60% of the chained launches (chained_fused), and groups of fills ran
+#     (fused_by_pattern.fill_group > 0) in place of fill launches (fills_fused);
 #   - a table of another build of the library (its build ID changed) is not used: nothing fused.
 . "$(dirname "$0")/lib.sh"
 . "$AG_ROOT/tests/torch/sim-env.sh"
@@ -19,7 +21,7 @@
 # requested; after it, the kernels read from a warm cache are in place: 25 of 36 steps fused.
 d=$AG_TMP py=$AG_ROOT/tests/torch/fchain.py steps=36 pause=10
 ag_run "$d/cal" "$TORCH_SIM" "$PY" "$AG_ROOT/tools/calibrate-elementwise" --dtypes float32 \
-  --ops add,add_alpha,mul_scalar,sigmoid,mul,add_scalar,rsqrt,sub_alpha,relu,div_scalar --json "$d/table.json"
+  --ops add,add_alpha,mul_scalar,sigmoid,mul,add_scalar,rsqrt,sub_alpha,relu,div_scalar,fill --json "$d/table.json"
 [ "$(cat "$d/cal.rc")" = 0 ] || { tail -n 20 "$d/cal.err" >&2; ag_fail "calibrate-elementwise exited $(cat "$d/cal.rc")"; }
 
 ag_run "$d/plain" env SIM_SEED=1 "$TORCH_SIM" "$PY" "$py" "$steps" --pause-at "$pause"
@@ -37,7 +39,8 @@ ag_expect "$d/cold.json" "st['jit']['compiles'] > 0"
 run warm "$d/table.json"
 summary "$d/warm.json"
 ag_expect "$d/warm.json" "st['jit']['cache_hits'] > 0" "st['jit']['compiles'] == 0" \
-  "fp['elementwise_chain'] > 0" "st['chained_fused'] >= 0.6 * chained"
+  "fp['elementwise_chain'] > 0" "st['chained_fused'] >= 0.6 * chained" "fp['fill_group'] > 0" \
+  "st['fills_fused'] >= 3 * fp['fill_group']"
 
 # The same table, said to describe another build: never used.
 python3 - "$d/table.json" "$d/other.json" <<'PY'
@@ -51,5 +54,6 @@ run other "$d/other.json"
 summary "$d/other.json"
 grep -q "no calibration table in .* describes a loaded library" "$d/other.err" ||
   ag_fail "no message that the table describes no loaded library"
-ag_expect "$d/other.json" "st['chained_fused'] == 0" "fp['elementwise_chain'] == 0" "st['jit']['compiles'] == 0"
+ag_expect "$d/other.json" "st['chained_fused'] == 0" "fp['elementwise_chain'] == 0" "st['jit']['compiles'] == 0" \
+  "st['fills_fused'] == 0"
 echo "torch-fchain: chains fused by generated kernels, identical results, a warm cache compiles nothing"

@@ -12,7 +12,9 @@
 # chains with launches of PyTorch's strided framework: RMSNorm's scaling by a per-row statistic
 # and a per-column weight (broadcasts), a slice read from an offset, and a rotary embedding on a
 # transposed view, whose last add reads a product in another order than it was written in (a
-# refusal, `strides`: one thread would need another's element);
+# refusal, `strides`: one thread would need another's element); and a run of five fills of
+# tensors of other sizes, with -0, NaN, -Inf and a subnormal among the values (one kernel for
+# the group, horizontally);
 # the simulated driver logs each launch's bytes (SIM_LAUNCH_LOG) and the script writes every
 # tensor's bytes. Then tests/torch/fusegen-check finds the chains (src/chain.c), describes them
 # with the calibration table that tools/calibrate-elementwise writes for just these operations,
@@ -28,7 +30,7 @@ check=$BUILD/tests/torch/fusegen-check
 d=$AG_TMP
 ops=add,add_alpha,sub_alpha,mul,div,add_scalar,sub_scalar,mul_scalar,div_scalar,neg,abs,exp,log
 ops=$ops,sqrt,rsqrt,reciprocal,sigmoid,tanh,relu,silu,gelu,clamp,clamp_min,pow_scalar,pow_2,pow_3
-ops=$ops,to_float32,to_float16,to_bfloat16,threshold,masked_scale
+ops=$ops,to_float32,to_float16,to_bfloat16,threshold,masked_scale,fill
 ag_run "$d/cal" "$TORCH_SIM" "$PY" "$AG_ROOT/tools/calibrate-elementwise" --ops "$ops" --json "$d/table.json"
 [ "$(cat "$d/cal.rc")" = 0 ] || { tail -n 20 "$d/cal.err" >&2; ag_fail "calibrate-elementwise exited $(cat "$d/cal.rc")"; }
 mkdir -p "$d/tensors"
@@ -42,8 +44,8 @@ cat "$d/check.out"
 # What the script runs: per type, RMSNorm's tail, the SiLU gate, the two sigmoid products,
 # ReLU's backward and threshold after an add, dropout's backward between a multiplication and an
 # add, (x + y) * s, one or two chains of casts, pow's cube and square (then, in float16 and
-# bfloat16, widened and squared again), the two long chains and the three strided ones; 44 in
-# all (bfloat16 has one cast chain fewer).
+# bfloat16, widened and squared again), the two long chains, the three strided ones and the
+# fills; 47 in all (bfloat16 has one cast chain fewer).
 want() { # want COUNT PATTERN: lines of the check's output that match
   local n
   n=$(grep -cE -- "$2" "$d/check.out")
@@ -64,5 +66,6 @@ want 2 '^chain at launch [0-9]+: 4 operations \(cast mul cast mul\), [0-9]+ byte
 want 1 '^chain at launch [0-9]+: 3 operations \(mul cast mul\), [0-9]+ bytes compared, 0 differ$'
 want 3 '^chain at launch [0-9]+: 3 operations \(neg mul exp\), [0-9]+ bytes compared, 0 differ$'
 want 3 '^chain at launch [0-9]+ \(2 launches\): refused, strides at launch [0-9]+ \(_ZN2at6native18elementwise_kernelI.*CUDAFunctor_add'
-want 1 '^fusegen-check: [0-9]+ launches, 44 chains: 41 fused \([0-9]+ operations\), 3 refused; [0-9]+ tensors, [0-9]+ bytes compared, 0 differ$'
+want 3 '^chain at launch [0-9]+: 5 operations \(fill fill fill fill fill\), [0-9]+ bytes compared, 0 differ$'
+want 1 '^fusegen-check: [0-9]+ launches, 47 chains and groups of fills: 44 fused \([0-9]+ operations\), 3 refused; [0-9]+ tensors, [0-9]+ bytes compared, 0 differ$'
 echo "torch-fusegen: every chain fused but the rotary add (refused, as it must be), every byte equal to PyTorch's"

@@ -6,7 +6,9 @@ Run under tools/torch-sim, with or without libautograph preloaded (or on a GPU).
 computes, on device tensors of 4096 elements (inputs with NaN, +-Inf, signed zeros and denormals
 among random values), three chains of contiguous elementwise operations that each read what the
 one before wrote: (x + y) * 0.5 -> sigmoid -> * x; u * u + 1e-6 -> rsqrt; a - 0.25 * b -> relu ->
-/ 3. The inputs move a little every step (an in-place add of the step's own output), so that
+/ 3; then a run of three fills (fill_ with the step's own values, over tensors of 64, 4096 and 300
+elements: FillFunctor kernels, one after another, which the library fuses horizontally). The
+inputs move a little every step (an in-place add of the step's own output), so that
 every step's results depend on the last. Prints one line per step with a hash of the exact bytes
 of every result (the intermediates too), so that runs compare bit for bit, and `checksum: <hex>`
 of them all.
@@ -73,8 +75,11 @@ for s in range(steps):
         w1 = torch.sub(a, b, alpha=0.25)
         w2 = torch.relu(w1)
         w3 = w2 / 3.0
+        fills = [torch.empty(m, dtype=x.dtype, device=x.device) for m in (64, N, 300)]
+        for i, f in enumerate(fills):
+            f.fill_(s * 0.25 - i)
         h = hashlib.sha256()
-        for r in (t1, t2, t3, u, u2, u3, v, w1, w2, w3):
+        for r in (t1, t2, t3, u, u2, u3, v, w1, w2, w3, *fills):
             # The bytes as they are (numpy has no bfloat16: viewed as 16-bit integers).
             r = r.cpu()
             h.update((r.view(torch.int16) if r.element_size() == 2 else r).numpy().tobytes())

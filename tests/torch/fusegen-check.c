@@ -121,6 +121,9 @@ static int read_log(const char *path, const ag_fg_table_t *t) {
 
 static int elt(int dt) { return ag__fg_dt_size(dt); }
 
+/* The elements of slot p (a group of fills: its fill's). */
+static uint32_t count_of(const ag_fg_chain_t *c, int p) { return c->fills ? c->g[2 * p] : (uint32_t)c->n; }
+
 /* Element i of slot p, in elements from its address (its walk's offset, or i). */
 static uint64_t offset_of(const ag_fg_chain_t *c, int p, uint32_t i) {
   if (!c->ptr_acc[p]) return i;
@@ -133,7 +136,7 @@ static uint64_t offset_of(const ag_fg_chain_t *c, int p, uint32_t i) {
 /* The bytes slot p's elements reach from its address. */
 static size_t extent(const ag_fg_chain_t *c, int p) {
   uint64_t last = 0;
-  for (uint32_t i = 0; i < (uint32_t)c->n; i++)
+  for (uint32_t i = 0; i < count_of(c, p); i++)
     if (offset_of(c, p, i) > last) last = offset_of(c, p, i);
   return (size_t)(last + 1) * (size_t)elt(c->ptr_dt[p]);
 }
@@ -198,7 +201,8 @@ static long run_chain(const ag_fg_chain_t *c, const char *dir, long *bytes, int 
   memcpy(pack + 8 * c->nptrs + 4 * c->nscal, c->g, 4 * (size_t)c->ng);
   int n = c->n;
   void *params[] = {&n, pack};
-  CU(cuLaunchKernel(fn, (unsigned)(n + 127) / 128, 1, 1, 128, 1, 1, 0, NULL, params, NULL));
+  CU(cuLaunchKernel(fn, (unsigned)(n + 127) / 128, c->fills ? (unsigned)c->nops : 1, 1, 128, 1, 1, 0, NULL, params,
+                    NULL));
   CU(cuCtxSynchronize());
   long bad = 0;
   for (int i = 0; i < c->nptrs; i++) {
@@ -207,7 +211,7 @@ static long run_chain(const ag_fg_chain_t *c, const char *dir, long *bytes, int 
       uint8_t *got = malloc(sz);
       CU(cuMemcpyDtoH(got, dev[i], sz));
       int shown = 0;
-      for (uint32_t el = 0; el < (uint32_t)c->n; el++) {
+      for (uint32_t el = 0; el < count_of(c, i); el++) {
         size_t e = (size_t)offset_of(c, i, el) * es;
         if (!memcmp(got + e, want[i] + e, es)) continue;
         bad += (long)es;
@@ -219,7 +223,7 @@ static long run_chain(const ag_fg_chain_t *c, const char *dir, long *bytes, int 
                   e / es, g, w);
         }
       }
-      *bytes += (long)((size_t)c->n * es), ++*tensors;
+      *bytes += (long)((size_t)count_of(c, i) * es), ++*tensors;
       free(got);
     }
     free(want[i]);
@@ -257,12 +261,17 @@ int main(int argc, char **argv) {
   int fused = 0, refused = 0, ops = 0, tensors = 0;
   long bytes = 0, bad = 0;
   for (int i = 0; i < n;) {
-    if (role[i] != AG_CHAIN_LINKED) {
-      i++;
-      continue;
-    }
     int j = i;
-    while (j + 1 < n && role[j + 1] == AG_CHAIN_LINKED) {
+    if (role[i] != AG_CHAIN_LINKED) {
+      /* a run of fills (one-tensor kernels) */
+      while (j < n && cl[j].args && ag__chain_single(cl[j].k)) j++;
+      if (j - i < 2) {
+        i++;
+        continue;
+      }
+      j--, chains++;
+    }
+    while (role[i] == AG_CHAIN_LINKED && j + 1 < n && role[j + 1] == AG_CHAIN_LINKED) {
       /* the next launch belongs to this chain only if it reads what this one wrote */
       uint8_t r2[2];
       if (ag__chain_scan(&cl[j], 2, r2) != 1) break;
@@ -283,7 +292,7 @@ int main(int argc, char **argv) {
     }
     i = j + 1;
   }
-  printf("fusegen-check: %d launches, %d chains: %d fused (%d operations), %d refused; %d tensors, "
+  printf("fusegen-check: %d launches, %d chains and groups of fills: %d fused (%d operations), %d refused; %d tensors, "
          "%ld bytes compared, %ld differ\n", n, chains, fused, ops, refused, tensors, bytes, bad);
   ag__fg_table_free(&t);
   return bad || !fused ? 1 : 0;

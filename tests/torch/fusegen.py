@@ -1,7 +1,7 @@
 """fusegen.py OUTDIR — chains of elementwise operations for the fused-kernel generator's check
 (tests/cases/torch-fusegen.sh): run on the simulator with SIM_LAUNCH_LOG set, it runs each chain
 in float32, float16 and bfloat16 on device tensors (contiguous ones, then views that PyTorch walks
-with its strided framework: broadcasts, slices, transposes), keeps every tensor alive (so no
+with its strided framework: broadcasts, slices, transposes), runs of fills, keeps every tensor alive (so no
 address is reused) and writes, for each input and each result, the bytes from its address to the
 end of its storage to OUTDIR/<address in hex>.bin. The inputs are made on the CPU and copied to
 the device, so that the only kernels the log holds are the chains' own, one chain after
@@ -109,6 +109,10 @@ def chains(dt):
     t = save(t * y)
     save(t * t)
     strided(dt)
+    # a run of fills (FillFunctor, fused horizontally): values of every kind, over tensors of
+    # other sizes than N
+    for v, n in ((2.5, N), (-0.0, 100), (float("nan"), 7), (-float("inf"), 513), (1e-40, 33)):
+        save(torch.empty(n, dtype=dt, device="cuda").fill_(v))
 
 
 def strided(dt):

@@ -92,6 +92,7 @@ st = json.load(open(sys.argv[1]))
 ch, fu = st.get("chained", 0), st.get("chained_fused", 0)
 print(f"  launches {st['launches']}, replayed {st['replayed']}, elementwise {st.get('elementwise', 0)}, "
       f"chained {ch}, fused by generated kernels {fu} ({fu / ch if ch else 0:.1%}) in "
-      f"{st.get('fused_by_pattern', {}).get('elementwise_chain', 0)} runs; jit: {st.get('jit', {})}")
+      f"{st.get('fused_by_pattern', {}).get('elementwise_chain', 0)} runs; fills fused {st.get('fills_fused', 0)} in "
+      f"{st.get('fused_by_pattern', {}).get('fill_group', 0)} groups; jit: {st.get('jit', {})}")
 PY
 }

@@ -28,6 +28,8 @@ static ag_kparam_t p_lambda[2] = {{0, 4}, {8, 528}};
 static ag_kinfo_t klambda = {.name = (char *)strided, .nparams = 2, .param_bytes = 536, .params = p_lambda};
 static uint8_t sargs[4][536];
 static ag_kinfo_t kgemm = {.name = (char *)gemm, .nparams = 3, .param_bytes = 32, .params = p_add};
+static ag_kparam_t p_fill[3] = {{0, 4}, {4, 4}, {8, 8}};                 /* N, value, 1 tensor */
+static ag_kinfo_t kfill = {.name = (char *)vec_add, .nparams = 3, .param_bytes = 16, .params = p_fill};
 static ag_kinfo_t kwide = {.name = (char *)vec_add, .nparams = 3, .param_bytes = 40, .params = p_wide};
 
 static uint8_t args[16][48];
@@ -71,6 +73,7 @@ int main(void) {
   CHECK(!ag__chain_elementwise(&kgemm));
   CHECK(!ag__chain_elementwise(&kwide));
   CHECK(!ag__chain_elementwise(NULL));
+  CHECK(ag__chain_single(&kfill) && !ag__chain_elementwise(&kfill) && !ag__chain_single(&kadd));
 
   /* add → abs → add over 1000 elements, each reading the one before: one chain of 3; then a
    * GEMM, and two adds that read nothing the one before wrote. */

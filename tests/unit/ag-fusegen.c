@@ -23,6 +23,7 @@ static const char n_silu[] = VEC "Li8E9k_silu_b";    /* bfloat16 silu */
 static const char n_gelut[] = VEC "Li4E10k_gelut_f"; /* float32 gelu, tanh approximation */
 static const char n_pow[] = VEC "Li4E8k_pow_d";      /* float32 pow, exponent held as a double */
 static const char n_fill[] = VEC "Li8E9k_fill_h";    /* float16 fill */
+static const char n_fillf[] = VEC "Li4E9k_fill_f";   /* float32 fill */
 static const char n_exph[] = VEC "Li8E9k_exp_h";     /* float16 exp */
 static const char n_cast[] = NS "27unrolled_elementwise_kernelI7k_copy12LoadWithCastILi1EEE";
 static const char n_other[] = VEC "Li4E9k_other_f";  /* not in the table */
@@ -55,6 +56,8 @@ static const char table[] =
     " \"ops\": {\"pow_scalar\": {\"functor_bytes\": \"0000000000000440fe7f000024560000\", \"scalars\": {\"exponent\": {\"value\": 2.5, \"at\": [{\"offset\": 0, \"encoding\": \"double\", \"form\": \"as given\"}]}}}}},\n"
     "\"" VEC "Li8E9k_fill_h\": {\"dtype\": \"float16\", \"tensors\": 1, \"functor_offset\": 4, \"functor_size\": 2,"
     " \"ops\": {\"fill\": {\"functor_bytes\": \"0041\", \"scalars\": {\"value\": {\"value\": 2.5, \"at\": [{\"offset\": 0, \"encoding\": \"half\", \"form\": \"as given\"}]}}}}},\n"
+    "\"" VEC "Li4E9k_fill_f\": {\"dtype\": \"float32\", \"tensors\": 1, \"functor_offset\": 4, \"functor_size\": 4,"
+    " \"ops\": {\"fill\": {\"functor_bytes\": \"00002040\", \"scalars\": {\"value\": {\"value\": 2.5, \"at\": [{\"offset\": 0, \"encoding\": \"float\", \"form\": \"as given\"}]}}}}},\n"
     "\"" VEC "Li8E9k_exp_h\": {\"dtype\": \"float16\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
     " \"ops\": {\"exp\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
     "\"" NS "27unrolled_elementwise_kernelI7k_copy12LoadWithCastILi1EEE\": {\"dtype\": \"float16\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
@@ -89,6 +92,7 @@ KINFO(k_silu, n_silu, 4, 1, 2);
 KINFO(k_gelut, n_gelut, 4, 1, 2);
 KINFO(k_pow, n_pow, 8, 16, 2);
 KINFO(k_fill, n_fill, 4, 2, 1);
+KINFO(k_fillf, n_fillf, 4, 4, 1);
 KINFO(k_exph, n_exph, 4, 1, 2);
 KINFO(k_cast, n_cast, 4, 1, 2);
 KINFO(k_other, n_other, 4, 4, 3);
@@ -175,7 +179,7 @@ int main(void) {
   CHECK_INT(ag__fg_table_load(&t, "{\"schema\": \"other\", \"kernels\": {}}", 35), ==, -AG_EINVAL);
   CHECK_INT(ag__fg_table_load(&t, table, sizeof table - 2), ==, -AG_EINVAL); /* cut short */
   CHECK_INT(ag__fg_table_load(&t, table, sizeof table - 1), ==, 0);
-  CHECK_INT(t.n, ==, 14); /* the int32 kernel and the other calculator are left out */
+  CHECK_INT(t.n, ==, 15); /* the int32 kernel and the other calculator are left out */
   CHECK(!ag__fg_table_find(&t, NS "18elementwise_kernelILi128ELi4E9k_sbad_f"));
   const ag_fg_calkernel_t *ck;
   CHECK((ck = ag__fg_table_find(&t, n_smul)) && ck->strided && ck->calc_off == 8 && ck->data_off == 616);
@@ -269,10 +273,33 @@ int main(void) {
   ag__fg_emit(&c2, src, sizeof src, name);
   CHECK(strstr(src, "const float r0 = __fmul_rn(x0, x0); // square"));
 
-  /* A fill has one tensor: outside the frameworks' layout (src/chain.h), as in any chain. */
-  uint16_t h25 = 0x4100;
+  /* A group of fills: float16 2.5 over 64 elements, float32 -0 over 1000, a float16 NaN with a
+   * payload over 7: each value's bits stored as the functor holds them, a row of blocks each. */
+  uint16_t h25 = 0x4100, hnan = 0x7e01;
+  const float mz = -0.0f;
   l[0] = L(0, &k_fill, 64, &h25, 0x70000, 0, 0);
-  refused(&t, l, 1, AG_FG_NOT_ELEMENTWISE, 0);
+  l[1] = L(1, &k_fillf, 1000, &mz, 0x71000, 0, 0);
+  l[2] = L(2, &k_fill, 7, &hnan, 0x72000, 0, 0);
+  CHECK_INT(ag__fg_build(&t, l, 3, &c, &bad), ==, AG_FG_OK);
+  CHECK(c.fills && c.nops == 3 && c.nptrs == 3 && c.n == 1000 && c.ng == 6 && c.nscal == 0);
+  CHECK(c.g[0] == 64 && c.g[1] == 0x4100 && c.g[2] == 1000 && c.g[3] == 0x80000000u && c.g[4] == 7 && c.g[5] == 0x7e01);
+  CHECK(c.ptr_written[0] && c.ptr_written[2] && !c.ptr_loaded[1] && c.ptr_dt[1] == AG_FG_F32);
+  ag__fg_emit(&c, src, sizeof src, name);
+  printf("%s", src);
+  CHECK(strstr(src, "const long long m = a.g[2 * f];") && strstr(src, "unsigned g[6];"));
+  CHECK(strstr(src, "case 1: ((unsigned int *)a.t[1])[i] = (unsigned int)a.g[3]; break;"));
+  CHECK(strstr(src, "case 2: ((unsigned short *)a.t[2])[i] = (unsigned short)a.g[5]; break;"));
+  CHECK(!strstr(src, "ag_f2h") && !strstr(src, "float"));
+  uint64_t fkey = ag__fg_key(&c);
+  l[1] = L(1, &k_fillf, 10, &two, 0x91000, 0, 0); /* another count and value: the same kernel */
+  CHECK_INT(ag__fg_build(&t, l, 3, &c2, &bad), ==, AG_FG_OK);
+  CHECK(ag__fg_key(&c2) == fkey && c2.n == 64 && c2.g[3] == 0x40000000u);
+  l[1] = L(1, &k_fillf, 1000, &mz, 0x70040, 0, 0); /* inside the first */
+  refused(&t, l, 3, AG_FG_OVERLAP, -1);
+  l[1] = L(1, &k_exph, 64, empty, 0x71000, 0x98000, 0); /* not a fill */
+  refused(&t, l, 3, AG_FG_NOT_ELEMENTWISE, 1);
+  l[1] = L(1, &k_fillf, 0, &mz, 0x71000, 0, 0);
+  refused(&t, l, 3, AG_FG_COUNT, 1);
   /* float16: e = exp(exp(x)), the first result rounded to float16 and read on rounded */
   l[0] = L(0, &k_exph, 64, empty, 0x90000, 0x98000, 0);
   l[1] = L(1, &k_exph, 64, empty, 0xa0000, 0x90000, 0);
