@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # torch-fchain-llama.sh — generated kernels for the elementwise chains of a LLaMA-style block's
 # inference in bfloat16 (tests/torch/llama.py) on the simulator, with AUTOGRAPH_FUSE=chains:
-#   - the calibration table is made for the wheel with the operations of the block's chains (the
-#     residual add, bfloat16 widened to float32, pow with the exponent 2, the scalar add of eps
-#     and rsqrt, in RMSNorm);
+#   - the calibration table is made for the wheel with the whole catalogue in float32 and
+#     bfloat16, so that the block's strided launches (RMSNorm's broadcasts, the rotary
+#     embedding's products on transposed views) count in its chains as well as its contiguous
+#     ones;
 #   - without the library (SIM_SEED=1), with it and an empty kernel cache (SIM_SEED=2: the chains
 #     run unfused while their kernels compile in the background), and with the cache warm
 #     (SIM_SEED=3): the same output, bit for bit;
