@@ -332,9 +332,9 @@ int ag__fchain_redescribe(const ag_chain_launch_t *l, int n, const ag_fg_chain_t
       memcmp(c->ptr_written, was->ptr_written, (size_t)c->nptrs) ||
       memcmp(c->ptr_acc, was->ptr_acc, (size_t)c->nptrs) || c->nacc != was->nacc || c->ng != was->ng)
     return -1;
-  /* The walks' dimensions shape the source; their sizes and strides are parameters. */
+  /* The walks' dimensions and bases shape the source; their sizes and strides are parameters. */
   for (int k = 0; k < c->nacc; k++)
-    if (c->acc[k].dims != was->acc[k].dims) return -1;
+    if (c->acc[k].dims != was->acc[k].dims || c->acc[k].base != was->acc[k].base) return -1;
   return 0;
 }
 

@@ -250,6 +250,74 @@ static int matches(const ag_fg_calop_t *o, const uint8_t *f, unsigned fsize) {
 
 static int nscalars(const ag_fg_calop_t *o) { return !!CAT[o->cat].scal[0] + !!CAT[o->cat].scal[1]; }
 
+/* Whether walk w visits each of n elements once, densely: its strides, in increasing order, are
+ * 1 and each the product of the sizes before it (a permutation of a contiguous tensor's). */
+static int dense(const ag_fg_access_t *w, int32_t n) {
+  unsigned used = 0;
+  uint64_t next = 1;
+  for (int k = 0; k < w->dims; k++) {
+    int f = -1;
+    for (int d = 0; d < w->dims && f < 0; d++)
+      if (!(used & 1u << d) && w->stride[d] == next) f = d;
+    if (f < 0) return 0;
+    used |= 1u << f;
+    next *= w->size[f];
+  }
+  return next == (uint64_t)n;
+}
+
+/* The access (ptr_acc's encoding) that walks `ax` from the element walk `base` gives; or -reason. */
+static int compose(ag_fg_chain_t *c, int ax, int base) {
+  if (!ax) return base; /* the identity walked from base: base itself */
+  ag_fg_access_t w = c->acc[ax - 1];
+  if (w.base) return -AG_FG_STRIDES;
+  w.base = (uint8_t)base;
+  for (int k = 0; k < c->nacc; k++)
+    if (!memcmp(&c->acc[k], &w, sizeof w)) return k + 1;
+  if (c->nacc == AG_FG_MAX_ACC) return -AG_FG_TOO_BIG;
+  c->acc[c->nacc++] = w;
+  return c->nacc;
+}
+
+/* Slot s, which one earlier operation wrote in the plain order, is read through the dense walk
+ * `acc`: that operation is computed in this walk's order instead (see fusegen.h), when nothing
+ * else depends on its order. Returns s, or -reason. */
+static int remap(ag_fg_chain_t *c, int s, int acc, const int8_t *writer) {
+  int p = writer[s];
+  if (p < 0 || c->ptr_acc[s] || !acc || c->acc[acc - 1].base || !dense(&c->acc[acc - 1], c->n))
+    return -AG_FG_STRIDES;
+  ag_fg_op_t *op = &c->op[p];
+  for (int q = 0; q < c->nops; q++) {
+    if (q != p && c->op[q].out == s) return -AG_FG_STRIDES; /* another writer */
+    for (int j = 0; j < c->op[q].nin; j++)
+      if (c->op[q].in[j].op >= 0 && c->op[q].in[j].ptr == s) return -AG_FG_STRIDES; /* read already */
+  }
+  for (int j = 0; j < op->nin; j++)
+    if (op->in[j].op >= 0) return -AG_FG_STRIDES; /* its order is its producers' too */
+  /* Its inputs, walked from its new element: a slot of their own unless only it reads them. */
+  const int first = op->in[0].ptr;
+  for (int j = 0; j < op->nin; j++) {
+    int x = op->in[j].ptr, shared = 0;
+    if (j == 1 && x == first) { /* x * x: moved with the first */
+      op->in[1].ptr = op->in[0].ptr;
+      continue;
+    }
+    for (int q = 0; q < c->nops; q++)
+      for (int k = 0; k < c->op[q].nin; k++) shared |= q != p && c->op[q].in[k].ptr == x;
+    int w = compose(c, c->ptr_acc[x], acc);
+    if (w < 0) return w;
+    if (shared) {
+      if (c->nptrs == AG_FG_MAX_PTRS) return -AG_FG_TOO_BIG;
+      c->ptr[c->nptrs] = c->ptr[x], c->ptr_dt[c->nptrs] = c->ptr_dt[x], c->ptr_loaded[c->nptrs] = 1;
+      x = c->nptrs++;
+      op->in[j].ptr = (uint8_t)x;
+    }
+    c->ptr_acc[x] = (uint8_t)w;
+  }
+  c->ptr_acc[s] = (uint8_t)acc;
+  return s;
+}
+
 /* The tensor (slot of c->ptr) that pointer p, walked by access acc (ptr_acc's encoding), stands
  * for: an operand reads the latest slot of p, and a result goes to the latest slot of p when the
  * chain wrote that slot before (an operation that overwrites what another wrote); either must
@@ -399,6 +467,11 @@ static int build_one(const ag_fg_table_t *t, const ag_chain_launch_t *l, ag_fg_c
     int dt = j == 1 && cat->kind == AG_FG_MASKED_SCALE ? AG_FG_U8 : op->in_dt;
     int acc = ck->strided ? walk(c, l->args + ck->calc_off, ck->tensors, j + 1, ag__fg_dt_size(dt), n) : 0;
     int i = acc < 0 ? acc : data[j + 1] ? ptr_index(c, data[j + 1], acc, 0) : -AG_FG_LAYOUT;
+    if (i == -AG_FG_STRIDES) { /* an earlier result, read in another order */
+      int k = c->nptrs - 1;
+      while (c->ptr[k] != data[j + 1]) k--; /* the slot ptr_index found written */
+      i = remap(c, k, acc, writer);
+    }
     if (i < 0) return -i;
     if (type_ptr(c, i, dt)) return AG_FG_DTYPE;
     op->in[j].ptr = (uint8_t)i, op->in[j].op = writer[i];
@@ -412,6 +485,14 @@ static int build_one(const ag_fg_table_t *t, const ag_chain_launch_t *l, ag_fg_c
   c->ptr_written[i] = 1;
   writer[i] = (int8_t)c->nops++;
   return AG_FG_OK;
+}
+
+/* The first operation (launch) that uses slot s, which brings it into the chain. */
+static int first_use(const ag_fg_chain_t *c, int s) {
+  for (int q = 0; q < c->nops; q++)
+    if (c->op[q].out == s || (c->op[q].nin > 0 && c->op[q].in[0].ptr == s) || (c->op[q].nin > 1 && c->op[q].in[1].ptr == s))
+      return q;
+  return -1;
 }
 
 int ag__fg_build(const ag_fg_table_t *t, const ag_chain_launch_t *l, int n, ag_fg_chain_t *c, int *bad) {
@@ -442,7 +523,10 @@ int ag__fg_build(const ag_fg_table_t *t, const ag_chain_launch_t *l, int n, ag_f
       const ag_fg_access_t *w = &c->acc[c->ptr_acc[i] - 1];
       last = 0;
       for (int d = 0; d < w->dims; d++) {
-        if (c->ptr_written[i] && !w->stride[d]) return AG_FG_OVERLAP;
+        if (c->ptr_written[i] && !w->stride[d]) {
+          *bad = first_use(c, i);
+          return AG_FG_OVERLAP;
+        }
         last += (uint64_t)(w->size[d] - 1) * w->stride[d];
       }
     }
@@ -454,7 +538,10 @@ int ag__fg_build(const ag_fg_table_t *t, const ag_chain_launch_t *l, int n, ag_f
       if (!c->ptr_written[i] && !c->ptr_written[j]) continue;
       if (a == b && end[i] == end[j] && c->ptr_acc[i] == c->ptr_acc[j] && c->ptr_written[i] != c->ptr_written[j])
         continue;
-      if (a < end[j] && b < end[i]) return AG_FG_OVERLAP;
+      if (a < end[j] && b < end[i]) {
+        *bad = first_use(c, j); /* the chain before it may still be fused */
+        return AG_FG_OVERLAP;
+      }
     }
   if (c->fills) return AG_FG_OK;
   /* The walks' parameters: each one's sizes, then its strides. */
@@ -635,11 +722,15 @@ static void emit_all(out_t *o, const ag_fg_chain_t *c, const char *name) {
   emit(o, "};\nextern \"C\" __global__ void %s(int n, ag_fused_args a) {\n", name);
   emit(o, "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
           "       i += (long long)gridDim.x * blockDim.x) {\n");
-  /* Each walk's offset of element i: its digits in the walk's mixed radix (the last one needs no
-   * remainder: i < n), times the strides. */
+  /* Each walk's offset of element i (or of the element its base walk gives, computed before it):
+   * its digits in the walk's mixed radix (the last one needs no remainder: i < n), times the
+   * strides. */
   for (int k = 0, g = 0; k < c->nacc; g += 2 * c->acc[k].dims, k++) {
     int dims = c->acc[k].dims;
-    emit(o, "    unsigned long long o%d = 0;\n    {\n      unsigned r = (unsigned)i;\n", k);
+    if (c->acc[k].base)
+      emit(o, "    unsigned long long o%d = 0;\n    {\n      unsigned r = (unsigned)o%d;\n", k, c->acc[k].base - 1);
+    else
+      emit(o, "    unsigned long long o%d = 0;\n    {\n      unsigned r = (unsigned)i;\n", k);
     for (int d = 0; d < dims; d++)
       if (d < dims - 1)
         emit(o, "      o%d += (unsigned long long)(r %% a.g[%d]) * a.g[%d];\n      r /= a.g[%d];\n", k, g + d,

@@ -42,8 +42,13 @@
  * way, per tensor. The chain is still one loop over i: element i of every launch in one thread,
  * which is exact only when a value passes from one launch to the next at the same element, so a
  * tensor the chain wrote must be read back with the walk it was written with (the same offset
- * for every i, AG_FG_STRIDES otherwise), and a tensor read through one walk must not share
- * memory with one written (AG_FG_OVERLAP).
+ * for every i), and a tensor read through one walk must not share memory with one written
+ * (AG_FG_OVERLAP). One exception: a launch that reads, through a walk that visits every element
+ * once (a transposed view of a dense tensor), what one earlier launch wrote in the plain order;
+ * that earlier launch is then computed in the later one's order (its element W(i) in thread i,
+ * each of its tensors walked from W(i)), when nothing else depends on its order: it reads no
+ * result of the chain, nothing read its result before, nothing else wrote that tensor. Else
+ * AG_FG_STRIDES.
  */
 #ifndef AG_FUSEGEN_H
 #define AG_FUSEGEN_H
@@ -173,9 +178,10 @@ typedef struct ag_fg_op {
  * tensor's address, digit_d the d-th digit of i in the mixed radix size[0], size[1], …
  * (size[0] the fastest), as OffsetCalculator::get computes it. Kept merged: no dimension of size
  * 1, no two that one dimension could walk; a walk that merges to element i itself is no access of
- * its own (contiguous). */
+ * its own (contiguous). A walk with a base walks, in place of i, the element that walk base - 1
+ * gives (a launch computed in another launch's order, below). */
 typedef struct ag_fg_access {
-  uint8_t dims;
+  uint8_t dims, base;
   uint32_t size[AG_FG_MAX_DIMS], stride[AG_FG_MAX_DIMS];
 } ag_fg_access_t;
 
@@ -196,7 +202,9 @@ typedef struct ag_fg_chain {
 
 /* Describes the chain l[0..n) (each launch's kernel layout and argument bytes), or the group of
  * fills when l[0] is a one-tensor kernel (ag__chain_single). Returns AG_FG_OK or the reason it
- * is not fusable, with *bad the launch at fault (-1 for the chain as a whole). */
+ * is not fusable, with *bad the launch at fault (-1 for the chain as a whole): for an overlap,
+ * the launch that brought the later of the two tensors in, so that the launches before it may
+ * form a chain of their own. */
 int ag__fg_build(const ag_fg_table_t *t, const ag_chain_launch_t *l, int n, ag_fg_chain_t *c, int *bad);
 
 /* Writes the kernel's CUDA C into buf (NUL-terminated, truncated to size), its name into

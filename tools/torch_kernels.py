@@ -20,10 +20,24 @@ def functor_of(args):
     if m:
         fn = m.group(1).split("::")[-1]
         if fn.startswith("gpu_kernel_impl"):
-            return functor_of(args[m.end(1) + 1:])
+            return functor_of(impl_functor(args[m.end(1) + 1:]))
         return fn
     functors = [f for f in re.findall(r"(\w*Functor\w*)", args) if f not in WRAPPERS]
     return functors[0] if functors else "(other)"
+
+
+def impl_functor(text):
+    """F of `F>(at::TensorIteratorBase&, F const&)…`, the text after `gpu_kernel_impl…<`: the
+    first `>(at::TensorIteratorBase&` is not always its end, since a lambda defined in a function
+    that takes an iterator has one in its name."""
+    sep = ">(at::TensorIteratorBase&, "
+    at = text.find(sep)
+    while at >= 0:
+        f = text[:at].rstrip()
+        if text[at + len(sep):].startswith(f + " const&)"):
+            return f
+        at = text.find(sep, at + 1)
+    return text
 
 
 def split(demangled):

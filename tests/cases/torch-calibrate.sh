@@ -3,13 +3,16 @@
 # PyTorch's contiguous elementwise kernels, from the simulated driver's launch log
 # (SIM_LAUNCH_LOG) and the wheel's parameter layouts. Checks, on the table it writes:
 #   - the kernels it lists are the wheel's contiguous elementwise kernels, each with 2 to 8
-#     tensors and a functor inside its parameters;
+#     tensors (a fill: 1) and a functor inside its parameters, and its strided ones
+#     (elementwise_kernel), whose data array sits where an OffsetCalculator of 25 dimensions puts
+#     it, with the functor after it, of the contiguous kernel's size and with the contiguous
+#     kernel's scalar places;
 #   - every sentinel scalar of the float32 operations whose functors hold their scalars is found,
 #     and the bytes at each reported place, decoded as reported, give the sentinel back;
 #   - the operations the catalogue knows by name calibrate to the functors PyTorch defines for
 #     them (add with alpha: CUDAFunctor_add with alpha as a float; a division by a scalar: the
 #     multiplication by its reciprocal; fill in float16: the value as a half);
-#   - the coverage line is printed and the JSON's counts agree with it;
+#   - the coverage lines are printed and the JSON's counts agree with them;
 #   - the table names its build: libtorch_cuda.so's build ID, as readelf prints it.
 . "$(dirname "$0")/lib.sh"
 . "$AG_ROOT/tests/torch/sim-env.sh"
@@ -30,19 +33,34 @@ if lib.get("name") != "libtorch_cuda.so" or lib.get("build_id") != sys.argv[3]:
     print(f"calibration: the table names {lib}, the wheel's library has build ID {sys.argv[3]}")
     sys.exit(1)
 line = [l for l in open(sys.argv[2]) if l.startswith("functors of")][0]
+sline = [l for l in open(sys.argv[2]) if l.startswith("the wheel's strided")][0]
 bad = []
 def want(cond, what):
     if not cond:
         bad.append(what)
 ks = t["kernels"]
 want(len(ks) >= 40, f"only {len(ks)} kernels calibrated")
-by = {}
+by, strided = {}, {}
 for name, e in ks.items():
+    if e["framework"] == "elementwise_kernel":
+        n = e["tensors"]
+        want(2 <= n <= 8 and e["data_offset"] - e["calc_offset"] == (4 + 12 * 25 + 4 * 25 * n + 7) // 8 * 8 and
+             e["functor_offset"] >= e["data_offset"] + 8 * n, f"{name}: strided layout {n} tensors, "
+             f"calculator at {e['calc_offset']}, data at {e['data_offset']}, functor at {e['functor_offset']}")
+        for op, o in e["ops"].items():
+            strided[(op, e["dtype"])] = dict(e, **o)
+        continue
     want(e["framework"] in ("vectorized_elementwise_kernel", "unrolled_elementwise_kernel"), f"{name}: framework {e['framework']}")
     want(2 <= e["tensors"] + (list(e["ops"]) == ["fill"]) <= 8, f"{name}: {e['tensors']} tensors")
     for op, o in e["ops"].items():
         want(len(bytes.fromhex(o["functor_bytes"])) == e["functor_size"], f"{name}: {op}'s functor bytes")
         by[(op, e["dtype"])] = dict(e, **o)
+want(len(strided) >= 40, f"only {len(strided)} strided operations calibrated")
+for key, e in strided.items():
+    c = by.get(key)
+    want(c and c["functor_size"] == e["functor_size"] and c["functor"] == e["functor"] and
+         {m: s["at"] for m, s in c["scalars"].items()} == {m: s["at"] for m, s in e["scalars"].items()},
+         f"{key}: the strided kernel's functor is not the contiguous one's")
 def decode(b, enc):
     if enc == "float": return struct.unpack("<f", b[:4])[0]
     if enc == "double": return struct.unpack("<d", b[:8])[0]
@@ -71,6 +89,9 @@ c = t["coverage"]
 m = re.search(r"known: (\d+) of (\d+) .*kernels: (\d+) of (\d+)", line)
 want(m and [int(x) for x in m.groups()] == [c["functors_known"], c["functors"], c["kernels_known"], c["kernels"]], f"coverage line {line!r} != {c}")
 want(c["functors"] >= 100 and c["functors_known"] >= 20, f"coverage {c}")
+m = re.search(r"known: (\d+) of (\d+)", sline)
+want(m and [int(x) for x in m.groups()] == [c["strided_kernels_known"], c["strided_kernels"]] and
+     c["strided_kernels"] >= 1000, f"strided coverage line {sline!r} != {c}")
 for b in bad:
     print("calibration:", b)
 print(f"calibration: {len(ks)} kernels, {checked} scalar places decoded, coverage {c}")

@@ -124,14 +124,18 @@ static int elt(int dt) { return ag__fg_dt_size(dt); }
 /* The elements of slot p (a group of fills: its fill's). */
 static uint32_t count_of(const ag_fg_chain_t *c, int p) { return c->fills ? c->g[2 * p] : (uint32_t)c->n; }
 
-/* Element i of slot p, in elements from its address (its walk's offset, or i). */
-static uint64_t offset_of(const ag_fg_chain_t *c, int p, uint32_t i) {
-  if (!c->ptr_acc[p]) return i;
-  const ag_fg_access_t *w = &c->acc[c->ptr_acc[p] - 1];
+/* Where access `acc` (ptr_acc's encoding) takes element i, in elements. */
+static uint64_t walk_of(const ag_fg_chain_t *c, int acc, uint32_t i) {
+  if (!acc) return i;
+  const ag_fg_access_t *w = &c->acc[acc - 1];
   uint64_t o = 0;
+  if (w->base) i = (uint32_t)walk_of(c, w->base, i);
   for (int d = 0; d < w->dims; d++) o += (uint64_t)(i % w->size[d]) * w->stride[d], i /= w->size[d];
   return o;
 }
+
+/* Element i of slot p, in elements from its address. */
+static uint64_t offset_of(const ag_fg_chain_t *c, int p, uint32_t i) { return walk_of(c, c->ptr_acc[p], i); }
 
 /* The bytes slot p's elements reach from its address. */
 static size_t extent(const ag_fg_chain_t *c, int p) {

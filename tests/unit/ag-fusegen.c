@@ -295,7 +295,7 @@ int main(void) {
   CHECK_INT(ag__fg_build(&t, l, 3, &c2, &bad), ==, AG_FG_OK);
   CHECK(ag__fg_key(&c2) == fkey && c2.n == 64 && c2.g[3] == 0x40000000u);
   l[1] = L(1, &k_fillf, 1000, &mz, 0x70040, 0, 0); /* inside the first */
-  refused(&t, l, 3, AG_FG_OVERLAP, -1);
+  refused(&t, l, 3, AG_FG_OVERLAP, 1);
   l[1] = L(1, &k_exph, 64, empty, 0x71000, 0x98000, 0); /* not a fill */
   refused(&t, l, 3, AG_FG_NOT_ELEMENTWISE, 1);
   l[1] = L(1, &k_fillf, 0, &mz, 0x71000, 0, 0);
@@ -380,18 +380,43 @@ int main(void) {
     l[1] = S(1, &k_sabs, 2, 512, 3, size, sab, pab);
     CHECK_INT(ag__fg_build(&t, l, 2, &c2, &bad), ==, AG_FG_OK);
     CHECK(c2.op[1].in[0].op == 0 && c2.nacc == 3);
+    /* y written in the plain order, then read by the abs through the transposed walk (a dense
+     * one): the product is computed in the abs's order, y stored through that walk, q and cos
+     * walked from it. */
+    l[0] = S(0, &k_smul, 3, 616, 3, size, st, ptr);
+    l[1] = S(1, &k_sabs, 2, 512, 3, size, sab, pab);
+    CHECK_INT(ag__fg_build(&t, l, 2, &c2, &bad), ==, AG_FG_OK);
+    CHECK(c2.nacc == 5 && c2.acc[2].base == 0 && c2.acc[3].base == 3 && c2.acc[4].base == 3);
+    CHECK(c2.ptr_acc[2] == 3 && c2.ptr_acc[0] == 4 && c2.ptr_acc[1] == 5 && c2.ptr_acc[3] == 0);
+    CHECK(c2.op[1].in[0].op == 0);
+    ag__fg_emit(&c2, src, sizeof src, name);
+    CHECK(strstr(src, "unsigned long long o3 = 0;\n    {\n      unsigned r = (unsigned)o2;"));
+    CHECK(strstr(src, "((const float *)a.t[0])[o3]") && strstr(src, "((float *)a.t[2])[o2] = r0;"));
+    CHECK(strstr(src, "((float *)a.t[3])[i] = r1;"));
+    /* … not when the product reads a result of the chain (its order is that one's too) */
+    static const uint64_t pq[3] = {0x100000, 0x900000, 0x300000};
+    static const uint32_t stq[3][3] = {{4, 16, 128}, {4, 16, 128}, {4, 16, 0}};
+    l[0] = L(0, &k_sq, 128, pow_cap, 0x900000, 0x800000, 0);
+    l[1] = S(1, &k_smul, 3, 616, 3, size, stq, pq);
+    l[2] = S(2, &k_sabs, 2, 512, 3, size, sab, pab);
+    CHECK_INT(ag__fg_build(&t, l, 2, &c2, &bad), ==, AG_FG_OK);
+    refused(&t, l, 3, AG_FG_STRIDES, 2);
+    /* … nor through a walk that is not dense (q's rows of 4 at a stride of 8) */
+    l[0] = L(0, &k_sq, 128, pow_cap, 0x200000, 0x800000, 0);
+    l[1] = S(1, &k_smul, 3, 616, 3, size, st, ptr);
+    refused(&t, l, 2, AG_FG_STRIDES, 1);
     /* A write through a walk of stride 0 (elements written twice) is refused. */
     static const uint32_t st5[3][3] = {{4, 16, 0}, {4, 32, 512}, {4, 16, 0}};
     l[0] = S(0, &k_smul, 3, 616, 3, size, st5, ptr);
     l[1] = L(1, &k_sq, 128, pow_cap, 0x400000, 0x500000, 0);
     l[2] = L(2, &k_add, 128, &one, 0x700000, 0x400000, 0x100000);
     refused(&t, l, 3, AG_FG_STRIDES, 2);
-    refused(&t, l, 1, AG_FG_OVERLAP, -1);
+    refused(&t, l, 1, AG_FG_OVERLAP, 0);
     /* q read through a walk, then written over by a later launch (its other elements read by
      * other threads) */
     l[0] = S(0, &k_smul, 3, 616, 3, size, st, ptr);
     l[1] = L(1, &k_sq, 128, pow_cap, 0x200000, 0x100000, 0);
-    refused(&t, l, 2, AG_FG_OVERLAP, -1);
+    refused(&t, l, 2, AG_FG_OVERLAP, 1);
     /* sizes that do not multiply to N */
     l[0] = S(0, &k_smul, 3, 616, 3, size, st, ptr);
     memcpy(sargs[0], &(int32_t){127}, 4);
@@ -417,7 +442,7 @@ int main(void) {
   l[1] = L(1, &k_silu, 1000, empty, 0x20000, 0x10000, 0); /* reads float32 as bfloat16 */
   refused(&t, l, 2, AG_FG_DTYPE, 1);
   l[1] = L(1, &k_clamp, 1000, clamp_f, 0x20000, 0x10004, 0); /* one element into s */
-  refused(&t, l, 2, AG_FG_OVERLAP, -1);
+  refused(&t, l, 2, AG_FG_OVERLAP, 1);
   l[1] = L(1, &k_cast, 1000, empty, 0x20000, 0x10000, 0);
   refused(&t, l, 2, AG_FG_CAST_LOADER, 1);
   l[1] = L(1, &k_wide, 1000, one_wide, 0x20000, 0x10000, 0xb0000);
