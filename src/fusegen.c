@@ -266,6 +266,12 @@ static int dense(const ag_fg_access_t *w, int32_t n) {
   return next == (uint64_t)n;
 }
 
+/* Whether two walks are the same (their unused dimensions are zero). */
+static int same_walk(const ag_fg_access_t *a, const ag_fg_access_t *b) {
+  return a->dims == b->dims && a->base == b->base && !memcmp(a->size, b->size, sizeof a->size) &&
+         !memcmp(a->stride, b->stride, sizeof a->stride);
+}
+
 /* The access (ptr_acc's encoding) that walks `ax` from the element walk `base` gives; or -reason. */
 static int compose(ag_fg_chain_t *c, int ax, int base) {
   if (!ax) return base; /* the identity walked from base: base itself */
@@ -273,7 +279,7 @@ static int compose(ag_fg_chain_t *c, int ax, int base) {
   if (w.base) return -AG_FG_STRIDES;
   w.base = (uint8_t)base;
   for (int k = 0; k < c->nacc; k++)
-    if (!memcmp(&c->acc[k], &w, sizeof w)) return k + 1;
+    if (same_walk(&c->acc[k], &w)) return k + 1;
   if (c->nacc == AG_FG_MAX_ACC) return -AG_FG_TOO_BIG;
   c->acc[c->nacc++] = w;
   return c->nacc;
@@ -283,7 +289,7 @@ static int compose(ag_fg_chain_t *c, int ax, int base) {
  * `acc`: that operation is computed in this walk's order instead (see fusegen.h), when nothing
  * else depends on its order. Returns s, or -reason. */
 static int remap(ag_fg_chain_t *c, int s, int acc, const int8_t *writer) {
-  int p = writer[s];
+  int p = writer[s] < 0 ? -1 : (int)(uint8_t)writer[s]; /* the operation that wrote s */
   if (p < 0 || c->ptr_acc[s] || !acc || c->acc[acc - 1].base || !dense(&c->acc[acc - 1], c->n))
     return -AG_FG_STRIDES;
   ag_fg_op_t *op = &c->op[p];
@@ -370,7 +376,7 @@ static int walk(ag_fg_chain_t *c, const uint8_t *oc, int nt, int arg, int esize,
   if (count != (uint64_t)n) return -AG_FG_LAYOUT;
   if (w.dims == 0 || (w.dims == 1 && w.stride[0] == 1)) return 0;
   for (int k = 0; k < c->nacc; k++)
-    if (!memcmp(&c->acc[k], &w, sizeof w)) return k + 1;
+    if (same_walk(&c->acc[k], &w)) return k + 1;
   if (c->nacc == AG_FG_MAX_ACC) return -AG_FG_TOO_BIG;
   c->acc[c->nacc++] = w;
   return c->nacc;
