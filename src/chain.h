@@ -38,6 +38,8 @@ typedef struct ag_chain_launch {
   const uint8_t *args;
   uint16_t sdata; /* a strided launch: its data array's offset in args, else 0 */
   uint8_t snt;    /* … and its tensors (0: the launch is not read as strided) */
+  unsigned grid[3], block[3]; /* its launch shape: what the calibration table's shape is checked
+                                against (src/fusegen.h); zeros where unknown */
 } ag_chain_launch_t;
 
 /* Nonzero when k is a contiguous elementwise framework kernel with the layout above. */

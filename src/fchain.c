@@ -116,6 +116,16 @@ static void try_folder(const char *dir) {
   free(names);
 }
 
+/* What a missing table costs, by AUTOGRAPH_FUSE: at `chains` every chain (a warning); at
+ * `exact` the kernel patterns' shapes of the table's builds (src/pattern.h), a note only, since
+ * the patterns then keep their own rule. */
+static int no_table_level(void) { return ag__config.fuse >= AG_FUSE_CHAINS ? AG_LOG_WARN : AG_LOG_INFO; }
+
+static const char *no_table_means(void) {
+  return ag__config.fuse >= AG_FUSE_CHAINS ? "elementwise chains are not fused"
+                                           : "kernel patterns accept only the launch shape every PyTorch version shares";
+}
+
 static void *table_main(void *arg) {
   char dflt[4096] = "";
   const char *p = ag__config.fuse_tables;
@@ -130,15 +140,15 @@ static void *table_main(void *arg) {
     p = dflt;
   }
   if (!*p || stat(p, &st) != 0)
-    ag__log(AG_LOG_WARN, "no calibration table at %s (AUTOGRAPH_FUSE_TABLES): elementwise chains "
-            "are not fused", *p ? p : "(unknown)");
+    ag__log(no_table_level(), "no calibration table at %s (AUTOGRAPH_FUSE_TABLES): %s",
+            *p ? p : "(unknown)", no_table_means());
   else if (S_ISDIR(st.st_mode))
     try_folder(p);
   else
     try_table(p);
   if (!table.n && *p && stat(p, &st) == 0)
-    ag__log(AG_LOG_WARN, "no calibration table in %s describes a loaded library: elementwise chains "
-            "are not fused", p);
+    ag__log(no_table_level(), "no calibration table in %s describes a loaded library: %s", p,
+            no_table_means());
   __atomic_store_n(&table_state, TABLE_DONE, __ATOMIC_RELEASE);
   __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
   return NULL;
@@ -221,6 +231,18 @@ static int from_table_library(const ag_chain_launch_t *l, int n) {
   for (int i = 0; i < n; i++)
     if (!kernel_from_table_library(l[i].k)) return 0;
   return 1;
+}
+
+int ag__fchain_block_work(const ag_kinfo_t *k, unsigned *threads) {
+  int pending = 0;
+  const ag_fg_table_t *t = get_table(&pending);
+  const ag_fg_calkernel_t *ck;
+  if (!t) return pending ? -1 : 0;
+  if (!k->name || !(ck = ag__fg_table_find(t, k->name)) || !ck->block_work || ck->strided ||
+      !kernel_from_table_library(k))
+    return 0;
+  *threads = ck->threads;
+  return (int)ck->block_work;
 }
 
 void ag__fchain_view(ag_chain_launch_t *l) {

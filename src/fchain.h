@@ -58,6 +58,13 @@ int ag__fchain_get(const ag_chain_launch_t *l, int n, ag_fg_chain_t *c, CUfuncti
  * the table's reader as ag__fchain_get does. */
 void ag__fchain_view(ag_chain_launch_t *l);
 
+/* The elements per block (and in *threads the threads per block) with which kernel k's
+ * framework launches, as the calibration table records them, when k is a contiguous kernel of
+ * the table's library that it knows; 0 when not (or no table describes a loaded library); -1
+ * while the table is being read (the first call starts its reader, as ag__fchain_get does).
+ * For the kernel patterns (src/pattern.h), whose fixed rule cannot tell a version's. */
+int ag__fchain_block_work(const ag_kinfo_t *k, unsigned *threads);
+
 /* Describes l[0..n) again (a replay's arguments): 0 when it has the shape of `was` (the same
  * kernel computes it), with the new description in *c; nonzero when not. */
 int ag__fchain_redescribe(const ag_chain_launch_t *l, int n, const ag_fg_chain_t *was,

@@ -70,7 +70,7 @@ static const char *const KIND[AG_FG_NKINDS] = {
 
 static const char *const REASON[AG_FG_NREASONS] = {
     "ok", "not-elementwise", "unknown-kernel", "unknown-op", "layout", "cast-loader", "functor",
-    "scalar", "count", "dtype", "overlap", "too-big", "strides"};
+    "scalar", "count", "dtype", "overlap", "too-big", "strides", "shape"};
 
 const char *ag__fg_kind_name(int kind) { return kind >= 0 && kind < AG_FG_NKINDS ? KIND[kind] : "?"; }
 const char *ag__fg_reason_name(int r) { return r >= 0 && r < AG_FG_NREASONS ? REASON[r] : "?"; }
@@ -189,6 +189,11 @@ int ag__fg_table_load(ag_fg_table_t *t, const char *json, size_t len) {
     ck->cast_loader = strstr(ck->name, "LoadWithCast") != NULL;
     ck->strided = (uint8_t)strided;
     if (strided) ck->calc_off = (uint16_t)calc, ck->data_off = (uint16_t)data;
+    /* The launch shape, where calibration saw one: a power of two of elements per block. */
+    int th = ag__json_get(json, tok, e, "threads"), bw = ag__json_get(json, tok, e, "block_work");
+    double thv = th >= 0 ? ag__json_num(json, &tok[th]) : 0, bwv = bw >= 0 ? ag__json_num(json, &tok[bw]) : 0;
+    if (thv == (double)(int)thv && bwv == (double)(uint32_t)bwv && thv >= 1 && thv <= 1024 && bwv >= 1 && bwv <= (double)(1u << 30) && !((uint32_t)bwv & ((uint32_t)bwv - 1)))
+      ck->threads = (uint16_t)thv, ck->block_work = (uint32_t)bwv;
     for (int o = ops + 1, j = 0; j < (int)tok[ops].size && ck->nops < AG_FG_MAX_CALOPS; j++, o = (int)tok[o + 1].next)
       if (!load_op(json, tok, o, o + 1, &ck->ops[ck->nops], ck->functor_size)) ck->nops++;
   }
@@ -388,6 +393,16 @@ static int type_ptr(ag_fg_chain_t *c, int i, int dt) {
   return c->ptr_dt[i] == dt ? 0 : -1;
 }
 
+/* Nonzero when l, over n elements, has the launch shape the table records for its kernel: its
+ * framework then computes exactly elements [0, n), as the fused kernel does (every framework
+ * gives block b the elements [b * block_work, (b + 1) * block_work) below n, reading only
+ * blockIdx.x and threadIdx.x). A kernel whose shape the table does not know is refused. */
+static int shape_ok(const ag_fg_calkernel_t *ck, const ag_chain_launch_t *l, int32_t n) {
+  uint64_t blocks = ck->block_work ? ((uint64_t)n + ck->block_work - 1) / ck->block_work : 0;
+  return blocks && l->grid[0] == blocks && l->grid[1] == 1 && l->grid[2] == 1 && l->block[0] == ck->threads &&
+         l->block[1] == 1 && l->block[2] == 1;
+}
+
 /* One fill of a group: its tensor, element count and value bits. */
 static int build_fill(const ag_fg_table_t *t, const ag_chain_launch_t *l, ag_fg_chain_t *c) {
   const ag_kinfo_t *k = l->k;
@@ -412,6 +427,7 @@ static int build_fill(const ag_fg_table_t *t, const ag_chain_launch_t *l, ag_fg_
   memcpy(&bits, l->args + ck->functor_off + o->place[0][0].off, (size_t)ag__fg_dt_size(enc));
   if (n <= 0) return AG_FG_COUNT;
   if (!out) return AG_FG_LAYOUT;
+  if (!shape_ok(ck, l, n)) return AG_FG_SHAPE;
   if (c->nops == AG_FG_MAX_OPS || c->nptrs == AG_FG_MAX_PTRS) return AG_FG_TOO_BIG;
   ag_fg_op_t *op = &c->op[c->nops];
   memset(op, 0, sizeof *op);
@@ -439,6 +455,7 @@ static int build_one(const ag_fg_table_t *t, const ag_chain_launch_t *l, ag_fg_c
   int32_t n;
   memcpy(&n, l->args, 4);
   if (n <= 0 || (c->nops && n != c->n)) return AG_FG_COUNT;
+  if (!shape_ok(ck, l, n)) return AG_FG_SHAPE;
   c->n = n;
   const uint8_t *f = l->args + ck->functor_off;
   /* Of the operations whose bytes match, the one with the fewest scalars: a relu is also a
@@ -706,9 +723,10 @@ static void emit_fills(out_t *o, const ag_fg_chain_t *c, const char *name) {
   emit(o, "  const unsigned f = blockIdx.y;\n  const long long m = a.g[2 * f];\n");
   emit(o, "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m;\n"
           "       i += (long long)gridDim.x * blockDim.x) {\n    switch (f) {\n");
-  for (int i = 0; i < c->nops; i++)
-    emit(o, "    case %d: ((unsigned %s *)a.t[%d])[i] = (unsigned %s)a.g[%d]; break;\n", i,
-         c->ptr_dt[i] == AG_FG_F32 ? "int" : "short", i, c->ptr_dt[i] == AG_FG_F32 ? "int" : "short", 2 * i + 1);
+  for (int i = 0; i < c->nops; i++) {
+    const char *bits = c->ptr_dt[i] == AG_FG_F32 ? "int" : "short"; /* the value's width */
+    emit(o, "    case %d: ((unsigned %s *)a.t[%d])[i] = (unsigned %s)a.g[%d]; break;\n", i, bits, i, bits, 2 * i + 1);
+  }
   emit(o, "    }\n  }\n}\n");
 }
 

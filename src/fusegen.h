@@ -113,6 +113,8 @@ enum ag_fg_reason {
   AG_FG_OVERLAP,         /* two tensors overlap without being the same */
   AG_FG_TOO_BIG,         /* more operations, tensors or scalars than the limits below */
   AG_FG_STRIDES,         /* a tensor read back through other offsets than it was written with */
+  AG_FG_SHAPE,           /* a launch whose grid and block are not the ones the table says its
+                            framework gives N elements: it may not compute exactly [0, N) */
   AG_FG_NREASONS
 };
 
@@ -143,6 +145,8 @@ typedef struct ag_fg_calkernel {
   const char *name; /* mangled; points into the table's name block */
   uint16_t functor_off, functor_size;
   uint16_t calc_off, data_off; /* the strided framework: its OffsetCalculator and data array */
+  uint16_t threads;     /* threads per block of its launches, and the elements each block */
+  uint32_t block_work;  /* computes (the grid over N elements is ceil(N / block_work)); 0: unknown */
   uint8_t tensors, dtype, nops, cast_loader, strided;
   ag_fg_calop_t ops[AG_FG_MAX_CALOPS];
 } ag_fg_calkernel_t;

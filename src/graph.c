@@ -79,7 +79,8 @@ typedef struct chunk {
   void **ptrs;     /* scratch: parameter pointers of one node */
   uint32_t maxp;   /* its capacity */
   int nofuse;      /* built without substitution, for good */
-  int waiting;     /* chains whose generated kernel was not ready when it was built */
+  int waiting;     /* chains whose generated kernel was not ready when it was built, and pattern
+                      candidates whose calibration table was still being read */
   int later;       /* chains whose kernel it did not request (AG_FCHAIN_LATER) */
   int on_from, on_to; /* only nodes [on_from, on_to) are enabled in the exec (a part of the
                        * chunk ran last); 0, nn: all */
@@ -156,11 +157,21 @@ void ag__graph_ctx_gone(void *ctx) {
       i++;
 }
 
-static void pat_view(ag_pat_launch_t *l, const ag_held_t *h, int n, const uint8_t *arena) {
+/* The held entries h[0..n) as the kernel patterns see them, with the launch shape the
+ * calibration table records for a pattern's originals (src/fchain.h). Returns nonzero when
+ * the table is still being read for one of them: whether a pattern matches may change once it
+ * is. */
+static int pat_view(ag_pat_launch_t *l, const ag_held_t *h, int n, const uint8_t *arena) {
+  int pending = 0;
   for (int i = 0; i < n; i++) {
-    l[i].k = h[i].k, l[i].args = arena + h[i].off;
+    int work = 0;
+    l[i].k = h[i].k, l[i].args = arena + h[i].off, l[i].threads = 0;
     memcpy(l[i].grid, h[i].grid, sizeof l[i].grid), memcpy(l[i].block, h[i].block, sizeof l[i].block);
+    if (ag__pattern_original(h[i].k) && (work = ag__fchain_block_work(h[i].k, &l[i].threads)) < 0)
+      pending = 1, work = 0;
+    l[i].work = (uint32_t)work;
   }
+  return pending;
 }
 
 /* Records which parameters of node i differ between the graph's copy and the new bytes. */
@@ -456,6 +467,7 @@ static int gnode_params(chunk_t *g, int j, const ag_held_t *h, CUDA_KERNEL_NODE_
  * place of its tensors the calibration table gives (src/fchain.h). */
 static void chain_view(ag_chain_launch_t *l, const ag_held_t *h, const uint8_t *arena) {
   l->k = h->k, l->args = is_op(h) ? NULL : arena + h->off, l->sdata = 0, l->snt = 0;
+  memcpy(l->grid, h->grid, sizeof l->grid), memcpy(l->block, h->block, sizeof l->block);
   if (l->args && ag__config.fuse >= AG_FUSE_CHAINS) ag__fchain_view(l);
 }
 
@@ -568,8 +580,9 @@ static int build(chunk_t **out, const ag_held_t *h, int n, const uint8_t *arena,
        * replaced: the fused node could not carry them. */
       for (int a = 0; a < avail; a++)
         if (is_op(&h[i + a]) || h[i + a].nattrs) avail = a;
-      pat_view(l, h + i, avail, arena);
+      int pending = pat_view(l, h + i, avail, arena);
       p = avail ? ag__pattern_match(l, avail) : NULL;
+      if (!p && pending) g->waiting++; /* rebuilt once the table is read */
       if (p && !fm && !(fm = fused_module())) fuse = AG_FUSE_OFF, p = NULL;
       if (p && ag__pattern_index(p) < AG_FUSED_PATTERNS && fm->fn[ag__pattern_index(p)]) {
         m->pat = p, m->fn = fm->fn[ag__pattern_index(p)], m->count = ag__pattern_len(p);
@@ -677,7 +690,7 @@ int ag__graph_build(ag_graph_t **out, const ag_held_t *h, int n, const uint8_t *
   if (!(g->role = calloc((size_t)n ? (size_t)n : 1, 1)) || scan_chains(g, h, n, arena)) goto fail;
   /* Read before the chunks are built: a kernel that becomes ready while they are makes the
    * graph wait for nothing, and one more rebuild at worst. */
-  if (ag__config.fuse >= AG_FUSE_CHAINS) g->gen = ag__fchain_generation();
+  if (ag__config.fuse >= AG_FUSE_EXACT) g->gen = ag__fchain_generation();
   for (int j = 0; j < nchunks; j++) g->start[j] = starts[j];
   g->start[nchunks] = n;
   if (ag__config.fuse >= AG_FUSE_EXACT) nchunks = ag__graph_align_chunks(h, n, arena, g->start, nchunks);

@@ -39,7 +39,10 @@
  * when W is 512 and, when W is 1024, covers [0, N) with idle blocks after it; plus, when W may
  * be 1024, (gridDim.x - 1) * 1024 must fit in an int, the kernel's block-offset arithmetic. A
  * launch of a version with W = 1024 has ceil(N / 1024) blocks, which fails the rule when
- * N > 512: such launches are left as they are (what is unknown is never fused).
+ * N > 512: such launches are left as they are (what is unknown is never fused), unless the
+ * calibration table of the loaded build (src/fchain.h) records the kernel's W and threads, as
+ * calibration saw its framework launch it: then the rule is that W's, gridDim.x ==
+ * ceil(N / W) with blockDim (threads, 1, 1).
  *
  * Buffers: the fused kernel handles element i of every operand in one thread (read the
  * inputs, write the intermediate, read it back where it is an input, write the output), which
@@ -128,11 +131,12 @@ static int array_spelling(const ag_kinfo_t *k) {
 
 /* Nonzero when the launch computes exactly elements [0, n) of every operand. */
 static int shape_ok(const ag_pat_launch_t *l, int32_t n) {
-  uint64_t work_max = array_spelling(l->k) ? AG_TORCH_WORK_MIN : AG_TORCH_WORK_MAX;
+  uint64_t work = l->work ? l->work : AG_TORCH_WORK_MIN;
+  uint64_t work_max = l->work ? l->work : array_spelling(l->k) ? AG_TORCH_WORK_MIN : AG_TORCH_WORK_MAX;
   if (n <= 0) return 0;
-  if (l->block[0] != AG_TORCH_THREADS || l->block[1] != 1 || l->block[2] != 1) return 0;
+  if (l->block[0] != (l->work ? l->threads : AG_TORCH_THREADS) || l->block[1] != 1 || l->block[2] != 1) return 0;
   if (l->grid[1] != 1 || l->grid[2] != 1) return 0;
-  if (l->grid[0] != ((uint64_t)n + AG_TORCH_WORK_MIN - 1) / AG_TORCH_WORK_MIN) return 0;
+  if (l->grid[0] != ((uint64_t)n + work - 1) / work) return 0;
   return ((uint64_t)l->grid[0] - 1) * work_max <= INT32_MAX;
 }
 
@@ -219,6 +223,12 @@ const char *ag__pattern_name(const ag_pattern_t *p) { return p->name; }
 const char *ag__pattern_kernel(const ag_pattern_t *p) { return p->kernel; }
 int ag__pattern_len(const ag_pattern_t *p) { return p->nops; }
 int ag__pattern_index(const ag_pattern_t *p) { return (int)(p - table); }
+
+int ag__pattern_original(const ag_kinfo_t *k) {
+  for (int op = 0; op < (int)AG_ARRAY_SIZE(ops); op++)
+    if (op_fits(op, k)) return 1;
+  return 0;
+}
 
 int ag__pattern_kernels_fit(const ag_pattern_t *p, const ag_pat_launch_t *l) {
   for (int i = 0; i < p->nops; i++)

@@ -17,8 +17,8 @@
  *
  * The originals are PyTorch 2.5's eager float32 kernels on contiguous tensors, launched as
  * at::native::vectorized_elementwise_kernel<VEC, FUNCTOR, at::detail::Array<char*, N>> (the
- * std::array<char*, N> spelling of later versions is accepted too): see docs-fuse-kernel.md for
- * the exact names, layouts and what needs a GPU to confirm.
+ * std::array<char*, N> spelling of later versions is accepted too): see
+ * docs/fused-replacements.md for the exact names, layouts and what needs a GPU to confirm.
  */
 #ifndef AG_PATTERN_H
 #define AG_PATTERN_H
@@ -38,6 +38,11 @@ typedef struct ag_pat_launch {
   const ag_kinfo_t *k;
   const uint8_t *args;
   unsigned grid[3], block[3];
+  /* The elements per block and threads per block the calibration table records for the
+   * kernel (src/fchain.h: the table of the loaded PyTorch build), which make its launch shape
+   * known; work 0 where no table records it: the fixed rule below then applies. */
+  uint32_t work;
+  unsigned threads;
 } ag_pat_launch_t;
 
 typedef struct ag_pattern ag_pattern_t;
@@ -56,6 +61,9 @@ int ag__pattern_index(const ag_pattern_t *p);
 /* The first pattern (in table order) whose originals are l[0..len-1], with len <= avail, and
  * whose conditions hold on their arguments; NULL when none. */
 const ag_pattern_t *ag__pattern_match(const ag_pat_launch_t *l, int avail);
+
+/* Nonzero when k is the original kernel of some pattern (its name and layout). */
+int ag__pattern_original(const ag_kinfo_t *k);
 
 /* Nonzero when the kernels l[0..len-1] are p's originals (names and layouts). */
 int ag__pattern_kernels_fit(const ag_pattern_t *p, const ag_pat_launch_t *l);

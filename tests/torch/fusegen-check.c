@@ -64,6 +64,7 @@ typedef struct {
   uint8_t args[MAX_PARAMS];
   uint16_t sdata;
   uint8_t snt;
+  unsigned grid[3], block[3];
 } launch_t;
 
 static launch_t L[MAX_LAUNCHES];
@@ -94,6 +95,12 @@ static int read_log(const char *path, const ag_fg_table_t *t) {
     }
     if (np > MAX_PARAMS) np = 0; /* not an elementwise launch (cat's, say): read as none */
     memcpy(l->name, line + tok[nm].start, nl), l->name[nl] = 0;
+    /* The launch shape, which the generator checks against the table's. */
+    int gr = ag__json_get(line, tok, 0, "grid"), bl = ag__json_get(line, tok, 0, "block");
+    for (int d = 0; d < 3; d++) {
+      l->grid[d] = gr >= 0 && tok[gr].size == 3 ? (unsigned)ag__json_num(line, &tok[gr + 1 + d]) : 0;
+      l->block[d] = bl >= 0 && tok[bl].size == 3 ? (unsigned)ag__json_num(line, &tok[bl + 1 + d]) : 0;
+    }
     for (size_t i = 0; i < np; i++) {
       unsigned b;
       sscanf(line + tok[pa].start + 2 * i, "%2x", &b);
@@ -140,8 +147,10 @@ static uint64_t offset_of(const ag_fg_chain_t *c, int p, uint32_t i) { return wa
 /* The bytes slot p's elements reach from its address. */
 static size_t extent(const ag_fg_chain_t *c, int p) {
   uint64_t last = 0;
-  for (uint32_t i = 0; i < count_of(c, p); i++)
-    if (offset_of(c, p, i) > last) last = offset_of(c, p, i);
+  for (uint32_t i = 0; i < count_of(c, p); i++) {
+    uint64_t o = offset_of(c, p, i);
+    if (o > last) last = o;
+  }
   return (size_t)(last + 1) * (size_t)elt(c->ptr_dt[p]);
 }
 
@@ -253,8 +262,10 @@ int main(int argc, char **argv) {
   int n = read_log(argv[1], &t);
   static ag_chain_launch_t cl[MAX_LAUNCHES];
   static uint8_t role[MAX_LAUNCHES];
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n; i++) {
     cl[i] = (ag_chain_launch_t){.k = &L[i].k, .args = L[i].args, .sdata = L[i].sdata, .snt = L[i].snt};
+    memcpy(cl[i].grid, L[i].grid, sizeof cl[i].grid), memcpy(cl[i].block, L[i].block, sizeof cl[i].block);
+  }
   int chains = ag__chain_scan(cl, n, role);
   CUdevice d;
   CUcontext ctx;

@@ -27,6 +27,7 @@ static const char n_fillf[] = VEC "Li4E9k_fill_f";   /* float32 fill */
 static const char n_exph[] = VEC "Li8E9k_exp_h";     /* float16 exp */
 static const char n_cast[] = NS "27unrolled_elementwise_kernelI7k_copy12LoadWithCastILi1EEE";
 static const char n_other[] = VEC "Li4E9k_other_f";  /* not in the table */
+static const char n_odd[] = VEC "Li4E8k_odd_f";      /* float32 add, with no known launch shape */
 static const char n_cube[] = VEC "Li8E9k_cube_b";    /* bfloat16 pow with the exponent 3 */
 static const char n_sq[] = VEC "Li4E7k_sq_f";        /* float32 pow with the exponent 2 */
 #define STR NS "18elementwise_kernelILi128ELi4E"
@@ -36,47 +37,50 @@ static const char n_sabs[] = STR "9k_sabs_f";        /* float32 abs, strided */
 /* The table: one kernel per line, in tools/calibrate-elementwise's schema. */
 static const char table[] =
     "{\"schema\": \"autograph-elementwise-calibration\", \"version\": 1, \"kernels\": {\n"
-    "\"" VEC "Li4E8k_add_f\": {\"dtype\": \"float32\", \"tensors\": 3, \"functor_offset\": 4, \"functor_size\": 4,"
+    "\"" VEC "Li4E8k_add_f\": {\"dtype\": \"float32\", \"threads\": 128, \"block_work\": 512, \"tensors\": 3, \"functor_offset\": 4, \"functor_size\": 4,"
     " \"ops\": {\"add\": {\"functor_bytes\": \"0000803f\", \"scalars\": {}},"
     " \"add_alpha\": {\"functor_bytes\": \"00002040\", \"scalars\": {\"alpha\": {\"value\": 2.5, \"at\": [{\"offset\": 0, \"encoding\": \"float\", \"form\": \"as given\"}]}}}}},\n"
-    "\"" VEC "Li4E10k_clamp_f\": {\"dtype\": \"float32\", \"tensors\": 2, \"functor_offset\": 8, \"functor_size\": 24,"
+    "\"" VEC "Li4E10k_clamp_f\": {\"dtype\": \"float32\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2, \"functor_offset\": 8, \"functor_size\": 24,"
     " \"ops\": {\"clamp\": {\"functor_bytes\": \"020000000000e0bf0000204000000000a05d089b24560000\", \"scalars\": {"
     "\"max\": {\"value\": 2.5, \"at\": [{\"offset\": 8, \"encoding\": \"float\", \"form\": \"as given\"}]},"
     " \"min\": {\"value\": -1.75, \"at\": [{\"offset\": 4, \"encoding\": \"float\", \"form\": \"as given\"}]}}},"
     " \"relu\": {\"functor_bytes\": \"000000000000000000000000000000006019079b24560000\", \"scalars\": {}}}},\n"
-    "\"" VEC "Li4E9k_tobf_f\": {\"dtype\": \"float32\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
+    "\"" VEC "Li4E9k_tobf_f\": {\"dtype\": \"float32\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
     " \"ops\": {\"to_bfloat16\": {\"functor_bytes\": \"b0\", \"scalars\": {}}}},\n"
-    "\"" VEC "Li8E9k_muls_b\": {\"dtype\": \"bfloat16\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 8,"
+    "\"" VEC "Li8E9k_muls_b\": {\"dtype\": \"bfloat16\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 8,"
     " \"ops\": {\"div_scalar\": {\"functor_bytes\": \"004756f9cdcccc3e\", \"scalars\": {\"other\": {\"value\": 2.5, \"at\": [{\"offset\": 4, \"encoding\": \"float\", \"form\": \"reciprocal\"}]}}}}},\n"
-    "\"" VEC "Li8E9k_silu_b\": {\"dtype\": \"bfloat16\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
+    "\"" VEC "Li8E9k_silu_b\": {\"dtype\": \"bfloat16\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
     " \"ops\": {\"silu\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
-    "\"" VEC "Li4E10k_gelut_f\": {\"dtype\": \"float32\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
+    "\"" VEC "Li4E10k_gelut_f\": {\"dtype\": \"float32\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
     " \"ops\": {\"gelu_tanh\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
-    "\"" VEC "Li4E8k_pow_d\": {\"dtype\": \"float32\", \"tensors\": 2, \"functor_offset\": 8, \"functor_size\": 16,"
+    "\"" VEC "Li4E8k_pow_d\": {\"dtype\": \"float32\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2, \"functor_offset\": 8, \"functor_size\": 16,"
     " \"ops\": {\"pow_scalar\": {\"functor_bytes\": \"0000000000000440fe7f000024560000\", \"scalars\": {\"exponent\": {\"value\": 2.5, \"at\": [{\"offset\": 0, \"encoding\": \"double\", \"form\": \"as given\"}]}}}}},\n"
-    "\"" VEC "Li8E9k_fill_h\": {\"dtype\": \"float16\", \"tensors\": 1, \"functor_offset\": 4, \"functor_size\": 2,"
+    "\"" VEC "Li8E9k_fill_h\": {\"dtype\": \"float16\", \"threads\": 128, \"block_work\": 512, \"tensors\": 1, \"functor_offset\": 4, \"functor_size\": 2,"
     " \"ops\": {\"fill\": {\"functor_bytes\": \"0041\", \"scalars\": {\"value\": {\"value\": 2.5, \"at\": [{\"offset\": 0, \"encoding\": \"half\", \"form\": \"as given\"}]}}}}},\n"
-    "\"" VEC "Li4E9k_fill_f\": {\"dtype\": \"float32\", \"tensors\": 1, \"functor_offset\": 4, \"functor_size\": 4,"
+    "\"" VEC "Li4E9k_fill_f\": {\"dtype\": \"float32\", \"threads\": 128, \"block_work\": 512, \"tensors\": 1, \"functor_offset\": 4, \"functor_size\": 4,"
     " \"ops\": {\"fill\": {\"functor_bytes\": \"00002040\", \"scalars\": {\"value\": {\"value\": 2.5, \"at\": [{\"offset\": 0, \"encoding\": \"float\", \"form\": \"as given\"}]}}}}},\n"
-    "\"" VEC "Li8E9k_exp_h\": {\"dtype\": \"float16\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
+    "\"" VEC "Li8E9k_exp_h\": {\"dtype\": \"float16\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
     " \"ops\": {\"exp\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
-    "\"" NS "27unrolled_elementwise_kernelI7k_copy12LoadWithCastILi1EEE\": {\"dtype\": \"float16\", \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
+    "\"" NS "27unrolled_elementwise_kernelI7k_copy12LoadWithCastILi1EEE\": {\"dtype\": \"float16\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
     " \"ops\": {\"to_bfloat16\": {\"functor_bytes\": \"ff\", \"scalars\": {}}}},\n"
-    "\"" VEC "Li8E9k_cube_b\": {\"dtype\": \"bfloat16\", \"tensors\": 2, \"functor_offset\": 8, \"functor_size\": 8,"
+    "\"" VEC "Li8E9k_cube_b\": {\"dtype\": \"bfloat16\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2, \"functor_offset\": 8, \"functor_size\": 8,"
     " \"ops\": {\"pow_3\": {\"functor_bytes\": \"0000000000000000\", \"scalars\": {}}}},\n"
-    "\"" VEC "Li4E7k_sq_f\": {\"dtype\": \"float32\", \"tensors\": 2, \"functor_offset\": 8, \"functor_size\": 8,"
+    "\"" VEC "Li4E7k_sq_f\": {\"dtype\": \"float32\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2, \"functor_offset\": 8, \"functor_size\": 8,"
     " \"ops\": {\"pow_2\": {\"functor_bytes\": \"0000000000000000\", \"scalars\": {}}}},\n"
-    "\"" STR "9k_smul_f\": {\"framework\": \"elementwise_kernel\", \"dtype\": \"float32\", \"tensors\": 3,"
+    "\"" STR "9k_smul_f\": {\"framework\": \"elementwise_kernel\", \"dtype\": \"float32\", \"threads\": 128, \"block_work\": 512, \"tensors\": 3,"
     " \"calc_offset\": 8, \"data_offset\": 616, \"functor_offset\": 640, \"functor_size\": 1,"
     " \"ops\": {\"mul\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
-    "\"" STR "9k_sabs_f\": {\"framework\": \"elementwise_kernel\", \"dtype\": \"float32\", \"tensors\": 2,"
+    "\"" STR "9k_sabs_f\": {\"framework\": \"elementwise_kernel\", \"dtype\": \"float32\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2,"
     " \"calc_offset\": 8, \"data_offset\": 512, \"functor_offset\": 528, \"functor_size\": 1,"
     " \"ops\": {\"abs\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
     /* a calculator of another size (another PyTorch's MAX_DIMS): left out */
-    "\"" STR "9k_sbad_f\": {\"framework\": \"elementwise_kernel\", \"dtype\": \"float32\", \"tensors\": 2,"
+    "\"" STR "9k_sbad_f\": {\"framework\": \"elementwise_kernel\", \"dtype\": \"float32\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2,"
     " \"calc_offset\": 8, \"data_offset\": 400, \"functor_offset\": 416, \"functor_size\": 1,"
     " \"ops\": {\"abs\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
-    "\"" VEC "Li4E8k_int_i\": {\"dtype\": \"int32\", \"tensors\": 3, \"functor_offset\": 4, \"functor_size\": 4, \"ops\": {}}\n"
+    /* a shape that is no framework's (elements per block not a power of two): unknown */
+    "\"" VEC "Li4E8k_odd_f\": {\"dtype\": \"float32\", \"threads\": 128, \"block_work\": 1000, \"tensors\": 3,"
+    " \"functor_offset\": 4, \"functor_size\": 4, \"ops\": {\"add\": {\"functor_bytes\": \"0000803f\", \"scalars\": {}}}},\n"
+    "\"" VEC "Li4E8k_int_i\": {\"dtype\": \"int32\", \"threads\": 128, \"block_work\": 512, \"tensors\": 3, \"functor_offset\": 4, \"functor_size\": 4, \"ops\": {}}\n"
     "}}";
 
 /* Kernels: N at 0, the functor, then the tensors at the next multiple of 8. */
@@ -96,6 +100,7 @@ KINFO(k_fillf, n_fillf, 4, 4, 1);
 KINFO(k_exph, n_exph, 4, 1, 2);
 KINFO(k_cast, n_cast, 4, 1, 2);
 KINFO(k_other, n_other, 4, 4, 3);
+KINFO(k_odd, n_odd, 4, 4, 3);
 KINFO(k_cube, n_cube, 8, 8, 2);
 KINFO(k_sq, n_sq, 8, 8, 2);
 KINFO(k_wide, n_add, 4, 8, 3); /* the add kernel with another functor size */
@@ -124,7 +129,8 @@ static ag_chain_launch_t S(int i, const ag_kinfo_t *k, int nt, uint16_t sdata, i
   }
   memcpy(p, &n, 4);
   memcpy(p + sdata, ptr, 8 * (size_t)nt);
-  return (ag_chain_launch_t){.k = k, .args = p, .sdata = sdata, .snt = (uint8_t)nt};
+  return (ag_chain_launch_t){.k = k, .args = p, .sdata = sdata, .snt = (uint8_t)nt,
+                             .grid = {((unsigned)n + 511) / 512, 1, 1}, .block = {128, 1, 1}};
 }
 
 /* Launch i of k over n elements: functor bytes f (fsize of them), tensors out, in0, in1. */
@@ -135,7 +141,7 @@ static ag_chain_launch_t L(int i, const ag_kinfo_t *k, int n, const void *f, uin
   memcpy(p + k->params[1].offset, f, k->params[1].size);
   uint64_t d[3] = {out, a, b};
   memcpy(p + k->params[2].offset, d, k->params[2].size);
-  return (ag_chain_launch_t){.k = k, .args = p};
+  return (ag_chain_launch_t){.k = k, .args = p, .grid = {((unsigned)n + 511) / 512, 1, 1}, .block = {128, 1, 1}};
 }
 
 static const float one = 1.0f, two = 2.0f;
@@ -176,10 +182,13 @@ static void refused(const ag_fg_table_t *t, const ag_chain_launch_t *l, int n, i
 
 int main(void) {
   ag_fg_table_t t;
+  const ag_fg_calkernel_t *ck0;
   CHECK_INT(ag__fg_table_load(&t, "{\"schema\": \"other\", \"kernels\": {}}", 35), ==, -AG_EINVAL);
   CHECK_INT(ag__fg_table_load(&t, table, sizeof table - 2), ==, -AG_EINVAL); /* cut short */
   CHECK_INT(ag__fg_table_load(&t, table, sizeof table - 1), ==, 0);
-  CHECK_INT(t.n, ==, 15); /* the int32 kernel and the other calculator are left out */
+  CHECK_INT(t.n, ==, 16); /* the int32 kernel and the other calculator are left out */
+  CHECK((ck0 = ag__fg_table_find(&t, n_add)) && ck0->threads == 128 && ck0->block_work == 512);
+  CHECK((ck0 = ag__fg_table_find(&t, n_odd)) && ck0->block_work == 0);
   CHECK(!ag__fg_table_find(&t, NS "18elementwise_kernelILi128ELi4E9k_sbad_f"));
   const ag_fg_calkernel_t *ck;
   CHECK((ck = ag__fg_table_find(&t, n_smul)) && ck->strided && ck->calc_off == 8 && ck->data_off == 616);
@@ -447,6 +456,21 @@ int main(void) {
   refused(&t, l, 2, AG_FG_CAST_LOADER, 1);
   l[1] = L(1, &k_wide, 1000, one_wide, 0x20000, 0x10000, 0xb0000);
   refused(&t, l, 2, AG_FG_LAYOUT, 1);
+  /* Launch shapes other than the table's: the framework might not compute exactly [0, N). */
+  l[1] = L(1, &k_clamp, 1000, clamp_f, 0x20000, 0x10000, 0);
+  refused(&t, l, 2, AG_FG_OK, -1);
+  l[1].grid[0] = 1; /* 1000 elements in one block of 512 */
+  refused(&t, l, 2, AG_FG_SHAPE, 1);
+  l[1].grid[0] = 2, l[1].grid[1] = 2;
+  refused(&t, l, 2, AG_FG_SHAPE, 1);
+  l[1].grid[1] = 1, l[1].block[0] = 256;
+  refused(&t, l, 2, AG_FG_SHAPE, 1);
+  l[1].block[0] = 128, l[1].block[2] = 2;
+  refused(&t, l, 2, AG_FG_SHAPE, 1);
+  l[1] = L(1, &k_odd, 1000, &one, 0x20000, 0x10000, 0xb0000); /* a shape the table does not know */
+  refused(&t, l, 2, AG_FG_SHAPE, 1);
+  l[1] = L(1, &k_fillf, 1000, &one, 0x20000, 0, 0), l[1].grid[0] = 3; /* a fill's too */
+  refused(&t, l + 1, 1, AG_FG_SHAPE, 0);
   l[0] = (ag_chain_launch_t){.k = &k_add};
   refused(&t, l, 2, AG_FG_NOT_ELEMENTWISE, 0);
   for (int i = 0; i < AG_FG_MAX_OPS + 1; i++) l[i] = L(i, &k_clamp, 64, clamp_f, 0x20000, 0x20000, 0);

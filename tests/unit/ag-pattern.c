@@ -53,7 +53,7 @@ static void relu(uint8_t *b, int n, int minmax, float lim, uint64_t o, uint64_t 
 static ag_pat_launch_t L(const ag_kinfo_t *k, const uint8_t *a) {
   uint32_t n;
   memcpy(&n, a, 4);
-  ag_pat_launch_t l = {k, a, {(n + 511) / 512, 1, 1}, {128, 1, 1}};
+  ag_pat_launch_t l = {.k = k, .args = a, .grid = {(n + 511) / 512, 1, 1}, .block = {128, 1, 1}};
   return l;
 }
 
@@ -244,6 +244,31 @@ int main(void) {
     relu(y, (int)big, 0, 0.0f, 4 * G, 3 * G);
     ag_pat_launch_t g3[2] = {L(&kadd_std, x), L(&krelu, y)};
     CHECK_STR(match_l(g3), "torch_add_relu");
+    /* The calibration table's shape (1024 elements per block of 128 threads, as PyTorch 2.15
+     * launches float32): 4096 elements in 4 blocks, which the fixed rule refuses, match; the
+     * fixed rule's 8 blocks no longer do, nor blocks of other threads than the table's. */
+    binary(x, 4096, 1.0f, T, A, B);
+    relu(y, 4096, 0, 0.0f, O, T);
+    ag_pat_launch_t w[2] = {L(&kadd_std, x), L(&krelu, y)};
+    CHECK_INT(w[0].grid[0], ==, 8);
+    CHECK_STR(match_l(w), "torch_add_relu");
+    w[0].grid[0] = w[1].grid[0] = 4;
+    CHECK_STR(match_l(w), "none");
+    for (int i = 0; i < 2; i++) w[i].work = 1024, w[i].threads = 128;
+    CHECK_STR(match_l(w), "torch_add_relu");
+    w[1].grid[0] = 8;
+    CHECK_STR(match_l(w), "none");
+    w[1].grid[0] = 4, w[1].threads = 256;
+    CHECK_STR(match_l(w), "none");
+    w[1].block[0] = 256;
+    CHECK_STR(match_l(w), "torch_add_relu");
+    /* … and its block offsets must fit in an int: 2^31 - 1024 elements do, in 2^21 - 1 blocks,
+     * since the last block begins at 2^31 - 2048. */
+    binary(x, INT32_MAX - 1023, 1.0f, 3 * G, G, 2 * G);
+    relu(y, INT32_MAX - 1023, 0, 0.0f, 4 * G, 3 * G);
+    ag_pat_launch_t g4[2] = {L(&kadd_std, x), L(&krelu, y)};
+    for (int i = 0; i < 2; i++) g4[i].work = 1024, g4[i].threads = 128, g4[i].grid[0] = (1u << 21) - 1;
+    CHECK_STR(match_l(g4), "torch_add_relu");
   }
   {
     /* Chunks of a sequence never split a run a pattern replaces (ag__graph_align_chunks):
