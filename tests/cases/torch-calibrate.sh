@@ -13,6 +13,8 @@
 #     them (add with alpha: CUDAFunctor_add with alpha as a float; a division by a scalar: the
 #     multiplication by its reciprocal; fill in float16: the value as a half);
 #   - the coverage lines are printed and the JSON's counts agree with them;
+#   - each kernel's launch shape is recorded: 128 threads and a power of two of elements per
+#     block, for a strided kernel the product of its template's threads and elements per thread;
 #   - the table names its build: libtorch_cuda.so's build ID, as readelf prints it.
 . "$(dirname "$0")/lib.sh"
 . "$AG_ROOT/tests/torch/sim-env.sh"
@@ -85,6 +87,16 @@ e = by.get(("div_scalar", "float32"))
 want(e and e["functor"] == "MulFunctor" and all(p["form"] == "reciprocal" for p in e["scalars"]["other"]["at"]), f"div_scalar: {e and e['scalars']}")
 e = by.get(("fill", "float16"))
 want(e and e["functor"] == "FillFunctor" and [p["encoding"] for p in e["scalars"]["value"]["at"]] == ["half"], f"fill/float16: {e and e['scalars']}")
+# The launch shapes: PyTorch sizes every framework's blocks as a power of two of elements; the
+# strided framework elementwise_kernel<nt, vt, …> by its template arguments (nt threads, vt
+# elements each), which the shape read from the grid must agree with.
+for name, e in ks.items():
+    w, th = e.get("block_work"), e.get("threads")
+    want(w and th and w & (w - 1) == 0 and th == 128, f"{name}: launch shape {th} threads, {w} per block")
+    tm = re.search(r"elementwise_kernel<(\d+), (\d+),", e["demangled"])
+    if e["framework"] == "elementwise_kernel":
+        want(tm and (int(tm.group(1)), int(tm.group(1)) * int(tm.group(2))) == (th, w),
+             f"{name}: shape {th}, {w} is not its template's {tm and tm.groups()}")
 c = t["coverage"]
 m = re.search(r"known: (\d+) of (\d+) .*kernels: (\d+) of (\d+)", line)
 want(m and [int(x) for x in m.groups()] == [c["functors_known"], c["functors"], c["kernels_known"], c["kernels"]], f"coverage line {line!r} != {c}")
