@@ -4,9 +4,9 @@
 # On a machine without a GPU (every CI machine) it must exit 2, name what is missing, and run
 # nothing (no build folder made). On a machine with a GPU the case is skipped: the check itself
 # is run by hand there (it takes minutes). Also: --help documents the usage, a bad option exits 2.
-# And the report of its generated-chain-kernel runs (step 3b''), read from logs made up here: equal
-# outputs pass; an output that differs, or a warm run that fused no chain, fails, and a run-time
-# compiler that is off is said to be.
+# And the report of its generated-chain-kernel runs and its kernel-pattern run with the table
+# (step 3b''), read from logs made up here: equal outputs pass; an output that differs, or a warm
+# run that fused no chain, fails, and a run-time compiler that is off is said to be.
 . "$(dirname "$0")/lib.sh"
 gc=$AG_ROOT/tools/gpu-check
 d=$AG_TMP
@@ -54,12 +54,18 @@ st() { # st FILE FUSED KERNELS COMPILES HITS FAILURES
 st "$logs/chains-cold.json" 30 10 3 0 0
 st "$logs/chains-warm.json" 80 40 0 3 0
 echo 'autograph: jit: NVRTC 13.0 from /opt/nvrtc/libnvrtc.so.13' >"$logs/chains-cold.err"
+# The kernel patterns with the table: the same checksum as eager, two pairs fused.
+for w in plain lib; do echo 0 >"$logs/patterns-$w.rc"; printf 'loss: 1\nchecksum: 0123456789abcdef\n' >"$logs/patterns-$w.out"; done
+echo '{"fused_by_pattern": {"torch_add_relu": 2}}' >"$logs/patterns-lib.json"
 python3 "$d/report.py" "$logs" "$d/r1.json" gpu 1 >"$d/r1" 2>&1
 rc=$?
 cat "$d/r1"
 [ "$rc" = 0 ] || ag_fail "equal chain outputs, chains fused: exit $rc"
 grep -q '^warm  *0  *identical  *90  *80  *40  *21  *0  *3  *0$' "$d/r1" || ag_fail "the warm run's statistics are not reported"
 grep -q 'compiles with NVRTC 13.0 from /opt/nvrtc/libnvrtc.so.13' "$d/r1" || ag_fail "the NVRTC used is not named"
+grep -qF "kernel patterns with the table (AUTOGRAPH_FUSE=exact, resnet_small_batch): output identical, fused {'torch_add_relu': 2}" "$d/r1" ||
+  ag_fail "the kernel patterns' run is not reported"
+printf 'loss: 1\nchecksum: 0123456789abcdee\n' >"$logs/patterns-lib.out"
 printf 'step 0 float32: 00\nchecksum: cd\n' >"$logs/chains-warm.out"
 st "$logs/chains-warm.json" 0 0 0 0 5
 echo 'autograph: kernels compiled at run time are off: no usable NVRTC (none for this driver)' >"$logs/chains-warm.err"
@@ -71,4 +77,6 @@ grep -q '^FAILED: chains (warm): the output differs with AUTOGRAPH_FUSE=chains$'
 grep -q '^FAILED: chains (warm): no chain was fused .*the run-time compiler is off: no usable NVRTC' "$d/r2" ||
   ag_fail "a warm run without fused chains is not reported with the compiler's state"
 grep -q '^chains: THE RUN-TIME COMPILER IS OFF' "$d/r2" || ag_fail "the compiler being off is not said"
+grep -q '^FAILED: patterns: resnet_small_batch with AUTOGRAPH_FUSE=exact and the table: checksum 0123456789abcdee' "$d/r2" ||
+  ag_fail "a kernel-pattern run whose checksum differs is not reported"
 echo "examples-gpu-check: the report of generated chain kernels passes equal runs and fails a difference"
