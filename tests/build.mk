@@ -5,6 +5,8 @@
 #   tests/unit/*.cu   CUDA C unit tests (nvcc, shared runtime), run on the simulator.
 #   tests/progs/*.cu  CUDA C test programs that the preload tests run with and without the library.
 #   tests/kernels/*.cu device code built into cubins and fatbins for driver-API and parser tests.
+#   tests/probes/*.cu  CUDA C programs that ask a GPU's libraries what the simulator cannot know
+#                     (tools/gpu-check reports them); on the simulator they run as a test case.
 
 AG_SRC_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/*.c))
 UNIT_C   := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/*.c))
@@ -16,7 +18,8 @@ FATBINS  := $(patsubst tests/kernels/%.cu,$(BUILD)/tests/kernels/%.fatbin,$(KSRC
             $(patsubst tests/kernels/%.cu,$(BUILD)/tests/kernels/%.z.fatbin,$(KSRC)) \
             $(patsubst tests/kernels/%.cu,$(BUILD)/tests/kernels/%.lz4.fatbin,$(KSRC)) \
             $(BUILD)/tests/kernels/drv-kernels.sm80.cubin $(BUILD)/tests/kernels/drv-kernels.ptx.fatbin
-AG_TEST_ALL += $(UNIT_C) $(UNIT_CU) $(PROGS) $(CUBINS) $(FATBINS)
+PROBES   := $(patsubst tests/probes/%.cu,$(BUILD)/tests/probes/%,$(wildcard tests/probes/*.cu))
+AG_TEST_ALL += $(UNIT_C) $(UNIT_CU) $(PROGS) $(CUBINS) $(FATBINS) $(PROBES)
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(AG_SRC_OBJS) $(BUILD)/sim/libcuda.so.1
 	@mkdir -p $(dir $@)
@@ -30,6 +33,10 @@ $(BUILD)/tests/unit/%: tests/unit/%.cu $(wildcard tests/*.h tests/sim/*.h)
 $(BUILD)/tests/progs/%: tests/progs/%.cu $(wildcard tests/*.h tests/sim/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(AG_NVCCFLAGS) $(NVCCFLAGS) -o $@ $< $(AG_NVLIBS) -lpthread
+
+$(BUILD)/tests/probes/%: tests/probes/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(AG_NVCCFLAGS) $(NVCCFLAGS) -o $@ $< $(AG_NVLIBS)
 
 # Kernel images depend on this file too: a change of their architectures rebuilds them.
 # Cubins that tests load on the device are built for the simulated device's architecture
