@@ -192,7 +192,8 @@ int ag__fg_table_load(ag_fg_table_t *t, const char *json, size_t len) {
     /* The launch shape, where calibration saw one: a power of two of elements per block. */
     int th = ag__json_get(json, tok, e, "threads"), bw = ag__json_get(json, tok, e, "block_work");
     double thv = th >= 0 ? ag__json_num(json, &tok[th]) : 0, bwv = bw >= 0 ? ag__json_num(json, &tok[bw]) : 0;
-    if (thv == (double)(int)thv && bwv == (double)(uint32_t)bwv && thv >= 1 && thv <= 1024 && bwv >= 1 && bwv <= (double)(1u << 30) && !((uint32_t)bwv & ((uint32_t)bwv - 1)))
+    if (thv >= 1 && thv <= 1024 && thv == (double)(int)thv && bwv >= 1 && bwv <= (double)(1u << 30) &&
+        bwv == (double)(uint32_t)bwv && !((uint32_t)bwv & ((uint32_t)bwv - 1)))
       ck->threads = (uint16_t)thv, ck->block_work = (uint32_t)bwv;
     for (int o = ops + 1, j = 0; j < (int)tok[ops].size && ck->nops < AG_FG_MAX_CALOPS; j++, o = (int)tok[o + 1].next)
       if (!load_op(json, tok, o, o + 1, &ck->ops[ck->nops], ck->functor_size)) ck->nops++;

@@ -134,7 +134,8 @@ static int shape_ok(const ag_pat_launch_t *l, int32_t n) {
   uint64_t work = l->work ? l->work : AG_TORCH_WORK_MIN;
   uint64_t work_max = l->work ? l->work : array_spelling(l->k) ? AG_TORCH_WORK_MIN : AG_TORCH_WORK_MAX;
   if (n <= 0) return 0;
-  if (l->block[0] != (l->work ? l->threads : AG_TORCH_THREADS) || l->block[1] != 1 || l->block[2] != 1) return 0;
+  unsigned threads = l->work ? l->threads : AG_TORCH_THREADS;
+  if (l->block[0] != threads || l->block[1] != 1 || l->block[2] != 1) return 0;
   if (l->grid[1] != 1 || l->grid[2] != 1) return 0;
   if (l->grid[0] != ((uint64_t)n + work - 1) / work) return 0;
   return ((uint64_t)l->grid[0] - 1) * work_max <= INT32_MAX;
