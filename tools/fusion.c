@@ -3,6 +3,12 @@
 
 #include <string.h>
 
+#include "fusegen.h"
+
+/* The most kernels the library puts in one chain or group (src/fusegen.h): a longer run is
+ * several, one after the other. */
+#define AG_FUSE_MAX AG_FG_MAX_OPS
+
 /* A kernel's name up to its template arguments or parameter list, after Kineto's "void " and any
  * namespace: the function's own identifier, e.g. "vectorized_elementwise_kernel". */
 static size_t ident(const char *name, const char **start) {
@@ -31,6 +37,10 @@ const char *ag__fuse_family(const char *name) {
   return NULL;
 }
 
+int ag__fuse_is_fill(const char *name) {
+  return ag__fuse_family(name) != NULL && strstr(name, "FillFunctor<") != NULL;
+}
+
 int ag__fuse_elem_bytes(const char *name) {
   if (strstr(name, "c10::Half") || strstr(name, "c10::BFloat16") || strstr(name, "__half") ||
       strstr(name, "__nv_bfloat16"))
@@ -43,12 +53,26 @@ static int same_shape(const ag_fuse_kernel_t *a, const ag_fuse_kernel_t *b) {
   return !memcmp(a->grid, b->grid, sizeof a->grid) && !memcmp(a->block, b->block, sizeof a->block);
 }
 
+/* The group of fills k[end - len .. end) is over: counted when it holds two or more. */
+static void end_fills(const ag_fuse_kernel_t *k, size_t end, size_t len, ag_fuse_estimate_t *out) {
+  if (len < 2) return;
+  out->fill_groups++;
+  out->fills_grouped += len;
+  out->fill_removed += len - 1;
+  for (size_t j = end - len + 1; j < end; j++) out->fill_removed_ns += k[j].dur;
+}
+
 void ag__fuse_estimate(const ag_fuse_kernel_t *k, size_t n, ag_fuse_estimate_t *out) {
   memset(out, 0, sizeof *out);
-  size_t run = 0; /* kernels in the current run: k[i - run .. i) */
+  size_t run = 0;   /* kernels in the current run: k[i - run .. i) */
+  size_t fills = 0; /* fills in the current group: k[i - fills .. i) */
   for (size_t i = 0; i <= n; i++) {
-    int ew = i < n && ag__fuse_family(k[i].name) != NULL;
-    int joins = ew && run && k[i].stream == k[i - 1].stream && same_shape(&k[i], &k[i - 1]);
+    int fill = i < n && ag__fuse_is_fill(k[i].name);
+    int ew = i < n && !fill && ag__fuse_family(k[i].name) != NULL;
+    int joins = ew && run && run < AG_FUSE_MAX && k[i].stream == k[i - 1].stream && same_shape(&k[i], &k[i - 1]);
+    int groups = fill && fills && fills < AG_FUSE_MAX && k[i].stream == k[i - 1].stream;
+    if (!groups) end_fills(k, i, fills, out);
+    fills = !fill ? 0 : groups ? fills + 1 : 1;
     if (!joins && run >= 2) { /* the run that ends here is a chain */
       out->chains++;
       out->chained += run;
@@ -65,7 +89,7 @@ void ag__fuse_estimate(const ag_fuse_kernel_t *k, size_t n, ag_fuse_estimate_t *
     if (i == n) break;
     out->kernels++;
     out->kernel_ns += k[i].dur;
-    if (ew) {
+    if (ew || fill) {
       out->elementwise++;
       out->elementwise_ns += k[i].dur;
     }

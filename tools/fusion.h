@@ -9,9 +9,17 @@
  * all with the same grid and block (the same element count, as one framework sizes them), and
  * taken to feed each other in turn. Fusing a chain of n kernels into one removes n − 1 launches
  * and n − 1 reads of an intermediate (intermediates stay written: a later reader may need them),
- * at least one element per thread each. What it saves on the GPU is at most the removed
- * kernels' own time (each also did arithmetic the fused kernel still does): that time is given as
- * the bound. Pure computation over arrays; no I/O.
+ * at least one element per thread each. As in the library, a chain holds at most 16 kernels (a
+ * longer run is several chains, one after the other). What it saves on the GPU is at most the
+ * removed kernels' own time (each also did arithmetic the fused kernel still does): that time is
+ * given as the bound.
+ *
+ * Fills (PyTorch's FillFunctor in any of the frameworks: zero_grad's and torch.full's kernels)
+ * read nothing, so they feed no chain: a fill ends the run it follows and is in no chain. Runs of
+ * two or more consecutive fills on one stream, of any shapes, are groups, which the library runs
+ * as one kernel with a row of blocks per fill (at most 16 fills, as for chains): a group of n
+ * removes n − 1 launches and no bytes (each fill still writes its tensor), and saves at most the
+ * own time of all its fills but the first. Pure computation over arrays; no I/O.
  */
 #ifndef AG_FUSION_H
 #define AG_FUSION_H
@@ -37,11 +45,18 @@ typedef struct ag_fuse_estimate {
   int64_t removed_ns;        /* of the kernels fusion removes: the bound on its saving */
   double bytes_not_read;     /* at least: one element per thread of each removed read, sized
                                 by the element type the name shows (2, 4 or 8 bytes) */
+  uint64_t fill_groups;      /* groups of two or more consecutive fills */
+  uint64_t fills_grouped;    /* fills in them */
+  uint64_t fill_removed;     /* launches grouping removes (fills_grouped - fill_groups) */
+  int64_t fill_removed_ns;   /* GPU time of every grouped fill but each group's first */
 } ag_fuse_estimate_t;
 
 /* The elementwise framework a kernel name belongs to ("vectorized", "unrolled", "elementwise"),
  * or NULL. */
 const char *ag__fuse_family(const char *name);
+
+/* Nonzero when a kernel name is a fill: FillFunctor run by one of the frameworks. */
+int ag__fuse_is_fill(const char *name);
 
 /* Bytes of the element type a kernel name shows (c10::Half/c10::BFloat16: 2, double: 8, else 4). */
 int ag__fuse_elem_bytes(const char *name);

@@ -1600,7 +1600,7 @@ static double pct(double part, double whole) { return whole > 0 ? 100.0 * part /
 static void print_fusion(void) {
   printf("\nFusion of elementwise chains (an upper bound from kernel names and shapes: a trace has\n"
          "no pointers, so consecutive same-shape elementwise kernels on a stream are taken to\n"
-         "feed each other)\n");
+         "feed each other), and of runs of fills\n");
   printf("  elementwise kernels   %" PRIu64 " of %" PRIu64 " (%.1f%%), %.1f%% of kernel time\n", FE.elementwise,
          FE.kernels, pct((double)FE.elementwise, (double)FE.kernels), pct((double)FE.elementwise_ns, (double)FE.kernel_ns));
   printf("  chains                %" PRIu64 " holding %" PRIu64 " kernels (longest %" PRIu64 ")\n", FE.chains,
@@ -1611,6 +1611,10 @@ static void print_fusion(void) {
          (double)FE.removed_ns / 1000.0, pct((double)FE.removed_ns, (double)FE.kernel_ns));
   printf("  bytes not read again  at least %.0f (one element per thread of each removed kernel)\n",
          FE.bytes_not_read);
+  printf("  groups of fills       %" PRIu64 " holding %" PRIu64 " fills: %" PRIu64 " launches removed (%.1f%% of "
+         "kernels), at most %.1f us saved (%.1f%% of kernel time)\n", FE.fill_groups, FE.fills_grouped,
+         FE.fill_removed, pct((double)FE.fill_removed, (double)FE.kernels), (double)FE.fill_removed_ns / 1000.0,
+         pct((double)FE.fill_removed_ns, (double)FE.kernel_ns));
 }
 
 static void print_text(const char *path, int gz, const seqcount_t *sc) {
@@ -1916,6 +1920,10 @@ static size_t render_json(char *buf, size_t size, const char *path, int gz, cons
   j_i64(&j, "elementwise_ns", FE.elementwise_ns);
   j_i64(&j, "removed_ns", FE.removed_ns);
   j_num(&j, "bytes_not_read", FE.bytes_not_read);
+  j_u64(&j, "fill_groups", FE.fill_groups);
+  j_u64(&j, "fills_grouped", FE.fills_grouped);
+  j_u64(&j, "fill_launches_removed", FE.fill_removed);
+  j_i64(&j, "fill_removed_ns", FE.fill_removed_ns);
   ag__json_end(&j, '}');
   ag__json_key(&j, "assumptions");
   ag__json_begin(&j, '[');
