@@ -60,13 +60,19 @@ static const cat_t CAT[] = {
     {"threshold", AG_FG_THRESHOLD, 2, {"threshold", "value"}, 0, 0, -1},
     {"masked_scale", AG_FG_MASKED_SCALE, 2, {"scale", NULL}, 0, 0, -1},
     {"fill", AG_FG_FILL, 0, {"value", NULL}, 0, 0, -1},
+    /* the lambdas' captures, all compared: {0, 1/6, 3, 6}, {0, 3, -3, 1/6}, {0, 3, -3, 0.5} */
+    {"hardsigmoid", AG_FG_HARDSIGMOID, 1, {NULL, NULL}, 0, 16, -1},
+    {"hardswish", AG_FG_HARDSWISH, 1, {NULL, NULL}, 0, 16, -1},
+    {"hardsigmoid_backward", AG_FG_HARDSIGMOID_BW, 2, {NULL, NULL}, 0, 16, -1},
+    {"hardswish_backward", AG_FG_HARDSWISH_BW, 2, {NULL, NULL}, 0, 16, -1},
 };
 #define NCAT ((int)(sizeof CAT / sizeof CAT[0]))
 
 static const char *const KIND[AG_FG_NKINDS] = {
     "add", "axpy", "mul", "div", "add_scalar", "sub_scalar", "mul_scalar", "neg", "abs", "exp",
     "log", "sqrt", "rsqrt", "reciprocal", "sigmoid", "tanh", "silu", "gelu", "relu", "clamp",
-    "clamp_min", "pow_scalar", "cast", "threshold", "masked_scale", "square", "cube", "fill"};
+    "clamp_min", "pow_scalar", "cast", "threshold", "masked_scale", "square", "cube", "fill",
+    "hardsigmoid", "hardswish", "hardsigmoid_bw", "hardswish_bw"};
 
 static const char *const REASON[AG_FG_NREASONS] = {
     "ok", "not-elementwise", "unknown-kernel", "unknown-op", "layout", "cast-loader", "functor",
@@ -597,7 +603,7 @@ static void emit_n(out_t *o, const char *s, size_t n) {
 /* Appends a formatted piece of at most 255 bytes (one statement). */
 static void emit(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void emit(out_t *o, const char *fmt, ...) {
-  char tmp[256];
+  char tmp[512];
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
@@ -665,6 +671,24 @@ static void emit_op(out_t *o, const ag_fg_chain_t *c, int i) {
     else
       emit(o, "__fmul_rn(ag_%s2f(ag_f2%s(__fmul_rn(%s, %s))), %s)", op->in_dt == AG_FG_F16 ? "h" : "bf",
            op->in_dt == AG_FG_F16 ? "h" : "bf", x, x, x);
+    break;
+  /* std::min(std::max(x + 3, 0), 6), spelled out (the sum computed once by the compiler) */
+  case AG_FG_HARDSIGMOID:
+  case AG_FG_HARDSWISH: {
+    char t[40], m[112];
+    snprintf(t, sizeof t, "__fadd_rn(%s, 3.0f)", x);
+    snprintf(m, sizeof m, "(%s < 0.0f ? 0.0f : %s)", t, t);
+    if (op->kind == AG_FG_HARDSIGMOID)
+      emit(o, "__fmul_rn(6.0f < %s ? 6.0f : %s, %af)", m, m, (double)(1.0f / 6.0f));
+    else
+      emit(o, "__fmul_rn(__fmul_rn(%s, 6.0f < %s ? 6.0f : %s), %af)", x, m, m, (double)(1.0f / 6.0f));
+    break;
+  }
+  case AG_FG_HARDSIGMOID_BW:
+    emit(o, "%s > -3.0f && %s < 3.0f ? __fmul_rn(%s, %af) : 0.0f", y, y, x, (double)(1.0f / 6.0f));
+    break;
+  case AG_FG_HARDSWISH_BW:
+    emit(o, "%s < -3.0f ? 0.0f : %s <= 3.0f ? __fmul_rn(%s, __fadd_rn(__fdiv_rn(%s, 3.0f), 0.5f)) : %s", y, y, x, y, x);
     break;
   default: emit(o, "%s", x); break; /* a cast: the store below rounds */
   }

@@ -95,6 +95,13 @@ enum ag_fg_kind {
   AG_FG_SQUARE,    /* x * x (pow with the exponent 2: pow_tensor_scalar_kernel_impl's own lambda) */
   AG_FG_CUBE,      /* x * x * x (pow with the exponent 3), x * x rounded to the type first */
   AG_FG_FILL,      /* the value's bits, stored (FillFunctor: a group of fills, below) */
+  /* The hard activations, their lambdas' captured constants checked by their functors' bytes;
+   * max and min are std::max and std::min: max(a, b) = a < b ? b : a, min(a, b) = b < a ? b : a,
+   * so a NaN passes through both. */
+  AG_FG_HARDSIGMOID,    /* min(max(x + 3, 0), 6) * (1/6) */
+  AG_FG_HARDSWISH,      /* x * min(max(x + 3, 0), 6) * (1/6), the products in that order */
+  AG_FG_HARDSIGMOID_BW, /* (y > -3 && y < 3) ? x * (1/6) : 0 (x the gradient, y the input) */
+  AG_FG_HARDSWISH_BW,   /* y < -3 ? 0 : y <= 3 ? x * (y / 3 + 0.5) : x */
   AG_FG_NKINDS
 };
 

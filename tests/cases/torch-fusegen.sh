@@ -8,7 +8,8 @@
 # the simulator gives a computed NaN's canonical bits, as a GPU does, in PyTorch's kernels and
 # the generated ones alike), (x + y) * s, casts through bfloat16 and float16 and back, pow's
 # own kernels for the exponents 3 and 2 (the cube of a float16 or bfloat16 rounds its first
-# product to the type), two long chains through the other operations the generator knows, and
+# product to the type), two long chains through the other operations the generator knows,
+# hardswish, hardsigmoid and their backwards (inputs at and around their bounds), and
 # chains with launches of PyTorch's strided framework: RMSNorm's scaling by a per-row statistic
 # and a per-column weight (broadcasts), a slice read from an offset, and a rotary embedding on a
 # transposed view, whose last add reads a product in another order than it was written in (the
@@ -30,7 +31,8 @@ check=$BUILD/tests/torch/fusegen-check
 d=$AG_TMP
 ops=add,add_alpha,sub_alpha,mul,div,add_scalar,sub_scalar,mul_scalar,div_scalar,neg,abs,exp,log
 ops=$ops,sqrt,rsqrt,reciprocal,sigmoid,tanh,relu,silu,gelu,clamp,clamp_min,pow_scalar,pow_2,pow_3
-ops=$ops,to_float32,to_float16,to_bfloat16,threshold,masked_scale,fill
+ops=$ops,to_float32,to_float16,to_bfloat16,threshold,masked_scale,fill,hardsigmoid,hardswish
+ops=$ops,hardsigmoid_backward,hardswish_backward
 ag_run "$d/cal" "$TORCH_SIM" "$PY" "$AG_ROOT/tools/calibrate-elementwise" --ops "$ops" --json "$d/table.json"
 [ "$(cat "$d/cal.rc")" = 0 ] || { tail -n 20 "$d/cal.err" >&2; ag_fail "calibrate-elementwise exited $(cat "$d/cal.rc")"; }
 mkdir -p "$d/tensors"
@@ -44,8 +46,8 @@ cat "$d/check.out"
 # What the script runs: per type, RMSNorm's tail, the SiLU gate, the two sigmoid products,
 # ReLU's backward and threshold after an add, dropout's backward between a multiplication and an
 # add, (x + y) * s, one or two chains of casts, pow's cube and square (then, in float16 and
-# bfloat16, widened and squared again), the two long chains, the three strided ones and the
-# fills; 47 in all (bfloat16 has one cast chain fewer).
+# bfloat16, widened and squared again), the two long chains, the hard activations and their
+# backwards, the three strided ones and the fills; 50 in all (bfloat16 has one cast chain fewer).
 want() { # want COUNT PATTERN: lines of the check's output that match
   local n
   n=$(grep -cE -- "$2" "$d/check.out")
@@ -67,5 +69,6 @@ want 1 '^chain at launch [0-9]+: 3 operations \(mul cast mul\), [0-9]+ bytes com
 want 3 '^chain at launch [0-9]+: 3 operations \(neg mul exp\), [0-9]+ bytes compared, 0 differ$'
 want 3 '^chain at launch [0-9]+: 2 operations \(mul add\), [0-9]+ bytes compared, 0 differ$'
 want 3 '^chain at launch [0-9]+: 5 operations \(fill fill fill fill fill\), [0-9]+ bytes compared, 0 differ$'
-want 1 '^fusegen-check: [0-9]+ launches, 47 chains and groups of fills: 47 fused \([0-9]+ operations\), 0 refused; [0-9]+ tensors, [0-9]+ bytes compared, 0 differ$'
+want 3 '^chain at launch [0-9]+: 4 operations \(hardswish hardsigmoid hardsigmoid_bw hardswish_bw\), [0-9]+ bytes compared, 0 differ$'
+want 1 '^fusegen-check: [0-9]+ launches, 50 chains and groups of fills: 50 fused \([0-9]+ operations\), 0 refused; [0-9]+ tensors, [0-9]+ bytes compared, 0 differ$'
 echo "torch-fusegen: every chain fused, every byte equal to PyTorch's"

@@ -27,10 +27,11 @@ def special(dtype):
             fi.tiny, fi.max, -fi.max, 1.0, -1.0]
 
 
-def tensor(dtype, lo=-3.0, hi=3.0):
-    """A device tensor of N values from [lo, hi), with the special values spread through it."""
+def tensor(dtype, lo=-3.0, hi=3.0, extra=()):
+    """A device tensor of N values from [lo, hi), with the special values (and `extra`, values
+    an operation treats apart) spread through it."""
     x = torch.rand(N, generator=gen) * (hi - lo) + lo
-    s = special(dtype)
+    s = special(dtype) + list(extra)
     idx = torch.randperm(N, generator=gen)[: 8 * len(s)]
     x[idx] = torch.tensor(s * 8, dtype=torch.float32)
     return save(x.to(dtype).cuda())
@@ -108,6 +109,12 @@ def chains(dt):
     t = save(t + 0.5)
     t = save(t * y)
     save(t * t)
+    # the hard activations and their backwards, around their bounds -3, 3 and 6
+    x = tensor(dt, -7.0, 7.0, (3.0, -3.0, 6.0, -6.0, 2.9999, -2.9999, 3.0001, -3.0001))
+    a = save(torch.nn.functional.hardswish(x))
+    b = save(torch.nn.functional.hardsigmoid(a))
+    c = save(torch.ops.aten.hardsigmoid_backward(b, x))
+    save(torch.ops.aten.hardswish_backward(c, a))
     strided(dt)
     # a run of fills (FillFunctor, fused horizontally): values of every kind, over tensors of
     # other sizes than N

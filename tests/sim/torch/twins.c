@@ -190,10 +190,14 @@ static float op_mish_bw(const char *f, const float *in) {
   float dy = in[0], x = in[1], sg = 1.0f / (1.0f + expf(-x)), t = tanhf(log1pf(expf(x)));
   return dy * fmaf(x * sg, fmaf(-t, t, 1.0f), t);
 }
+static float std_min(float a, float b);
+static float std_max(float a, float b);
+/* hardswish_kernel's lambda {zero, one_sixth, three, six}: x * min(max(x + three, zero), six) *
+ * one_sixth, with std::min and std::max (below) */
 static float op_hardswish(const char *f, const float *in) {
   (void)f;
   float x = in[0];
-  return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
+  return x * std_min(std_max(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
 }
 static float op_hardswish_bw(const char *f, const float *in) {
   (void)f;
