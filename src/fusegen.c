@@ -65,6 +65,8 @@ static const cat_t CAT[] = {
     {"hardswish", AG_FG_HARDSWISH, 1, {NULL, NULL}, 0, 16, -1},
     {"hardsigmoid_backward", AG_FG_HARDSIGMOID_BW, 2, {NULL, NULL}, 0, 16, -1},
     {"hardswish_backward", AG_FG_HARDSWISH_BW, 2, {NULL, NULL}, 0, 16, -1},
+    {"leaky_relu", AG_FG_LEAKY_RELU, 1, {"negative_slope", NULL}, 0, 0, -1},
+    {"leaky_relu_backward", AG_FG_LEAKY_RELU_BW, 2, {"negative_slope", NULL}, 0, 0, -1},
 };
 #define NCAT ((int)(sizeof CAT / sizeof CAT[0]))
 
@@ -72,7 +74,7 @@ static const char *const KIND[AG_FG_NKINDS] = {
     "add", "axpy", "mul", "div", "add_scalar", "sub_scalar", "mul_scalar", "neg", "abs", "exp",
     "log", "sqrt", "rsqrt", "reciprocal", "sigmoid", "tanh", "silu", "gelu", "relu", "clamp",
     "clamp_min", "pow_scalar", "cast", "threshold", "masked_scale", "square", "cube", "fill",
-    "hardsigmoid", "hardswish", "hardsigmoid_bw", "hardswish_bw"};
+    "hardsigmoid", "hardswish", "hardsigmoid_bw", "hardswish_bw", "leaky_relu", "leaky_relu_bw"};
 
 static const char *const REASON[AG_FG_NREASONS] = {
     "ok", "not-elementwise", "unknown-kernel", "unknown-op", "layout", "cast-loader", "functor",
@@ -690,6 +692,9 @@ static void emit_op(out_t *o, const ag_fg_chain_t *c, int i) {
   case AG_FG_HARDSWISH_BW:
     emit(o, "%s < -3.0f ? 0.0f : %s <= 3.0f ? __fmul_rn(%s, __fadd_rn(__fdiv_rn(%s, 3.0f), 0.5f)) : %s", y, y, x, y, x);
     break;
+  /* leaky_relu_kernel's and leaky_relu_backward_kernel's lambdas {negval} */
+  case AG_FG_LEAKY_RELU: emit(o, "%s > 0.0f ? %s : __fmul_rn(%s, %s)", x, x, x, s0); break;
+  case AG_FG_LEAKY_RELU_BW: emit(o, "%s > 0.0f ? %s : __fmul_rn(%s, %s)", x, y, y, s0); break;
   default: emit(o, "%s", x); break; /* a cast: the store below rounds */
   }
   emit(o, "; // %s\n", ag__fg_kind_name(op->kind));

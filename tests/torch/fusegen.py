@@ -110,11 +110,18 @@ def chains(dt):
     t = save(t * y)
     save(t * t)
     # the hard activations and their backwards, around their bounds -3, 3 and 6
-    x = tensor(dt, -7.0, 7.0, (3.0, -3.0, 6.0, -6.0, 2.9999, -2.9999, 3.0001, -3.0001))
+    # (each backward for a gradient of its own, NaNs included, which it passes on or scales)
+    bounds = (3.0, -3.0, 6.0, -6.0, 2.9999, -2.9999, 3.0001, -3.0001)
+    x, g, h = tensor(dt, -7.0, 7.0, bounds), tensor(dt), tensor(dt)
     a = save(torch.nn.functional.hardswish(x))
-    b = save(torch.nn.functional.hardsigmoid(a))
-    c = save(torch.ops.aten.hardsigmoid_backward(b, x))
-    save(torch.ops.aten.hardswish_backward(c, a))
+    b = save(torch.ops.aten.hardswish_backward(g, a))
+    c = save(torch.nn.functional.hardsigmoid(b))
+    save(torch.ops.aten.hardsigmoid_backward(h, c))
+    # leaky_relu, then its backward at that result (its zeros from x's signed zeros) for another
+    # gradient
+    x, g = tensor(dt), tensor(dt)
+    a = save(torch.nn.functional.leaky_relu(x, 0.2))
+    save(torch.ops.aten.leaky_relu_backward(g, a, 0.2, False))
     strided(dt)
     # a run of fills (FillFunctor, fused horizontally): values of every kind, over tensors of
     # other sizes than N

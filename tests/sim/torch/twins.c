@@ -199,11 +199,12 @@ static float op_hardswish(const char *f, const float *in) {
   float x = in[0];
   return x * std_min(std_max(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
 }
+/* Passes dy on as it is above 3 (a NaN with its bits: keeps_nan), computes the NaN below. */
 static float op_hardswish_bw(const char *f, const float *in) {
   (void)f;
   float dy = in[0], x = in[1];
   if (x < -3.0f) return 0.0f;
-  return x <= 3.0f ? dy * (x / 3.0f + 0.5f) : dy;
+  return x <= 3.0f ? simh_nan_result(dy * (x / 3.0f + 0.5f)) : dy;
 }
 static float op_mse(const char *f, const float *in) {
   (void)f;
@@ -285,7 +286,11 @@ static float op_hardtanh_bw(const char *f, const float *in) {
 }
 /* leaky_relu_kernel's lambda {negval}(x); leaky_relu_backward_kernel's {negval}(self, grad) */
 static float op_leaky_relu(const char *f, const float *in) { return in[0] > 0.0f ? in[0] : in[0] * rd(f, 0); }
-static float op_leaky_relu_bw(const char *f, const float *in) { return in[0] > 0.0f ? in[1] : in[1] * rd(f, 0); }
+/* The gradient passed on as it is for a positive input (a NaN with its bits: keeps_nan), else
+ * scaled (a computed NaN). */
+static float op_leaky_relu_bw(const char *f, const float *in) {
+  return in[0] > 0.0f ? in[1] : simh_nan_result(in[1] * rd(f, 0));
+}
 /* elu_kernel's lambda {negcoef, poscoef, negiptcoef}(x) (selu and celu are elu with other
  * coefficients) */
 static float op_elu(const char *f, const float *in) {
@@ -800,7 +805,8 @@ static int keeps_nan(op_fn fn) {
   return fn == op_fill || fn == op_neg || fn == op_abs || fn == op_sign || fn == op_clamp ||
          fn == op_clamp_t || fn == op_threshold || fn == op_maximum || fn == op_minimum ||
          fn == op_maximum_s || fn == op_minimum_s || fn == op_nan_to_num || fn == op_softshrink ||
-         fn == op_hardshrink || fn == op_shrink_bw || fn == op_hardtanh_bw;
+         fn == op_hardshrink || fn == op_shrink_bw || fn == op_hardtanh_bw || fn == op_leaky_relu_bw ||
+         fn == op_hardswish_bw;
 }
 
 static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) {
