@@ -69,7 +69,8 @@ void ag__fuse_estimate(const ag_fuse_kernel_t *k, size_t n, ag_fuse_estimate_t *
   for (size_t i = 0; i <= n; i++) {
     int fill = i < n && ag__fuse_is_fill(k[i].name);
     int ew = i < n && !fill && ag__fuse_family(k[i].name) != NULL;
-    int joins = ew && run && run < AG_FUSE_MAX && k[i].stream == k[i - 1].stream && same_shape(&k[i], &k[i - 1]);
+    int joins = ew && run && run < AG_FUSE_MAX && k[i].stream == k[i - 1].stream &&
+                same_shape(&k[i], &k[i - 1]);
     int groups = fill && fills && fills < AG_FUSE_MAX && k[i].stream == k[i - 1].stream;
     if (!groups) end_fills(k, i, fills, out);
     fills = !fill ? 0 : groups ? fills + 1 : 1;

@@ -19,7 +19,10 @@
  * two or more consecutive fills on one stream, of any shapes, are groups, which the library runs
  * as one kernel with a row of blocks per fill (at most 16 fills, as for chains): a group of n
  * removes n − 1 launches and no bytes (each fill still writes its tensor), and saves at most the
- * own time of all its fills but the first. Pure computation over arrays; no I/O.
+ * own time of all its fills but the first. Fills count as elementwise kernels. chains, chained,
+ * removed, longest, removed_ns and bytes_not_read count chains only, the four fields after them
+ * groups of fills only: what both remove is the sum of the two. Pure computation over arrays; no
+ * I/O.
  */
 #ifndef AG_FUSION_H
 #define AG_FUSION_H
@@ -35,14 +38,14 @@ typedef struct ag_fuse_kernel {
 
 typedef struct ag_fuse_estimate {
   uint64_t kernels;          /* all kernels seen */
-  uint64_t elementwise;      /* of them, PyTorch elementwise kernels */
+  uint64_t elementwise;      /* of them, PyTorch elementwise kernels (fills included) */
   uint64_t chains;           /* chains of two or more */
   uint64_t chained;          /* elementwise kernels in chains */
   uint64_t removed;          /* launches a fusion of every chain removes (chained - chains) */
   uint64_t longest;          /* kernels in the longest chain */
   int64_t kernel_ns;         /* GPU time of all kernels */
   int64_t elementwise_ns;    /* of the elementwise ones */
-  int64_t removed_ns;        /* of the kernels fusion removes: the bound on its saving */
+  int64_t removed_ns;        /* of the kernels chains remove: the bound on their saving */
   double bytes_not_read;     /* at least: one element per thread of each removed read, sized
                                 by the element type the name shows (2, 4 or 8 bytes) */
   uint64_t fill_groups;      /* groups of two or more consecutive fills */
