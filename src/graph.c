@@ -62,6 +62,10 @@ typedef struct gnode {
   fcnode_t *fc;              /* a generated chain's kernel runs them, else NULL */
   CUfunction fn;             /* the fused kernel */
   int op;                    /* a stream operation's kind (AG_OP_…), 0 for a kernel */
+  /* A pattern's: the launch shapes its originals were matched with (ag_pat_launch_t.work,
+   * threads), which a later occurrence, of the same kernels, is checked against again. */
+  uint32_t pwork[AG_PAT_MAX_OPS];
+  unsigned pthreads[AG_PAT_MAX_OPS];
 } gnode_t;
 
 /* One CUDA graph: the held entries of one chunk of a sequence (below). */
@@ -157,6 +161,12 @@ void ag__graph_ctx_gone(void *ctx) {
       i++;
 }
 
+/* Held launch h, its arguments at args, as the kernel patterns see it; no launch shape known. */
+static void pat_launch(ag_pat_launch_t *l, const ag_held_t *h, const uint8_t *args) {
+  l->k = h->k, l->args = args, l->work = 0, l->threads = 0;
+  memcpy(l->grid, h->grid, sizeof l->grid), memcpy(l->block, h->block, sizeof l->block);
+}
+
 /* The held entries h[0..n) as the kernel patterns see them, with the launch shape the
  * calibration table records for a pattern's originals (src/fchain.h). Returns nonzero when
  * the table is still being read for one of them: whether a pattern matches may change once it
@@ -165,8 +175,7 @@ static int pat_view(ag_pat_launch_t *l, const ag_held_t *h, int n, const uint8_t
   int pending = 0;
   for (int i = 0; i < n; i++) {
     int work = 0;
-    l[i].k = h[i].k, l[i].args = arena + h[i].off, l[i].threads = 0;
-    memcpy(l[i].grid, h[i].grid, sizeof l[i].grid), memcpy(l[i].block, h[i].block, sizeof l[i].block);
+    pat_launch(&l[i], &h[i], arena + h[i].off);
     if (ag__pattern_original(h[i].k) && (work = ag__fchain_block_work(h[i].k, &l[i].threads)) < 0)
       pending = 1, work = 0;
     l[i].work = (uint32_t)work;
@@ -452,11 +461,7 @@ static int gnode_params(chunk_t *g, int j, const ag_held_t *h, CUDA_KERNEL_NODE_
   unsigned grid[3], block[3];
   int nargs;
   uint8_t *buf = g->fargs + (size_t)j * AG_PAT_MAX_ARGS * 8;
-  for (int i = 0; i < m->count; i++) {
-    const ag_held_t *hi = &h[m->first + i];
-    l[i].k = hi->k, l[i].args = g->args + g->off[m->first + i];
-    memcpy(l[i].grid, hi->grid, sizeof l[i].grid), memcpy(l[i].block, hi->block, sizeof l[i].block);
-  }
+  for (int i = 0; i < m->count; i++) pat_launch(&l[i], &h[m->first + i], g->args + g->off[m->first + i]);
   if (ag__pattern_params(m->pat, l, buf, &nargs, grid, block)) return CUDA_ERROR_INVALID_VALUE;
   for (int a = 0; a < nargs; a++) g->ptrs[a] = buf + 8 * a;
   fused_node_params(p, m->fn, grid, block, g->ptrs);
@@ -586,6 +591,7 @@ static int build(chunk_t **out, const ag_held_t *h, int n, const uint8_t *arena,
       if (p && !fm && !(fm = fused_module())) fuse = AG_FUSE_OFF, p = NULL;
       if (p && ag__pattern_index(p) < AG_FUSED_PATTERNS && fm->fn[ag__pattern_index(p)]) {
         m->pat = p, m->fn = fm->fn[ag__pattern_index(p)], m->count = ag__pattern_len(p);
+        for (int a = 0; a < m->count && a < avail; a++) m->pwork[a] = l[a].work, m->pthreads[a] = l[a].threads;
       }
     }
     i += m->count;
@@ -786,8 +792,12 @@ again:
       m->fc->desc = desc;
     }
     if (m->pat) {
+      /* The shapes it was matched with: the kernels are the same, no table is read again. */
       ag_pat_launch_t l[AG_PAT_MAX_OPS];
-      pat_view(l, h + m->first, m->count, arena);
+      for (int a = 0; a < m->count; a++) {
+        pat_launch(&l[a], &h[m->first + a], arena + h[m->first + a].off);
+        l[a].work = m->pwork[a], l[a].threads = m->pthreads[a];
+      }
       if (!ag__pattern_check(m->pat, l)) {
         if (!whole) return AG_GRAPH_NO_PREFIX;
         ag__log(AG_LOG_INFO, "the conditions of %s no longer hold on a later occurrence: graph "

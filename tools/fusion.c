@@ -37,8 +37,10 @@ const char *ag__fuse_family(const char *name) {
   return NULL;
 }
 
-int ag__fuse_is_fill(const char *name) {
-  return ag__fuse_family(name) != NULL && strstr(name, "FillFunctor<") != NULL;
+/* Whether a kernel of framework `family` (ag__fuse_family's; NULL: none) is a fill:
+ * FillFunctor run by one of the frameworks. */
+static int fill_of(const char *family, const char *name) {
+  return family != NULL && strstr(name, "FillFunctor<") != NULL;
 }
 
 int ag__fuse_elem_bytes(const char *name) {
@@ -67,8 +69,9 @@ void ag__fuse_estimate(const ag_fuse_kernel_t *k, size_t n, ag_fuse_estimate_t *
   size_t run = 0;   /* kernels in the current run: k[i - run .. i) */
   size_t fills = 0; /* fills in the current group: k[i - fills .. i) */
   for (size_t i = 0; i <= n; i++) {
-    int fill = i < n && ag__fuse_is_fill(k[i].name);
-    int ew = i < n && !fill && ag__fuse_family(k[i].name) != NULL;
+    const char *family = i < n ? ag__fuse_family(k[i].name) : NULL;
+    int fill = fill_of(family, i < n ? k[i].name : NULL);
+    int ew = family != NULL && !fill;
     int joins = ew && run && run < AG_FUSE_MAX && k[i].stream == k[i - 1].stream &&
                 same_shape(&k[i], &k[i - 1]);
     int groups = fill && fills && fills < AG_FUSE_MAX && k[i].stream == k[i - 1].stream;

@@ -58,9 +58,6 @@ typedef struct ag_fuse_estimate {
  * or NULL. */
 const char *ag__fuse_family(const char *name);
 
-/* Nonzero when a kernel name is a fill: FillFunctor run by one of the frameworks. */
-int ag__fuse_is_fill(const char *name);
-
 /* Bytes of the element type a kernel name shows (c10::Half/c10::BFloat16: 2, double: 8, else 4). */
 int ag__fuse_elem_bytes(const char *name);
 
