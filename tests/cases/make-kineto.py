@@ -61,7 +61,8 @@ def main(dump_path, out, expected_path, foreign=0, replays_only=False):
             elif s is None and next_id in seqs and len(seqs[next_id]["kernels"]) == n:
                 s, first = seqs[next_id], 0
             else:
-                first = 0
+                # A cut run: its launches held after the chunks launched before the cut.
+                first = chunk.pop(s["id"], 0) if s else 0
             if s and s["id"] == next_id:
                 next_id += 1
             if not replays_only:
@@ -70,7 +71,10 @@ def main(dump_path, out, expected_path, foreign=0, replays_only=False):
         else:
             first = chunk.pop(s["id"], 0)
             nodes = list(range(first, first + n))
-            if "chunk complete" in r["calls"] and first + n < len(s["kernels"]):
+            # A chunk launched once complete, or the part of one held when the hold bound
+            # passed (launched with its other nodes disabled): the run goes on after it.
+            if ("chunk complete" in r["calls"] or "hold bound (AUTOGRAPH_HOLD_US)" in r["calls"]) \
+                    and first + n < len(s["kernels"]):
                 chunk[s["id"]] = first + n
             # The held launches' ops: the program made them, the library held the launches.
             ext = {}

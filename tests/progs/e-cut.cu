@@ -9,8 +9,11 @@
  * them when the copy comes: exactly STEPS - WARM cuts of K launches, by cudaMemcpyAsync followed
  * by cudaStreamSynchronize, while phase A is replayed every step.
  *
- * Usage: e-cut [K [STEPS [WARM]]]  (defaults 15, 20, 3; 1 <= K < LEN). Output: the host's value
- * after every step and a checksum of all of them, then the launch counts.
+ * Usage: e-cut [K [STEPS [WARM [HOST_NS]]]]  (defaults 15, 20, 3, 0; 1 <= K < LEN). HOST_NS: host
+ * work before each launch (prog_host_work), the pace of a framework between its ops; a library
+ * that cuts its graphs by that pace sees launches at least that far apart, however fast the
+ * machine. Output: the host's value after every step and a checksum of all of them, then the
+ * launch counts.
  */
 #include <cuda_runtime.h>
 #include <stdlib.h>
@@ -37,9 +40,9 @@ SIM_KERNEL(ec_mix) { SIM_FOR_EACH_THREAD(i) mix_body(i, SIM_ARG(0, unsigned *), 
 
 int main(int argc, char **argv) {
   int k = argc > 1 ? atoi(argv[1]) : 15, steps = argc > 2 ? atoi(argv[2]) : 20,
-      warm = argc > 3 ? atoi(argv[3]) : 3;
-  if (k < 1 || k >= LEN || steps < 1 || warm < 0) {
-    fprintf(stderr, "usage: e-cut [K [STEPS [WARM]]] with 1 <= K < %d\n", LEN);
+      warm = argc > 3 ? atoi(argv[3]) : 3, host_ns = argc > 4 ? atoi(argv[4]) : 0;
+  if (k < 1 || k >= LEN || steps < 1 || warm < 0 || host_ns < 0) {
+    fprintf(stderr, "usage: e-cut [K [STEPS [WARM [HOST_NS]]]] with 1 <= K < %d\n", LEN);
     return 2;
   }
   cudaStream_t s;
@@ -50,14 +53,19 @@ int main(int argc, char **argv) {
   uint64_t all = prog_hash(NULL, 0);
   for (int step = 0; step < steps; step++) {
     int cut_at = step < warm ? LEN : k;
+    if (host_ns) prog_host_work((uint64_t)host_ns);
     PROG_LAUNCH(ec_a_first, 1, BLOCK, 0, s, v);
-    for (int i = 1; i < LEN; i++) PROG_LAUNCH(ec_mix, 1, BLOCK, 0, s, v, step + i);
+    for (int i = 1; i < LEN; i++) {
+      if (host_ns) prog_host_work((uint64_t)host_ns);
+      PROG_LAUNCH(ec_mix, 1, BLOCK, 0, s, v, step + i);
+    }
     CHECK_CUDA(cudaStreamSynchronize(s));
     for (int i = 0; i < LEN; i++) {
       if (i == cut_at) {
         CHECK_CUDA(cudaMemcpyAsync(&h, v, sizeof h, cudaMemcpyDeviceToHost, s));
         CHECK_CUDA(cudaStreamSynchronize(s));
       }
+      if (host_ns) prog_host_work((uint64_t)host_ns);
       if (i == 0)
         PROG_LAUNCH(ec_b_first, 1, BLOCK, 0, s, v);
       else
