@@ -627,6 +627,42 @@ static const char *at(const ag_fg_chain_t *c, int ptr, char *buf) {
   return buf;
 }
 
+/* The stored bits of operand a (b<ptr>: a tensor as loaded; h<op>: an earlier result as stored)
+ * when they are of the 16-bit type dt; else NULL. */
+static const char *raw_operand(const ag_fg_chain_t *c, const ag_fg_operand_t *a, int dt, char *buf) {
+  int adt = a->op >= 0 ? c->op[a->op].out_dt : c->ptr_dt[a->ptr];
+  if (dt == AG_FG_F32 || adt != dt) return NULL;
+  snprintf(buf, 16, a->op >= 0 ? "h%d" : "b%d", a->op >= 0 ? a->op : a->ptr);
+  return buf;
+}
+
+/* The bits op i stores in its 16-bit type: r<i> narrowed, except where PyTorch's lambda returns
+ * its element-typed argument itself rather than a float it computed (relu and the clamps return
+ * a NaN v as it came, threshold returns `other` when x <= threshold fails): there the argument's
+ * own bits, so that a NaN keeps its sign and payload as the original kernel keeps them, however
+ * the device's narrowing treats NaNs. For every other value narrowing the widened argument gives
+ * back its bits, so only NaNs are concerned. */
+static void emit_narrowed(out_t *o, const ag_fg_chain_t *c, int i, const char *cvt) {
+  const ag_fg_op_t *op = &c->op[i];
+  char xb[16], rb[16], sb[16];
+  const char *raw = NULL;
+  switch (op->kind) {
+  case AG_FG_RELU:
+  case AG_FG_CLAMP:
+  case AG_FG_CLAMP_MIN:
+    if ((raw = raw_operand(c, &op->in[0], op->out_dt, rb)) != NULL)
+      emit(o, "%s != %s ? %s : ag_f2%s(r%d)", operand(&op->in[0], xb), operand(&op->in[0], xb), raw, cvt, i);
+    break;
+  case AG_FG_THRESHOLD:
+    snprintf(sb, sizeof sb, "a.s[%d]", op->scal[0]);
+    if ((raw = raw_operand(c, &op->in[1], op->out_dt, rb)) != NULL)
+      emit(o, "%s <= %s ? ag_f2%s(r%d) : %s", operand(&op->in[0], xb), sb, cvt, i, raw);
+    break;
+  default: break;
+  }
+  if (!raw) emit(o, "ag_f2%s(r%d)", cvt, i);
+}
+
 static void emit_op(out_t *o, const ag_fg_chain_t *c, int i) {
   const ag_fg_op_t *op = &c->op[i];
   char xb[16], yb[16], s0[16], s1[16];
@@ -703,10 +739,13 @@ static void emit_op(out_t *o, const ag_fg_chain_t *c, int i) {
   const char *e = at(c, op->out, ib);
   if (op->out_dt == AG_FG_F32)
     emit(o, "    ((float *)a.t[%d])[%s] = r%d;\n    const float v%d = r%d;\n", op->out, e, i, i, i);
-  else
-    emit(o, "    const unsigned short h%d = ag_f2%s(r%d);\n    ((unsigned short *)a.t[%d])[%s] = h%d;\n"
-            "    const float v%d = ag_%s2f(h%d);\n", i, op->out_dt == AG_FG_F16 ? "h" : "bf", i, op->out, e,
-         i, i, op->out_dt == AG_FG_F16 ? "h" : "bf", i);
+  else {
+    const char *cvt = op->out_dt == AG_FG_F16 ? "h" : "bf";
+    emit(o, "    const unsigned short h%d = ", i);
+    emit_narrowed(o, c, i, cvt);
+    emit(o, ";\n    ((unsigned short *)a.t[%d])[%s] = h%d;\n    const float v%d = ag_%s2f(h%d);\n", op->out, e,
+         i, i, cvt, i);
+  }
   emit(o, "    (void)v%d;\n", i);
 }
 
@@ -800,9 +839,10 @@ static void emit_all(out_t *o, const ag_fg_chain_t *c, const char *name) {
     if (c->ptr_dt[i] == AG_FG_F32) emit(o, "    const float x%d = ((const float *)a.t[%d])[%s];\n", i, i, e);
     else if (c->ptr_dt[i] == AG_FG_U8)
       emit(o, "    const float x%d = (float)((const unsigned char *)a.t[%d])[%s];\n", i, i, e);
-    else
-      emit(o, "    const float x%d = ag_%s2f(((const unsigned short *)a.t[%d])[%s]);\n", i,
-           c->ptr_dt[i] == AG_FG_F16 ? "h" : "bf", i, e);
+    else /* its bits kept too, for an operation that passes a NaN on as it came (raw_operand) */
+      emit(o, "    const unsigned short b%d = ((const unsigned short *)a.t[%d])[%s];\n"
+              "    const float x%d = ag_%s2f(b%d);\n    (void)b%d;\n", i, i, e, i,
+           c->ptr_dt[i] == AG_FG_F16 ? "h" : "bf", i, i);
   }
   for (int i = 0; i < c->nops; i++) emit_op(o, c, i);
   emit(o, "  }\n}\n");

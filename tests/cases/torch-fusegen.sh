@@ -2,7 +2,9 @@
 # torch-fusegen.sh — the fused kernels that src/fusegen.c generates for chains of PyTorch's
 # elementwise kernels equal PyTorch's kernels bit for bit, intermediates included. Real PyTorch
 # on the simulator (tests/torch/fusegen.py) runs chains in float32, float16 and bfloat16 on
-# inputs with NaNs of both signs, +-Inf, signed zeros, subnormals and extreme values: RMSNorm's
+# inputs with NaNs of both signs (in float16 and bfloat16 also NaNs with payloads, which relu,
+# the clamps and threshold pass on with their bits, as PyTorch's lambdas return their argument
+# itself), +-Inf, signed zeros, subnormals and extreme values: RMSNorm's
 # tail x * rsqrt(ms + eps), silu(a) * b, ReLU's backward (threshold_backward) and threshold,
 # dropout's backward (a bool mask), sigmoid(x) * x and x * sigmoid(x) (where two NaNs meet:
 # the simulator gives a computed NaN's canonical bits, as a GPU does, in PyTorch's kernels and
@@ -45,11 +47,11 @@ ag_run "$d/check" env LD_LIBRARY_PATH="$AG_SIM" SIM_NVRTC_CACHE="$d/nvrtc-cache"
 cat "$d/check.out"
 [ "$(cat "$d/check.rc")" = 0 ] || { tail -n 20 "$d/check.err" >&2; ag_fail "fusegen-check exited $(cat "$d/check.rc")"; }
 # What the script runs: per type, RMSNorm's tail, the SiLU gate, the two sigmoid products,
-# ReLU's backward and threshold after an add, dropout's backward between a multiplication and an
-# add, (x + y) * s, one or two chains of casts, pow's cube and square (then, in float16 and
-# bfloat16, widened and squared again), the two long chains, the hard activations and their
-# backwards, leaky_relu and its backward, the three strided ones and the fills; 53 in all
-# (bfloat16 has one cast chain fewer).
+# ReLU's backward and threshold after an add, ReLU's backward of an input gradient then a
+# product, dropout's backward between a multiplication and an add, (x + y) * s, one or two chains
+# of casts, pow's cube and square (then, in float16 and bfloat16, widened and squared again), the
+# two long chains, the hard activations and their backwards, leaky_relu and its backward, the
+# three strided ones and the fills; 56 in all (bfloat16 has one cast chain fewer).
 want() { # want COUNT PATTERN: lines of the check's output that match
   local n
   n=$(grep -cE -- "$2" "$d/check.out")
@@ -59,6 +61,7 @@ want 3 '^chain at launch [0-9]+: 3 operations \(add_scalar rsqrt mul\), [0-9]+ b
 want 3 '^chain at launch [0-9]+: 2 operations \(silu mul\), [0-9]+ bytes compared, 0 differ$'
 want 6 '^chain at launch [0-9]+: 2 operations \(sigmoid mul\), [0-9]+ bytes compared, 0 differ$'
 want 3 '^chain at launch [0-9]+: 3 operations \(add threshold threshold\), [0-9]+ bytes compared, 0 differ$'
+want 3 '^chain at launch [0-9]+: 2 operations \(threshold mul_scalar\), [0-9]+ bytes compared, 0 differ$'
 want 3 '^chain at launch [0-9]+: 3 operations \(mul_scalar masked_scale add\), [0-9]+ bytes compared, 0 differ$'
 want 3 '^chain at launch [0-9]+: 2 operations \(add mul_scalar\), [0-9]+ bytes compared, 0 differ$'
 want 3 '^chain at launch [0-9]+: 13 operations \(sigmoid mul_scalar sub_scalar tanh exp log axpy axpy div mul_scalar neg abs sqrt\)'
@@ -73,5 +76,5 @@ want 3 '^chain at launch [0-9]+: 2 operations \(mul add\), [0-9]+ bytes compared
 want 3 '^chain at launch [0-9]+: 5 operations \(fill fill fill fill fill\), [0-9]+ bytes compared, 0 differ$'
 want 3 '^chain at launch [0-9]+: 4 operations \(hardswish hardswish_bw hardsigmoid hardsigmoid_bw\), [0-9]+ bytes compared, 0 differ$'
 want 3 '^chain at launch [0-9]+: 2 operations \(leaky_relu leaky_relu_bw\), [0-9]+ bytes compared, 0 differ$'
-want 1 '^fusegen-check: [0-9]+ launches, 53 chains and groups of fills: 53 fused \([0-9]+ operations\), 0 refused; [0-9]+ tensors, [0-9]+ bytes compared, 0 differ$'
+want 1 '^fusegen-check: [0-9]+ launches, 56 chains and groups of fills: 56 fused \([0-9]+ operations\), 0 refused; [0-9]+ tensors, [0-9]+ bytes compared, 0 differ$'
 echo "torch-fusegen: every chain fused, every byte equal to PyTorch's"

@@ -8,7 +8,10 @@ the device, so that the only kernels the log holds are the chains' own, one chai
 another.
 
 Inputs: random values, with NaN, +-Inf, signed zeros, numbers below each type's smallest normal
-and the largest finite values among them.
+and the largest finite values among them; in float16 and bfloat16 also NaNs with payloads
+(quiet ones of either sign; a signalling NaN's widening to float is not modelled), which an
+operation that returns its argument itself (relu, the clamps, threshold) passes on bit for bit,
+where arithmetic makes them the quiet NaN.
 """
 import os
 import sys
@@ -34,7 +37,24 @@ def tensor(dtype, lo=-3.0, hi=3.0, extra=()):
     s = special(dtype) + list(extra)
     idx = torch.randperm(N, generator=gen)[: 8 * len(s)]
     x[idx] = torch.tensor(s * 8, dtype=torch.float32)
-    return save(x.to(dtype).cuda())
+    x = x.to(dtype)
+    if dtype in PAYLOAD_NANS:
+        idx = torch.randperm(N, generator=gen)[:24]
+        x.view(torch.int16)[idx] = torch.tensor(PAYLOAD_NANS[dtype] * 8, dtype=torch.int16)
+    return save(x.cuda())
+
+
+# Quiet NaNs with payloads, as int16 bit patterns: low bits set, a high one set, negative.
+PAYLOAD_NANS = {torch.float16: [0x7E01, 0x7F80, 0xFE55 - 0x10000],
+                torch.bfloat16: [0x7FC1, 0x7FE0, 0xFFC5 - 0x10000]}
+
+
+def same_nans(x, y):
+    """Asserts that y holds x's NaNs where x has them, bit for bit (an operation that returns its
+    argument itself, as PyTorch's relu and clamp lambdas do)."""
+    n = torch.isnan(x.cpu())
+    a, b = x.cpu().view(torch.int16)[n], y.cpu().view(torch.int16)[n]
+    assert torch.equal(a, b), "NaN bits not passed on: %s -> %s" % (a[a != b][:4].tolist(), b[a != b][:4].tolist())
 
 
 def save(t):
@@ -60,6 +80,12 @@ def chains(dt):
     t = save(x + y)
     t = save(torch.ops.aten.threshold_backward(t, x, 0.0))
     save(torch.threshold(t, 0.25, -1.5))
+    # ReLU's backward of a gradient as it came (its NaNs passed on where x > 0), then a product
+    g, x = tensor(dt), tensor(dt)
+    t = save(torch.ops.aten.threshold_backward(g, x, 0.0))
+    if dt != torch.float32:
+        same_nans(torch.where(x.cpu() > 0, g.cpu(), 0.0), t)
+    save(t * 0.5)
     # dropout's backward: a mask (a comparison, not fused), then mask * t * scale, then an add
     x, y = tensor(dt), tensor(dt)
     m = save(y > 0)
@@ -101,6 +127,8 @@ def chains(dt):
     save(torch.sqrt(t))
     x, y = tensor(dt), tensor(dt)
     t = save(torch.relu(x))
+    if dt != torch.float32:
+        same_nans(x, t)
     t = save(torch.clamp(t, -1.75, 2.5))
     t = save(torch.nn.functional.gelu(t))
     t = save(torch.clamp_min(t, 0.125))

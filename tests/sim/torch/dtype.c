@@ -50,8 +50,15 @@ const char *simtw_dt_float_then(const char *s, const char *rest, int *dt) {
   return strncmp(e, rest, strlen(rest)) == 0 ? e + strlen(rest) : NULL;
 }
 
-simtw_val_t simtw_fval(double f) { return (simtw_val_t){.f = f, .is_f = 1}; }
-simtw_val_t simtw_ival(int64_t i) { return (simtw_val_t){.i = i, .is_f = 0}; }
+simtw_val_t simtw_fval(double f) { return (simtw_val_t){.f = f, .is_f = 1, .raw_dt = 0}; }
+simtw_val_t simtw_ival(int64_t i) { return (simtw_val_t){.i = i, .is_f = 0, .raw_dt = 0}; }
+
+/* A float16 or bfloat16 element of bits v, its bits kept. */
+static simtw_val_t half_val(simtw_dt_t dt, uint16_t v) {
+  simtw_val_t r = simtw_fval(dt == DT_F16 ? simh_half_to_float(v) : simh_bf16_to_float(v));
+  r.raw = v, r.raw_dt = dt;
+  return r;
+}
 
 simtw_val_t simtw_load(simtw_dt_t dt, const void *p) {
   switch (dt) {
@@ -63,8 +70,8 @@ simtw_val_t simtw_load(simtw_dt_t dt, const void *p) {
     case DT_U32: { uint32_t v; memcpy(&v, p, 4); return simtw_ival(v); }
     case DT_U16: { uint16_t v; memcpy(&v, p, 2); return simtw_ival(v); }
     case DT_I64: { int64_t v; memcpy(&v, p, 8); return simtw_ival(v); }
-    case DT_F16: { uint16_t v; memcpy(&v, p, 2); return simtw_fval(simh_half_to_float(v)); }
-    case DT_BF16: { uint16_t v; memcpy(&v, p, 2); return simtw_fval(simh_bf16_to_float(v)); }
+    case DT_F16: { uint16_t v; memcpy(&v, p, 2); return half_val(DT_F16, v); }
+    case DT_BF16: { uint16_t v; memcpy(&v, p, 2); return half_val(DT_BF16, v); }
     case DT_F32: { float v; memcpy(&v, p, 4); return simtw_fval(v); }
     case DT_F64: { double v; memcpy(&v, p, 8); return simtw_fval(v); }
     default: return simtw_ival(0);
@@ -72,6 +79,7 @@ simtw_val_t simtw_load(simtw_dt_t dt, const void *p) {
 }
 
 simtw_val_t simtw_cast(simtw_val_t v, simtw_dt_t dt) {
+  if (v.is_f && v.raw_dt && v.raw_dt == dt) return v; /* to its own type: the same bits */
   if (simtw_dt_is_float(dt)) {
     /* From an integer: one rounding, to the target (through float for half and bfloat16, as
      * c10's constructors take a float). */
@@ -103,8 +111,8 @@ void simtw_store(simtw_dt_t dt, void *p, simtw_val_t v) {
     case DT_I16: case DT_U16: { uint16_t x = (uint16_t)v.i; memcpy(p, &x, 2); break; }
     case DT_I32: case DT_U32: { uint32_t x = (uint32_t)v.i; memcpy(p, &x, 4); break; }
     case DT_I64: memcpy(p, &v.i, 8); break;
-    case DT_F16: { uint16_t x = simh_float_to_half((float)v.f); memcpy(p, &x, 2); break; }
-    case DT_BF16: { uint16_t x = simh_float_to_bf16((float)v.f); memcpy(p, &x, 2); break; }
+    case DT_F16: { uint16_t x = v.raw_dt == DT_F16 ? v.raw : simh_float_to_half((float)v.f); memcpy(p, &x, 2); break; }
+    case DT_BF16: { uint16_t x = v.raw_dt == DT_BF16 ? v.raw : simh_float_to_bf16((float)v.f); memcpy(p, &x, 2); break; }
     case DT_F32: { float x = (float)v.f; memcpy(p, &x, 4); break; }
     case DT_F64: memcpy(p, &v.f, 8); break;
     default: break;

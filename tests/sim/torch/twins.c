@@ -809,6 +809,24 @@ static int keeps_nan(op_fn fn) {
          fn == op_hardswish_bw;
 }
 
+/* Whether the operation's lambda returns one of its element-typed arguments itself (scalar_t
+ * v, not a value computed in opmath_t): for float16 and bfloat16 a NaN it passes on is stored
+ * with the bits it came with. The clamps, threshold (other, when x <= threshold fails),
+ * maximum and minimum, and the shrinks; not hardtanh's, leaky_relu's or hardswish's backwards,
+ * which return their opmath_t copy of the gradient, narrowed like any float. */
+static int returns_input(op_fn fn) {
+  return fn == op_clamp || fn == op_clamp_t || fn == op_threshold || fn == op_maximum || fn == op_minimum ||
+         fn == op_maximum_s || fn == op_minimum_s || fn == op_softshrink || fn == op_hardshrink ||
+         fn == op_shrink_bw;
+}
+
+/* The input whose value r is, bit for bit, as the operation received it, or NULL. */
+static const simtw_val_t *passed_input(const simtw_val_t *in, const float *a, int n, float r) {
+  for (int k = 0; k < n; k++)
+    if (in[k].raw_dt && simh_f2u(a[k]) == simh_f2u(r)) return &in[k];
+  return NULL;
+}
+
 static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) {
   const op_desc_t *op = t->op;
   switch (op->kind) {
@@ -882,6 +900,10 @@ static simtw_val_t apply(const twin_t *t, const char *f, const simtw_val_t *in) 
       float a[MAX_IN] = {0};
       for (int k = 0; k < op->ninputs; k++) a[k] = in[k].is_f ? (float)in[k].f : (float)in[k].i;
       float v = op->fn(f, a);
+      if (isnan(v) && returns_input(op->fn)) {
+        const simtw_val_t *p = passed_input(in, a, op->ninputs < MAX_IN ? op->ninputs : MAX_IN, v);
+        if (p) return *p;
+      }
       if (!keeps_nan(op->fn)) v = simh_nan_result(v);
       return op->out_bool ? simtw_ival(v != 0.0f) : simtw_fval(v);
     }

@@ -35,11 +35,17 @@ typedef enum {
 } simtw_dt_t;
 
 /* One element's value: floating types in f (exactly: every float, half and bfloat16 value is a
- * double), integer and bool types in i. */
+ * double), integer and bool types in i. A float16 or bfloat16 element loaded from memory also
+ * keeps its bits (raw, raw_dt that type; 0 otherwise) for as long as it is passed on unchanged,
+ * so that a NaN an operation returns as it came (a clamp, a copy, a select) is stored with its
+ * sign and payload, as the CUDA code stores the very value it was given, where a value computed
+ * in float is narrowed (and its NaN made the quiet one). */
 typedef struct {
   double f;
   int64_t i;
   int is_f;
+  unsigned short raw;
+  simtw_dt_t raw_dt;
 } simtw_val_t;
 
 size_t simtw_dt_size(simtw_dt_t dt);
