@@ -67,6 +67,8 @@ static const cat_t CAT[] = {
     {"hardswish_backward", AG_FG_HARDSWISH_BW, 2, {NULL, NULL}, 0, 16, -1},
     {"leaky_relu", AG_FG_LEAKY_RELU, 1, {"negative_slope", NULL}, 0, 0, -1},
     {"leaky_relu_backward", AG_FG_LEAKY_RELU_BW, 2, {"negative_slope", NULL}, 0, 0, -1},
+    {"sigmoid_backward", AG_FG_SIGMOID_BW, 2, {NULL, NULL}, 0, 0, -1},
+    {"tanh_backward", AG_FG_TANH_BW, 2, {NULL, NULL}, 0, 0, -1},
 };
 #define NCAT ((int)(sizeof CAT / sizeof CAT[0]))
 
@@ -74,7 +76,8 @@ static const char *const KIND[AG_FG_NKINDS] = {
     "add", "axpy", "mul", "div", "add_scalar", "sub_scalar", "mul_scalar", "neg", "abs", "exp",
     "log", "sqrt", "rsqrt", "reciprocal", "sigmoid", "tanh", "silu", "gelu", "relu", "clamp",
     "clamp_min", "pow_scalar", "cast", "threshold", "masked_scale", "square", "cube", "fill",
-    "hardsigmoid", "hardswish", "hardsigmoid_bw", "hardswish_bw", "leaky_relu", "leaky_relu_bw"};
+    "hardsigmoid", "hardswish", "hardsigmoid_bw", "hardswish_bw", "leaky_relu", "leaky_relu_bw",
+    "sigmoid_bw", "tanh_bw"};
 
 static const char *const REASON[AG_FG_NREASONS] = {
     "ok", "not-elementwise", "unknown-kernel", "unknown-op", "layout", "cast-loader", "functor",
@@ -663,6 +666,15 @@ static void emit_narrowed(out_t *o, const ag_fg_chain_t *c, int i, const char *c
   if (!raw) emit(o, "ag_f2%s(r%d)", cvt, i);
 }
 
+/* e, a float expression of at most size - 1 bytes with its result, rounded to the type dt as
+ * c10::Half's and c10::BFloat16's operators round each result (unchanged for float32). */
+static void rounded(int dt, char *e, size_t size) {
+  char t[256];
+  if (dt == AG_FG_F32) return;
+  snprintf(t, sizeof t, "%s", e);
+  snprintf(e, size, dt == AG_FG_F16 ? "ag_h2f(ag_f2h(%s))" : "ag_bf2f(ag_f2bf(%s))", t);
+}
+
 static void emit_op(out_t *o, const ag_fg_chain_t *c, int i) {
   const ag_fg_op_t *op = &c->op[i];
   char xb[16], yb[16], s0[16], s1[16];
@@ -731,6 +743,32 @@ static void emit_op(out_t *o, const ag_fg_chain_t *c, int i) {
   /* leaky_relu_kernel's and leaky_relu_backward_kernel's lambdas {negval} */
   case AG_FG_LEAKY_RELU: emit(o, "%s > 0.0f ? %s : __fmul_rn(%s, %s)", x, x, x, s0); break;
   case AG_FG_LEAKY_RELU_BW: emit(o, "%s > 0.0f ? %s : __fmul_rn(%s, %s)", x, y, y, s0); break;
+  /* sigmoid_backward_kernel_cuda's and tanh_backward_kernel_cuda's lambdas (gradient x, output
+   * y): `a * (scalar_t(1) - b) * b` and `a * (scalar_t(1) - b * b)` in the element type, which
+   * in float16 and bfloat16 rounds each step to the type (c10's operators); in float32 nvcc
+   * contracts tanh's 1 - y * y into one FMA (the wheel's SASS: FFMA r, -y, y, 1, then FMUL). */
+  case AG_FG_SIGMOID_BW: {
+    char d[128], m[256];
+    snprintf(d, sizeof d, "__fsub_rn(1.0f, %s)", y);
+    rounded(op->in_dt, d, sizeof d);
+    snprintf(m, sizeof m, "__fmul_rn(%s, %s)", x, d);
+    rounded(op->in_dt, m, sizeof m);
+    emit(o, "__fmul_rn(%s, %s)", m, y);
+    break;
+  }
+  case AG_FG_TANH_BW: {
+    char d[128], e[256];
+    if (op->in_dt == AG_FG_F32) {
+      emit(o, "__fmul_rn(%s, __fmaf_rn(-%s, %s, 1.0f))", x, y, y);
+      break;
+    }
+    snprintf(d, sizeof d, "__fmul_rn(%s, %s)", y, y);
+    rounded(op->in_dt, d, sizeof d);
+    snprintf(e, sizeof e, "__fsub_rn(1.0f, %s)", d);
+    rounded(op->in_dt, e, sizeof e);
+    emit(o, "__fmul_rn(%s, %s)", x, e);
+    break;
+  }
   default: emit(o, "%s", x); break; /* a cast: the store below rounds */
   }
   emit(o, "; // %s\n", ag__fg_kind_name(op->kind));

@@ -104,6 +104,8 @@ enum ag_fg_kind {
   AG_FG_HARDSWISH_BW,   /* y < -3 ? 0 : y <= 3 ? x * (y / 3 + 0.5) : x */
   AG_FG_LEAKY_RELU,     /* x > 0 ? x : x * s0 (s0 the negative slope) */
   AG_FG_LEAKY_RELU_BW,  /* x > 0 ? y : y * s0 (x the input, y the gradient) */
+  AG_FG_SIGMOID_BW,     /* x * (1 - y) * y (x the gradient, y the output), each step rounded */
+  AG_FG_TANH_BW,        /* x * (1 - y * y): in float32 x * fma(-y, y, 1); else each step rounded */
   AG_FG_NKINDS
 };
 

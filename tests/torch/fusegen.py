@@ -145,6 +145,13 @@ def chains(dt):
     b = save(torch.ops.aten.hardswish_backward(g, a))
     c = save(torch.nn.functional.hardsigmoid(b))
     save(torch.ops.aten.hardsigmoid_backward(h, c))
+    # tanh's backward at its output, its result the gradient of sigmoid's backward, then a
+    # product (tanh's 1 - y * y is one FMA in float32)
+    x, y, g, h = tensor(dt), tensor(dt), tensor(dt), tensor(dt)
+    s, t = save(torch.sigmoid(x)), save(torch.tanh(y))
+    b = save(torch.ops.aten.tanh_backward(h, t))
+    a = save(torch.ops.aten.sigmoid_backward(b, s))
+    save(a * g)
     # leaky_relu, then its backward at that result (its zeros from x's signed zeros) for another
     # gradient
     x, g = tensor(dt), tensor(dt)

@@ -144,13 +144,17 @@ static float op_cmp_scalar(const char *f, const float *in) {
 static float op_threshold(const char *f, const float *in) {
   return in[0] <= rd(f, 0) ? rd(f, 4) : in[1];
 }
+/* sigmoid_backward_kernel_cuda's and tanh_backward_kernel_cuda's lambdas (a the gradient, b the
+ * output): a * (1 - b) * b and a * (1 - b * b), in float32 with 1 - b * b contracted into one
+ * FMA, as the wheel's SASS shows (FFMA r, -b, b, 1, then FMUL); their float16 and bfloat16
+ * instantiations round each step (op_sigmoid_bw_h and the like, below). */
 static float op_sigmoid_bw(const char *f, const float *in) {
   (void)f;
   return in[0] * (1.0f - in[1]) * in[1];
 }
 static float op_tanh_bw(const char *f, const float *in) {
   (void)f;
-  return in[0] * (1.0f - in[1] * in[1]);
+  return in[0] * fmaf(-in[1], in[1], 1.0f);
 }
 static float op_gelu_erf_bw(const char *f, const float *in) {
   (void)f;
@@ -256,6 +260,12 @@ static float op_mse_bw_b(const char *f, const float *in) {
   memcpy(&a, f, 2);
   return rb((float)simtw_load(DT_BF16, &a).f * rb(in[0] - in[1])) * in[2];
 }
+/* sigmoid_backward and tanh_backward in c10::Half and c10::BFloat16 (their SASS rounds 1 - b,
+ * then a * (1 - b), to the type; and b * b, then 1 - b * b) */
+static float op_sigmoid_bw_h(const char *f, const float *in) { (void)f; return rh(in[0] * rh(1.0f - in[1])) * in[1]; }
+static float op_sigmoid_bw_b(const char *f, const float *in) { (void)f; return rb(in[0] * rb(1.0f - in[1])) * in[1]; }
+static float op_tanh_bw_h(const char *f, const float *in) { (void)f; return in[0] * rh(1.0f - rh(in[1] * in[1])); }
+static float op_tanh_bw_b(const char *f, const float *in) { (void)f; return in[0] * rb(1.0f - rb(in[1] * in[1])); }
 /* pow_tensor_scalar_kernel_impl's lambda #2: base * base * base */
 static float op_pow3_h(const char *f, const float *in) { (void)f; return rh(in[0] * in[0]) * in[0]; }
 static float op_pow3_b(const char *f, const float *in) { (void)f; return rb(in[0] * in[0]) * in[0]; }
@@ -534,8 +544,14 @@ static const op_desc_t OPS[] = {
     {{"reciprocal_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_reciprocal, OK_FLOAT, NULL, "", 0},
     {{"pow_tensor_tensor_kernel", "{lambda(float, float)#1}"}, 2, 0, op_pow_tt, OK_FLOAT, NULL, NULL, 0},
     {{"log_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_log, OK_FLOAT, NULL, "", 0},
-    {{"sigmoid_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_sigmoid_bw, OK_FLOAT, NULL, "", 0},
-    {{"tanh_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_tanh_bw, OK_FLOAT, NULL, "", 0},
+    /* float16 and bfloat16 round each step: their own twins, the float32 ones (no half_caps)
+     * serving float32 only */
+    {{"sigmoid_backward_kernel_cuda", "{lambda(c10::Half, c10::Half)#1}"}, 2, 0, op_sigmoid_bw_h, OK_FLOAT, NULL, NULL, 0},
+    {{"sigmoid_backward_kernel_cuda", "{lambda(c10::BFloat16, c10::BFloat16)#1}"}, 2, 0, op_sigmoid_bw_b, OK_FLOAT, NULL, NULL, 0},
+    {{"tanh_backward_kernel_cuda", "{lambda(c10::Half, c10::Half)#1}"}, 2, 0, op_tanh_bw_h, OK_FLOAT, NULL, NULL, 0},
+    {{"tanh_backward_kernel_cuda", "{lambda(c10::BFloat16, c10::BFloat16)#1}"}, 2, 0, op_tanh_bw_b, OK_FLOAT, NULL, NULL, 0},
+    {{"sigmoid_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_sigmoid_bw, OK_FLOAT, NULL, NULL, 0},
+    {{"tanh_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_tanh_bw, OK_FLOAT, NULL, NULL, 0},
     {{"sigmoid_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sigmoid, OK_FLOAT, NULL, "", 0},
     {{"tanh_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_tanh, OK_FLOAT, NULL, "", 0},
     /* GeluCUDAKernelImpl dispatches twice: first for GeluType::Tanh, then for None (erf). */
