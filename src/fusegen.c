@@ -69,6 +69,7 @@ static const cat_t CAT[] = {
     {"leaky_relu_backward", AG_FG_LEAKY_RELU_BW, 2, {"negative_slope", NULL}, 0, 0, -1},
     {"sigmoid_backward", AG_FG_SIGMOID_BW, 2, {NULL, NULL}, 0, 0, -1},
     {"tanh_backward", AG_FG_TANH_BW, 2, {NULL, NULL}, 0, 0, -1},
+    {"gelu_tanh", AG_FG_GELU_TANH, 1, {NULL, NULL}, 0, 0, -1},
 };
 #define NCAT ((int)(sizeof CAT / sizeof CAT[0]))
 
@@ -77,7 +78,7 @@ static const char *const KIND[AG_FG_NKINDS] = {
     "log", "sqrt", "rsqrt", "reciprocal", "sigmoid", "tanh", "silu", "gelu", "relu", "clamp",
     "clamp_min", "pow_scalar", "cast", "threshold", "masked_scale", "square", "cube", "fill",
     "hardsigmoid", "hardswish", "hardsigmoid_bw", "hardswish_bw", "leaky_relu", "leaky_relu_bw",
-    "sigmoid_bw", "tanh_bw"};
+    "sigmoid_bw", "tanh_bw", "gelu_tanh"};
 
 static const char *const REASON[AG_FG_NREASONS] = {
     "ok", "not-elementwise", "unknown-kernel", "unknown-op", "layout", "cast-loader", "functor",
@@ -703,6 +704,14 @@ static void emit_op(out_t *o, const ag_fg_chain_t *c, int i) {
   case AG_FG_SILU: emit(o, "__fdiv_rn(%s, __fadd_rn(1.0f, expf(-%s)))", x, x); break;
   case AG_FG_GELU: /* kAlpha = M_SQRT1_2 in float */
     emit(o, "__fmul_rn(__fmul_rn(%s, 0.5f), __fadd_rn(1.0f, erff(__fmul_rn(%s, %af))))", x, x, (double)(float)M_SQRT1_2);
+    break;
+  /* GeluCUDAKernelImpl's tanh lambda in opmath float: x_cube = x * x * x, inner = kBeta * (x +
+   * kKappa * x_cube) with the sum contracted (the wheel's SASS: FFMA x_cube, kKappa, x), then
+   * 0.5 * x * (1 + tanh(inner)); kBeta = M_SQRT2 * M_2_SQRTPI * 0.5 and kKappa = 0.044715 in float */
+  case AG_FG_GELU_TANH:
+    emit(o, "__fmul_rn(__fmul_rn(%s, 0.5f), __fadd_rn(1.0f, tanhf(__fmul_rn(__fmaf_rn(%af, "
+            "__fmul_rn(__fmul_rn(%s, %s), %s), %s), %af))))", x, (double)0.044715f, x, x, x, x,
+         (double)(float)(M_SQRT2 * M_2_SQRTPI * 0.5));
     break;
   case AG_FG_RELU: emit(o, "%s != %s ? %s : fmaxf(%s, 0.0f)", x, x, x, x); break;
   case AG_FG_CLAMP: emit(o, "%s != %s ? %s : fminf(fmaxf(%s, %s), %s)", x, x, x, x, s0, s1); break;

@@ -106,6 +106,7 @@ enum ag_fg_kind {
   AG_FG_LEAKY_RELU_BW,  /* x > 0 ? y : y * s0 (x the input, y the gradient) */
   AG_FG_SIGMOID_BW,     /* x * (1 - y) * y (x the gradient, y the output), each step rounded */
   AG_FG_TANH_BW,        /* x * (1 - y * y): in float32 x * fma(-y, y, 1); else each step rounded */
+  AG_FG_GELU_TANH,      /* 0.5 * x * (1 + tanh(kBeta * fma(kKappa, x * x * x, x))) */
   AG_FG_NKINDS
 };
 

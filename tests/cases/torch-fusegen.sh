@@ -11,10 +11,11 @@
 # the generated ones alike), (x + y) * s, casts through bfloat16 and float16 and back, pow's
 # own kernels for the exponents 3 and 2 (the cube of a float16 or bfloat16 rounds its first
 # product to the type), two long chains through the other operations the generator knows,
-# hardswish, hardsigmoid and their backwards (inputs at and around their bounds), sigmoid's and
-# tanh's backwards (tanh's 1 - y * y contracted into one FMA in float32, as the wheel's SASS
-# shows; each step rounded in float16 and bfloat16), leaky_relu
-# and its backward, and
+# hardswish, hardsigmoid and their backwards (inputs at and around their bounds), GELU with the
+# tanh approximation (x + 0.044715 * x^3 contracted into one FMA, as the wheel's SASS shows),
+# sigmoid's and tanh's backwards (tanh's 1 - y * y contracted into one FMA in float32, as the
+# wheel's SASS shows; each step rounded in float16 and bfloat16), leaky_relu and its backward,
+# and
 # chains with launches of PyTorch's strided framework: RMSNorm's scaling by a per-row statistic
 # and a per-column weight (broadcasts), a slice read from an offset, and a rotary embedding on a
 # transposed view, whose last add reads a product in another order than it was written in (the
@@ -38,7 +39,7 @@ ops=add,add_alpha,sub_alpha,mul,div,add_scalar,sub_scalar,mul_scalar,div_scalar,
 ops=$ops,sqrt,rsqrt,reciprocal,sigmoid,tanh,relu,silu,gelu,clamp,clamp_min,pow_scalar,pow_2,pow_3
 ops=$ops,to_float32,to_float16,to_bfloat16,threshold,masked_scale,fill,hardsigmoid,hardswish
 ops=$ops,hardsigmoid_backward,hardswish_backward,leaky_relu,leaky_relu_backward,sigmoid_backward
-ops=$ops,tanh_backward
+ops=$ops,tanh_backward,gelu_tanh
 ag_run "$d/cal" "$TORCH_SIM" "$PY" "$AG_ROOT/tools/calibrate-elementwise" --ops "$ops" --json "$d/table.json"
 [ "$(cat "$d/cal.rc")" = 0 ] || { tail -n 20 "$d/cal.err" >&2; ag_fail "calibrate-elementwise exited $(cat "$d/cal.rc")"; }
 mkdir -p "$d/tensors"
@@ -53,9 +54,9 @@ cat "$d/check.out"
 # ReLU's backward and threshold after an add, ReLU's backward of an input gradient then a
 # product, dropout's backward between a multiplication and an add, (x + y) * s, one or two chains
 # of casts, pow's cube and square (then, in float16 and bfloat16, widened and squared again), the
-# two long chains, the hard activations and their backwards, tanh's backward into sigmoid's then
-# a product, leaky_relu and its backward, the three strided ones and the fills;
-# 59 in all (bfloat16 has one cast chain fewer).
+# two long chains, the hard activations and their backwards, GELU's tanh approximation then a
+# product, tanh's backward into sigmoid's then a product, leaky_relu and its backward, the three strided ones and the fills;
+# 62 in all (bfloat16 has one cast chain fewer).
 want() { # want COUNT PATTERN: lines of the check's output that match
   local n
   n=$(grep -cE -- "$2" "$d/check.out")
@@ -80,6 +81,7 @@ want 3 '^chain at launch [0-9]+: 2 operations \(mul add\), [0-9]+ bytes compared
 want 3 '^chain at launch [0-9]+: 5 operations \(fill fill fill fill fill\), [0-9]+ bytes compared, 0 differ$'
 want 3 '^chain at launch [0-9]+: 4 operations \(hardswish hardswish_bw hardsigmoid hardsigmoid_bw\), [0-9]+ bytes compared, 0 differ$'
 want 3 '^chain at launch [0-9]+: 2 operations \(leaky_relu leaky_relu_bw\), [0-9]+ bytes compared, 0 differ$'
+want 3 '^chain at launch [0-9]+: 2 operations \(gelu_tanh mul\), [0-9]+ bytes compared, 0 differ$'
 want 3 '^chain at launch [0-9]+: 4 operations \(tanh tanh_bw sigmoid_bw mul\), [0-9]+ bytes compared, 0 differ$'
-want 1 '^fusegen-check: [0-9]+ launches, 59 chains and groups of fills: 59 fused \([0-9]+ operations\), 0 refused; [0-9]+ tensors, [0-9]+ bytes compared, 0 differ$'
+want 1 '^fusegen-check: [0-9]+ launches, 62 chains and groups of fills: 62 fused \([0-9]+ operations\), 0 refused; [0-9]+ tensors, [0-9]+ bytes compared, 0 differ$'
 echo "torch-fusegen: every chain fused, every byte equal to PyTorch's"

@@ -145,6 +145,10 @@ def chains(dt):
     b = save(torch.ops.aten.hardswish_backward(g, a))
     c = save(torch.nn.functional.hardsigmoid(b))
     save(torch.ops.aten.hardsigmoid_backward(h, c))
+    # GELU with the tanh approximation (x + 0.044715 * x^3 contracted into one FMA), then a
+    # product, on inputs wide enough to reach tanh's saturation
+    x, y = tensor(dt, -8.0, 8.0), tensor(dt)
+    save(save(torch.nn.functional.gelu(x, approximate="tanh")) * y)
     # tanh's backward at its output, its result the gradient of sigmoid's backward, then a
     # product (tanh's 1 - y * y is one FMA in float32)
     x, y, g, h = tensor(dt), tensor(dt), tensor(dt), tensor(dt)

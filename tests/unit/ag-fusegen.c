@@ -20,7 +20,7 @@ static const char n_clamp[] = VEC "Li4E10k_clamp_f"; /* float32 launch_clamp_sca
 static const char n_tobf[] = VEC "Li4E9k_tobf_f";    /* float32 to bfloat16 */
 static const char n_muls[] = VEC "Li8E9k_muls_b";    /* bfloat16 multiplication by a scalar */
 static const char n_silu[] = VEC "Li8E9k_silu_b";    /* bfloat16 silu */
-static const char n_gelut[] = VEC "Li4E10k_gelut_f"; /* float32 gelu, tanh approximation */
+static const char n_n2n[] = VEC "Li4E10k_n2n_f"; /* float32 nan_to_num (not generated) */
 static const char n_pow[] = VEC "Li4E8k_pow_d";      /* float32 pow, exponent held as a double */
 static const char n_fill[] = VEC "Li8E9k_fill_h";    /* float16 fill */
 static const char n_fillf[] = VEC "Li4E9k_fill_f";   /* float32 fill */
@@ -51,8 +51,8 @@ static const char table[] =
     " \"ops\": {\"div_scalar\": {\"functor_bytes\": \"004756f9cdcccc3e\", \"scalars\": {\"other\": {\"value\": 2.5, \"at\": [{\"offset\": 4, \"encoding\": \"float\", \"form\": \"reciprocal\"}]}}}}},\n"
     "\"" VEC "Li8E9k_silu_b\": {\"dtype\": \"bfloat16\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
     " \"ops\": {\"silu\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
-    "\"" VEC "Li4E10k_gelut_f\": {\"dtype\": \"float32\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
-    " \"ops\": {\"gelu_tanh\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
+    "\"" VEC "Li4E10k_n2n_f\": {\"dtype\": \"float32\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2, \"functor_offset\": 4, \"functor_size\": 1,"
+    " \"ops\": {\"nan_to_num\": {\"functor_bytes\": \"00\", \"scalars\": {}}}},\n"
     "\"" VEC "Li4E8k_pow_d\": {\"dtype\": \"float32\", \"threads\": 128, \"block_work\": 512, \"tensors\": 2, \"functor_offset\": 8, \"functor_size\": 16,"
     " \"ops\": {\"pow_scalar\": {\"functor_bytes\": \"0000000000000440fe7f000024560000\", \"scalars\": {\"exponent\": {\"value\": 2.5, \"at\": [{\"offset\": 0, \"encoding\": \"double\", \"form\": \"as given\"}]}}}}},\n"
     "\"" VEC "Li8E9k_fill_h\": {\"dtype\": \"float16\", \"threads\": 128, \"block_work\": 512, \"tensors\": 1, \"functor_offset\": 4, \"functor_size\": 2,"
@@ -93,7 +93,7 @@ KINFO(k_clamp, n_clamp, 8, 24, 2);
 KINFO(k_tobf, n_tobf, 4, 1, 2);
 KINFO(k_muls, n_muls, 4, 8, 2);
 KINFO(k_silu, n_silu, 4, 1, 2);
-KINFO(k_gelut, n_gelut, 4, 1, 2);
+KINFO(k_n2n, n_n2n, 4, 1, 2);
 KINFO(k_pow, n_pow, 8, 16, 2);
 KINFO(k_fill, n_fill, 4, 2, 1);
 KINFO(k_fillf, n_fillf, 4, 4, 1);
@@ -194,7 +194,7 @@ int main(void) {
   CHECK((ck = ag__fg_table_find(&t, n_smul)) && ck->strided && ck->calc_off == 8 && ck->data_off == 616);
   ck = ag__fg_table_find(&t, n_clamp);
   CHECK(ck && ck->functor_off == 8 && ck->functor_size == 24 && ck->tensors == 2 && ck->nops == 2);
-  CHECK(ag__fg_table_find(&t, n_gelut) && ag__fg_table_find(&t, n_gelut)->nops == 0);
+  CHECK(ag__fg_table_find(&t, n_n2n) && ag__fg_table_find(&t, n_n2n)->nops == 0);
   CHECK(ag__fg_table_find(&t, n_cast)->cast_loader);
   CHECK(!ag__fg_table_find(&t, n_other));
 
@@ -441,7 +441,7 @@ int main(void) {
   l[0] = L(0, &k_add, 1000, &one, 0x10000, 0xa0000, 0xb0000);
   l[1] = L(1, &k_other, 1000, &one, 0x20000, 0x10000, 0xb0000);
   refused(&t, l, 2, AG_FG_UNKNOWN_KERNEL, 1);
-  l[1] = L(1, &k_gelut, 1000, empty, 0x20000, 0x10000, 0); /* computed in no exact form here */
+  l[1] = L(1, &k_n2n, 1000, empty, 0x20000, 0x10000, 0); /* an operation the generator does not write */
   refused(&t, l, 2, AG_FG_UNKNOWN_OP, 1);
   l[1] = L(1, &k_pow, 1000, pow_f, 0x20000, 0x10000, 0); /* a double exponent */
   refused(&t, l, 2, AG_FG_SCALAR, 1);

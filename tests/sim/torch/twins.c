@@ -114,10 +114,13 @@ static float op_gelu_erf(const char *f, const float *in) {
   float x = in[0];
   return x * 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
 }
+/* GeluCUDAKernelImpl's tanh lambda: x_cube = x * x * x, inner = kBeta * (x + kKappa * x_cube),
+ * 0.5 * x * (1 + tanh(inner)), in opmath float, with nvcc's contraction of x + kKappa * x_cube
+ * (the wheel's sm_90 SASS: FMUL, FMUL, FFMA x_cube, kKappa, x, then FMUL by kBeta). */
 static float op_gelu_tanh(const char *f, const float *in) {
   (void)f;
   const float beta = (float)(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = 0.044715f;
-  float x = in[0], inner = beta * (x + kappa * x * x * x);
+  float x = in[0], x_cube = x * x * x, inner = beta * fmaf(kappa, x_cube, x);
   return 0.5f * x * (1.0f + tanhf(inner));
 }
 /* launch_clamp_scalar's lambda {minmax (Min, Max, MinMax); lim0; lim1}; NaN passes through. */
