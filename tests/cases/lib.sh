@@ -247,12 +247,16 @@ ag_rerun() {
 # Expressions for ag_expect where a program replays a known number of steps. A hold that reaches
 # its bound (the host paused for several times its usual pace: a loaded machine, a sanitizer)
 # sends the held part of a step out early, as a prefix replay: that step takes one graph launch
-# more, and a fused pair the cut fell inside runs as its originals. So:
-# ag_graph_launches N — graph_launches is N, plus at most one per such hold (st['hold_timeouts']);
+# more, and a fused pair the cut fell inside runs as its originals. Where the prefix cannot run
+# alone (the cut fell inside a fused node), the held launches and the rest of that step run as
+# ordinary launches instead: one graph launch fewer. So:
+# ag_graph_launches N — graph_launches is N, give or take one per such hold (st['hold_timeouts']);
 # ag_per_replay EXPR N — EXPR (something counted once per whole replay) is N, less at most one
-# per such hold.
-ag_graph_launches() { echo "$1 <= graph_launches <= $1 + st['hold_timeouts']"; }
+# per such hold;
+# ag_replayed L N — replayed is L launches in each of N steps, less at most one step's per hold.
+ag_graph_launches() { echo "$1 - st['hold_timeouts'] <= graph_launches <= $1 + st['hold_timeouts']"; }
 ag_per_replay() { echo "$2 - st['hold_timeouts'] <= $1 <= $2"; }
+ag_replayed() { echo "$1 * ($2 - st['hold_timeouts']) <= replayed <= $1 * $2"; }
 
 # ag_expect STATS_JSON EXPR… — each Python expression holds over the statistics. Names: every
 # top-level integer field (launches, replayed, graphs, graph_launches, updates, passthrough,
