@@ -126,31 +126,37 @@ static const char *no_table_means(void) {
                                            : "kernel patterns accept only the launch shape every PyTorch version shares";
 }
 
+/* Where the tables are: AUTOGRAPH_FUSE_TABLES, else the folder `calibration` next to this
+ * library (the build tree's layout); "" when neither can be named. */
+static const char *table_path(char *buf, size_t size) {
+  Dl_info di;
+  const char *slash;
+  if (*ag__config.fuse_tables) return ag__config.fuse_tables;
+  buf[0] = 0;
+  if (dladdr((const void *)ag__fchain_get, &di) && di.dli_fname && (slash = strrchr(di.dli_fname, '/')))
+    snprintf(buf, size, "%.*s/calibration", (int)(slash - di.dli_fname), di.dli_fname);
+  return buf;
+}
+
+/* The table is read: no more waiting for it. */
+static void table_done(void) {
+  __atomic_store_n(&table_state, TABLE_DONE, __ATOMIC_RELEASE);
+  __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+}
+
 static void *table_main(void *arg) {
-  char dflt[4096] = "";
-  const char *p = ag__config.fuse_tables;
+  char dflt[4096];
+  const char *p = table_path(dflt, sizeof dflt);
   struct stat st;
   (void)arg;
-  if (!*p) {
-    /* The folder `calibration` next to this library (the build tree's layout). */
-    Dl_info di;
-    const char *slash;
-    if (dladdr((const void *)ag__fchain_get, &di) && di.dli_fname && (slash = strrchr(di.dli_fname, '/')))
-      snprintf(dflt, sizeof dflt, "%.*s/calibration", (int)(slash - di.dli_fname), di.dli_fname);
-    p = dflt;
-  }
-  if (!*p || stat(p, &st) != 0)
-    ag__log(no_table_level(), "no calibration table at %s (AUTOGRAPH_FUSE_TABLES): %s",
-            *p ? p : "(unknown)", no_table_means());
-  else if (S_ISDIR(st.st_mode))
+  if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
     try_folder(p);
   else
     try_table(p);
-  if (!table.n && *p && stat(p, &st) == 0)
+  if (!table.n)
     ag__log(no_table_level(), "no calibration table in %s describes a loaded library: %s", p,
             no_table_means());
-  __atomic_store_n(&table_state, TABLE_DONE, __ATOMIC_RELEASE);
-  __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+  table_done();
   return NULL;
 }
 
@@ -162,6 +168,18 @@ static const ag_fg_table_t *get_table(int *pending) {
   *pending = 1;
   if (st == TABLE_UNREAD &&
       __atomic_compare_exchange_n(&table_state, &unread, TABLE_READING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    /* Nothing there to read: known at once, with no thread (so that a program without a table
+     * never runs a graph unfused while waiting for one). */
+    char dflt[4096];
+    const char *p = table_path(dflt, sizeof dflt);
+    struct stat sb;
+    if (!*p || stat(p, &sb) != 0) {
+      ag__log(no_table_level(), "no calibration table at %s (AUTOGRAPH_FUSE_TABLES): %s", *p ? p : "(unknown)",
+              no_table_means());
+      table_done();
+      *pending = 0;
+      return NULL;
+    }
     pthread_t t;
     pthread_attr_t a;
     int r = pthread_attr_init(&a);

@@ -33,7 +33,8 @@ ends_by_signal() {
   local sig=$1 pre=$2 out=$d/loop-$1-${2:+lib}
   env LD_PRELOAD="$pre" AUTOGRAPH_STATS="$d/sig.json" "$prog" loop >"$out.out" 2>"$out.err" &
   local pid=$! i
-  for ((i = 0; i < 200; i++)); do
+  # Up to 40 s to start (200 iterations: seconds under a sanitizer on a loaded machine).
+  for ((i = 0; i < 800; i++)); do
     grep -q running "$out.out" 2>/dev/null && break
     sleep 0.05
   done
