@@ -61,7 +61,8 @@ void ag__fchain_view(ag_chain_launch_t *l);
 /* The elements per block (and in *threads the threads per block) with which kernel k's
  * framework launches, as the calibration table records them, when k is a contiguous kernel of
  * the table's library that it knows; 0 when not (or no table describes a loaded library); -1
- * while the table is being read (the first call starts its reader, as ag__fchain_get does).
+ * while the table is being read (the first call starts its reader, as ag__fchain_get does;
+ * when nothing is at the tables' path that call answers 0 itself, with no reader).
  * For the kernel patterns (src/pattern.h), whose fixed rule cannot tell a version's. */
 int ag__fchain_block_work(const ag_kinfo_t *k, unsigned *threads);
 
