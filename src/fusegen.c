@@ -747,7 +747,8 @@ static void emit_op(out_t *o, const ag_fg_chain_t *c, int i) {
     emit(o, "%s > -3.0f && %s < 3.0f ? __fmul_rn(%s, %af) : 0.0f", y, y, x, (double)(1.0f / 6.0f));
     break;
   case AG_FG_HARDSWISH_BW:
-    emit(o, "%s < -3.0f ? 0.0f : %s <= 3.0f ? __fmul_rn(%s, __fadd_rn(__fdiv_rn(%s, 3.0f), 0.5f)) : %s", y, y, x, y, x);
+    /* the wheel's SASS: 0 for y <= -3, the product for y < 3, else x (a NaN y gives x) */
+    emit(o, "%s <= -3.0f ? 0.0f : %s < 3.0f ? __fmul_rn(%s, __fadd_rn(__fdiv_rn(%s, 3.0f), 0.5f)) : %s", y, y, x, y, x);
     break;
   /* leaky_relu_kernel's and leaky_relu_backward_kernel's lambdas {negval} */
   case AG_FG_LEAKY_RELU: emit(o, "%s > 0.0f ? %s : __fmul_rn(%s, %s)", x, x, x, s0); break;

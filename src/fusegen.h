@@ -101,7 +101,7 @@ enum ag_fg_kind {
   AG_FG_HARDSIGMOID,    /* min(max(x + 3, 0), 6) * (1/6) */
   AG_FG_HARDSWISH,      /* x * min(max(x + 3, 0), 6) * (1/6), the products in that order */
   AG_FG_HARDSIGMOID_BW, /* (y > -3 && y < 3) ? x * (1/6) : 0 (x the gradient, y the input) */
-  AG_FG_HARDSWISH_BW,   /* y < -3 ? 0 : y <= 3 ? x * (y / 3 + 0.5) : x */
+  AG_FG_HARDSWISH_BW,   /* y <= -3 ? 0 : y < 3 ? x * (y / 3 + 0.5) : x */
   AG_FG_LEAKY_RELU,     /* x > 0 ? x : x * s0 (s0 the negative slope) */
   AG_FG_LEAKY_RELU_BW,  /* x > 0 ? y : y * s0 (x the input, y the gradient) */
   AG_FG_SIGMOID_BW,     /* x * (1 - y) * y (x the gradient, y the output), each step rounded */

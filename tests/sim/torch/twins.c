@@ -88,10 +88,16 @@ static float op_add_other(const char *f, const float *in) {
 }
 /* addcmul_cuda_kernel's lambda {alpha}(a, b, c): a + alpha * (b * c), the product with alpha
  * contracted into the sum */
-static float op_addcmul(const char *f, const float *in) { return fmaf(rd(f, 0), in[1] * in[2], in[0]); }
+/* With alpha 1 the kernel takes a branch of its own, a + b * c in one FMA (the wheel's SASS:
+ * FSETP.NEU alpha, 1, then FFMA b, c, a), else fmaf(alpha, b * c, a). */
+static float op_addcmul(const char *f, const float *in) {
+  float alpha = rd(f, 0);
+  return alpha == 1.0f ? fmaf(in[1], in[2], in[0]) : fmaf(alpha, in[1] * in[2], in[0]);
+}
 /* addcmul_cuda_scalar_tensor2_kernel's lambda {alpha; c}(a, b): a + alpha * (b * c) */
 static float op_addcmul_s(const char *f, const float *in) {
-  return fmaf(rd(f, 0), in[1] * rd(f, 4), in[0]);
+  float alpha = rd(f, 0), c = rd(f, 4);
+  return alpha == 1.0f ? fmaf(in[1], c, in[0]) : fmaf(alpha, in[1] * c, in[0]);
 }
 static float op_mul(const char *f, const float *in) { (void)f; return in[0] * in[1]; }
 static float op_div(const char *f, const float *in) { (void)f; return in[0] / in[1]; }
@@ -167,8 +173,8 @@ static float op_gelu_erf_bw(const char *f, const float *in) {
   float pdf = expf(-0.5f * x * x) * alpha;
   return dy * (cdf + x * pdf);
 }
-/* GeluBackwardCUDAKernelImpl's tanh lambda(dy, x), in opmath float where PyTorch writes float
- * and in double where it writes double literals (0.5 * right, and the sum after it). */
+/* GeluBackwardCUDAKernelImpl's tanh lambda(dy, x), in opmath float throughout (the wheel's SASS
+ * has no double operation: FFMA right, 0.5, right_derivative, then FMUL by dy). */
 static float op_gelu_tanh_bw(const char *f, const float *in) {
   (void)f;
   const float beta = (float)(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = 0.044715f;
@@ -177,11 +183,10 @@ static float op_gelu_tanh_bw(const char *f, const float *in) {
   float inner = beta * fmaf(kappa, x_cube, x);
   float t = tanhf(inner);
   float left = 0.5f * x, right = 1.0f + t;
-  double left_derivative = 0.5 * right;
   float tanh_derivative = fmaf(-t, t, 1.0f);
   float inner_derivative = beta * fmaf(3.0f * kappa, x_sq, 1.0f);
   float right_derivative = left * tanh_derivative * inner_derivative;
-  return (float)((double)dy * (left_derivative + right_derivative));
+  return dy * fmaf(right, 0.5f, right_derivative);
 }
 /* The activations' lambdas (opmath float; the constants they capture are 0, 1/6, 3, 6 and 0, 3,
  * -3, 0.5 in hardswish's, used here as such), with nvcc's contractions. */
@@ -206,12 +211,14 @@ static float op_hardswish(const char *f, const float *in) {
   float x = in[0];
   return x * std_min(std_max(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
 }
-/* Passes dy on as it is above 3 (a NaN with its bits: keeps_nan), computes the NaN below. */
+/* hardswish_backward_kernel's lambda (dy, x): 0 for x <= -3, dy * (x / 3 + 0.5) for x < 3, else dy
+ * as it is (a NaN with its bits: keeps_nan; a NaN x too); the bounds belong to the outer pieces,
+ * as the wheel's SASS compares (FSETP.GTU x, -3; FSETP.GEU x, 3). */
 static float op_hardswish_bw(const char *f, const float *in) {
   (void)f;
   float dy = in[0], x = in[1];
-  if (x < -3.0f) return 0.0f;
-  return x <= 3.0f ? simh_nan_result(dy * (x / 3.0f + 0.5f)) : dy;
+  if (x <= -3.0f) return 0.0f;
+  return x < 3.0f ? simh_nan_result(dy * (x / 3.0f + 0.5f)) : dy;
 }
 static float op_mse(const char *f, const float *in) {
   (void)f;
@@ -229,7 +236,7 @@ static float op_xor(const char *f, const float *in) { (void)f; return (in[0] != 
 /* sign_kernel_cuda's lambda: (0 < x) - (x < 0). */
 static float op_sign(const char *f, const float *in) {
   (void)f;
-  return isnan(in[0]) ? in[0] : (float)((0.0f < in[0]) - (in[0] < 0.0f));
+  return (float)((0.0f < in[0]) - (in[0] < 0.0f)); /* 0 for a NaN: two false comparisons */
 }
 /* pow_tensor_scalar_kernel_impl's lambdas: #1 x*x, #2 x*x*x, #3 1.0/(x*x) in double, #4 pow(x, exp)
  * capturing exp; exponents 0.5, -0.5 and -1 go to the sqrt, rsqrt and reciprocal kernels. */
@@ -556,7 +563,7 @@ static const op_desc_t OPS[] = {
     {{"sigmoid_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_sigmoid_bw, OK_FLOAT, NULL, NULL, 0},
     {{"tanh_backward_kernel_cuda", "{lambda(float, float)#1}"}, 2, 0, op_tanh_bw, OK_FLOAT, NULL, NULL, 0},
     {{"sigmoid_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_sigmoid, OK_FLOAT, NULL, "", 0},
-    {{"tanh_kernel_cuda", "{lambda(float)#1}"}, 1, 0, op_tanh, OK_FLOAT, NULL, "", 0},
+    {{"native::tanh_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_tanh, OK_FLOAT, NULL, "", 0}, /* not atanh */
     /* GeluCUDAKernelImpl dispatches twice: first for GeluType::Tanh, then for None (erf). */
     {{"GeluBackwardCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}"}, 2, 0, op_gelu_erf_bw, OK_FLOAT, NULL, NULL, 0},
     {{"GeluCUDAKernelImpl(", "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}"}, 1, 0, op_gelu_erf, OK_FLOAT, NULL, NULL, 0},
@@ -1226,6 +1233,13 @@ static float mta_op(int op, float a, float b) {
   }
 }
 
+/* PointwiseOp*Functor's x0 + s * op(x1, x2): fmaf(s, op(x1, x2), x0), except a product with s 1,
+ * which the kernels branch to and contract whole (the wheel's SASS: FSETP.NEU s, 1, then
+ * FFMA x1, x2, x0); a quotient with s 1 is x0 + x1 / x2, which fmaf(1, q, x0) gives already. */
+static float pointwise(int op, float s, float x1, float x2, float x0) {
+  return op == MO_MUL && s == 1.0f ? fmaf(x1, x2, x0) : fmaf(s, mta_op(op, x1, x2), x0);
+}
+
 /* LerpFunctor: the two-sided form PyTorch uses for accuracy near both ends. */
 static float lerpf(float self, float end, float w) {
   return fabsf(w) < 0.5f ? fmaf(w, end - self, self) : fmaf(-(end - self), 1.0f - w, end);
@@ -1377,15 +1391,26 @@ static void run_mta(const twin_t *t, dim3 grid, void **args) {
             v = mta_op(t->mta_op, x0, 0.0f);
           }
           break;
-        case MF_LIST_ALPHA: v = mta_op(t->mta_op, x0, s0 * x1); break;
+        /* a + alpha * b and a - alpha * b contract into one FMA (the wheel's SASS); the other
+         * operations take alpha * b rounded */
+        case MF_LIST_ALPHA:
+          v = t->mta_op == MO_PLUS    ? fmaf(s0, x1, x0)
+              : t->mta_op == MO_MINUS ? fmaf(-s0, x1, x0)
+                                      : mta_op(t->mta_op, x0, s0 * x1);
+          break;
         case MF_SCALAR: v = mta_op(t->mta_op, x0, s0); break;
         case MF_SCALAR_LIST: v = mta_op(t->mta_op, x0, sv); break;
         case MF_LIST: v = mta_op(t->mta_op, x0, x1); break;
-        case MF_SCALAR_TENSOR: v = mta_op(t->mta_op, x0, s0 * mta_ld(dt, stensor, 0)); break;
-        case MF_POINTWISE_SCALAR: v = fmaf(s0, mta_op(t->mta_op, x1, x2), x0); break;
-        case MF_POINTWISE_SCALAR_LIST: v = fmaf(sv, mta_op(t->mta_op, x1, x2), x0); break;
+        case MF_SCALAR_TENSOR: {
+          float st = mta_ld(dt, stensor, 0);
+          v = t->mta_op == MO_PLUS ? fmaf(s0, st, x0) : mta_op(t->mta_op, x0, s0 * st);
+          break;
+        }
+        /* addcmul's and addcdiv's: a product with the scalar 1 is one FMA (a branch of its own) */
+        case MF_POINTWISE_SCALAR: v = pointwise(t->mta_op, s0, x1, x2, x0); break;
+        case MF_POINTWISE_SCALAR_LIST: v = pointwise(t->mta_op, sv, x1, x2, x0); break;
         /* list 1 holds 0-d tensors: its one element stands for every element of the others */
-        case MF_POINTWISE_0D: v = fmaf(s0, mta_op(t->mta_op, mta_ld(dt, lists[1], 0), mta_ld(dt, lists[2], i)), x0); break;
+        case MF_POINTWISE_0D: v = pointwise(t->mta_op, s0, mta_ld(dt, lists[1], 0), mta_ld(dt, lists[2], i), x0); break;
         case MF_LERP_SCALAR: v = lerpf(x0, x1, s0); break;
         case MF_LERP_LIST: v = lerpf(x0, x1, x2); break;
         default: v = lerpf(x0, x1, sv); break;
