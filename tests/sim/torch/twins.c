@@ -401,6 +401,7 @@ static float op_expm1(const char *f, const float *in) { (void)f; return expm1f(i
 static float op_log2(const char *f, const float *in) { (void)f; return log2f(in[0]); }
 static float op_log10(const char *f, const float *in) { (void)f; return log10f(in[0]); }
 static float op_erf(const char *f, const float *in) { (void)f; return erff(in[0]); }
+static float op_atanh(const char *f, const float *in) { (void)f; return atanhf(in[0]); }
 /* nan_to_num_kernel_cuda's lambda {T nan_replacement, pos_inf_replacement, neg_inf_replacement} */
 static float op_nan_to_num(const char *f, const float *in) {
   float a = in[0];
@@ -636,6 +637,7 @@ static const op_desc_t OPS[] = {
     {{"::hardshrink_kernel(", "{lambda(float)#1}"}, 1, 0, op_hardshrink, OK_FLOAT, NULL, "t", 0},
     {{"::shrink_backward_kernel(", "{lambda(float, float)#1}"}, 2, 0, op_shrink_bw, OK_FLOAT, NULL, "t", 0},
     {{"native::sin_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_sin, OK_FLOAT, NULL, "", 0},
+    {{"native::atanh_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_atanh, OK_FLOAT, NULL, "", 0},
     {{"native::cos_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_cos, OK_FLOAT, NULL, "", 0},
     {{"native::log1p_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_log1p, OK_FLOAT, NULL, "", 0},
     {{"native::expm1_kernel_cuda(", "{lambda(float)#1}"}, 1, 0, op_expm1, OK_FLOAT, NULL, "", 0},
