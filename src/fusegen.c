@@ -724,13 +724,13 @@ static void emit_op(out_t *o, const ag_fg_chain_t *c, int i) {
   case AG_FG_SQUARE: emit(o, "__fmul_rn(%s, %s)", x, x); break;
   /* (base * base) * base in the tensor's type: c10::Half and c10::BFloat16 multiply in float
    * and round each product to themselves, so the first product is rounded before the second. */
-  case AG_FG_CUBE:
-    if (op->in_dt == AG_FG_F32)
-      emit(o, "__fmul_rn(__fmul_rn(%s, %s), %s)", x, x, x);
-    else
-      emit(o, "__fmul_rn(ag_%s2f(ag_f2%s(__fmul_rn(%s, %s))), %s)", op->in_dt == AG_FG_F16 ? "h" : "bf",
-           op->in_dt == AG_FG_F16 ? "h" : "bf", x, x, x);
+  case AG_FG_CUBE: {
+    char d[128];
+    snprintf(d, sizeof d, "__fmul_rn(%s, %s)", x, x);
+    rounded(op->in_dt, d, sizeof d);
+    emit(o, "__fmul_rn(%s, %s)", d, x);
     break;
+  }
   /* std::min(std::max(x + 3, 0), 6), spelled out (the sum computed once by the compiler) */
   case AG_FG_HARDSIGMOID:
   case AG_FG_HARDSWISH: {
